@@ -1,0 +1,1 @@
+"""The broker: anyio server shell, request dispatch, partitions and segment storage."""

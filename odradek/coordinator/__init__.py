@@ -1,0 +1,1 @@
+"""Sans-IO coordinators (groups, transactions) driven by an injected clock."""
