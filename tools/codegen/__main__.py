@@ -1,0 +1,53 @@
+"""`python -m tools.codegen [--check] [--spec-dir DIR] [--out DIR]`
+
+Regenerates `odradek/wire/_generated/` from Kafka's JSON specs. With `--check`, generates into a
+temporary directory and exits 1 if the committed output differs (stale or hand-edited).
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import sys
+import tempfile
+from pathlib import Path
+
+from tools.codegen.generate import generate
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_SPEC = ROOT.parent / "shared" / "kafka-protocol"
+DEFAULT_OUT = ROOT / "odradek" / "wire" / "_generated"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.codegen")
+    ap.add_argument("--spec-dir", type=Path, default=DEFAULT_SPEC)
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--check", action="store_true", help="fail if the committed output is stale")
+    args = ap.parse_args(argv)
+    if not (args.spec_dir / "message").is_dir():
+        print(f"no specs at {args.spec_dir}/message", file=sys.stderr)
+        return 2
+    if not args.check:
+        generate(args.spec_dir, args.out)
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        generate(args.spec_dir, Path(tmp))
+        cmp = filecmp.dircmp(tmp, args.out, ignore=["__pycache__"])
+        stale = cmp.left_only + cmp.right_only + cmp.diff_files
+        if not stale:
+            # dircmp compares shallowly by stat; confirm contents byte for byte.
+            stale = [
+                n
+                for n in cmp.common_files
+                if (Path(tmp) / n).read_bytes() != (args.out / n).read_bytes()
+            ]
+        if stale:
+            print("generated code is stale: " + ", ".join(sorted(stale)), file=sys.stderr)
+            return 1
+    print("generated code is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Drive the emitter: one module per API, headers, internal records, ApiKey and ErrorCode."""
+
+from __future__ import annotations
+
+import csv
+import re
+import subprocess
+from pathlib import Path
+
+from tools.codegen.emit import STAMP, emit_module
+from tools.codegen.spec import MessageSpec, load_message, snake
+
+
+def api_module_name(msg_name: str) -> str:
+    return snake(re.sub(r"(Request|Response)$", "", msg_name))
+
+
+def generate(spec_dir: Path, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.py"):
+        old.unlink()
+    messages = [load_message(p) for p in sorted((spec_dir / "message").glob("*.json"))]
+    by_api: dict[int, dict[str, MessageSpec]] = {}
+    headers: list[MessageSpec] = []
+    data: list[MessageSpec] = []
+    for m in messages:
+        if m.type == "header":
+            headers.append(m)
+        elif m.type == "data":
+            data.append(m)
+        else:
+            assert m.api_key is not None
+            by_api.setdefault(m.api_key, {})[m.type] = m
+    files: dict[str, str] = {}
+    api_rows = []
+    for key in sorted(by_api):
+        pair = by_api[key]
+        req, resp = pair["request"], pair["response"]
+        module = api_module_name(req.name)
+        files[f"{module}.py"] = emit_module([req, resp])
+        api_rows.append((key, req, resp, module))
+    files["header.py"] = emit_module(sorted(headers, key=lambda m: m.name))
+    files["data.py"] = emit_module(sorted(data, key=lambda m: m.name))
+    internal = [load_message(p) for p in sorted((spec_dir / "internal").glob("*.json"))]
+    files["internal.py"] = emit_module(internal)
+    files["api_keys.py"] = emit_api_keys(api_rows)
+    files["error_codes.py"] = emit_error_codes(spec_dir / "errors.tsv")
+    files["__init__.py"] = (
+        STAMP + '"""Generated Kafka protocol messages; import modules lazily, per API."""\n'
+    )
+    for name, text in files.items():
+        (out / name).write_text(text)
+    # Normalise layout so regeneration is byte-stable and diffs stay readable.
+    subprocess.run(["ruff", "format", "--quiet", "--line-length", "100", str(out)], check=True)
+
+
+def emit_api_keys(rows: list[tuple[int, MessageSpec, MessageSpec, str]]) -> str:
+    lines = [
+        STAMP,
+        "from __future__ import annotations\n",
+        "from dataclasses import dataclass",
+        "from enum import IntEnum\n\n",
+        "class ApiKey(IntEnum):",
+    ]
+    for key, req, _resp, _module in rows:
+        base = re.sub(r"Request$", "", req.name)
+        lines.append(f"    {snake(base).upper()} = {key}")
+    lines += [
+        "\n",
+        "@dataclass(frozen=True, slots=True)",
+        "class ApiSpec:",
+        "    key: int",
+        "    name: str",
+        "    module: str",
+        "    request_class: str",
+        "    response_class: str",
+        "    min_version: int",
+        "    max_version: int",
+        "    max_stable_version: int",
+        "    flexible_min_version: int | None",
+        "    listeners: tuple[str, ...]",
+        "\n",
+        "API_SPECS: dict[int, ApiSpec] = {",
+    ]
+    for key, req, resp, module in rows:
+        flex = None if req.flexible.empty else req.flexible.lo
+        hi = req.valid.hi
+        assert hi is not None
+        stable = hi - 1 if req.latest_unstable else hi
+        base = re.sub(r"Request$", "", req.name)
+        lines.append(
+            f"    {key}: ApiSpec({key}, {base!r}, {module!r}, {req.name!r}, {resp.name!r}, "
+            f"{req.valid.lo}, {hi}, {stable}, {flex}, {tuple(req.listeners)!r}),"
+        )
+    lines.append("}\n")
+    return "\n".join(lines)
+
+
+def emit_error_codes(path: Path) -> str:
+    lines = [
+        STAMP,
+        "from __future__ import annotations\n",
+        "from enum import IntEnum\n\n",
+        "class ErrorCode(IntEnum):",
+        "    retriable: bool\n",
+        "    def __new__(cls, code: int, retriable: bool) -> ErrorCode:",
+        "        obj = int.__new__(cls, code)",
+        "        obj._value_ = code",
+        "        obj.retriable = retriable",
+        "        return obj\n",
+    ]
+    with path.open() as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            lines.append(f"    {row['name']} = ({row['code']}, {row['retriable'] == 'yes'})")
+    return "\n".join(lines) + "\n"

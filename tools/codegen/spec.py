@@ -1,0 +1,173 @@
+"""Typed model of Kafka's JSON message specs (JSON with `//` line comments).
+
+Only names, types, versions and defaults are kept; the specs' `about` prose is dropped on load.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PRIMITIVES = {
+    "bool",
+    "int8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "float64",
+    "string",
+    "bytes",
+    "records",
+    "uuid",
+}
+
+
+@dataclass(frozen=True)
+class Versions:
+    """An inclusive version range; `hi=None` means open-ended, `empty` means "none"."""
+
+    lo: int = 0
+    hi: int | None = None
+    empty: bool = False
+
+    @classmethod
+    def parse(cls, text: str | None) -> Versions:
+        if text is None or text == "none":
+            return cls(empty=True)
+        text = text.strip()
+        if text.endswith("+"):
+            return cls(int(text[:-1]), None)
+        if "-" in text:
+            lo, hi = text.split("-")
+            return cls(int(lo), int(hi))
+        return cls(int(text), int(text))
+
+    def __contains__(self, v: int) -> bool:
+        return not self.empty and v >= self.lo and (self.hi is None or v <= self.hi)
+
+
+@dataclass
+class FieldSpec:
+    name: str
+    type: str  # e.g. "int32", "[]string", "[]TopicData", "Cursor"
+    versions: Versions
+    nullable: Versions
+    tagged: Versions
+    tag: int | None
+    default: str | None
+    flexible_override: Versions | None  # only RequestHeader.ClientId uses this ("none")
+    ignorable: bool
+    zero_copy: bool
+    struct: StructSpec | None = None  # resolved for struct and []struct types
+
+    @property
+    def is_array(self) -> bool:
+        return self.type.startswith("[]")
+
+    @property
+    def element_type(self) -> str:
+        return self.type[2:] if self.is_array else self.type
+
+    @property
+    def is_struct(self) -> bool:
+        return self.element_type not in PRIMITIVES
+
+
+@dataclass
+class StructSpec:
+    name: str
+    fields: list[FieldSpec]
+
+
+@dataclass
+class MessageSpec:
+    name: str
+    type: str  # request, response, header, data
+    api_key: int | None
+    valid: Versions
+    flexible: Versions
+    fields: list[FieldSpec]
+    listeners: list[str]
+    latest_unstable: bool
+    structs: dict[str, StructSpec] = field(default_factory=dict)  # every struct, by name
+
+    @property
+    def version_list(self) -> list[int]:
+        assert self.valid.hi is not None, self.name
+        return list(range(self.valid.lo, self.valid.hi + 1))
+
+
+def load_json_with_comments(path: Path) -> dict[str, object]:
+    text = re.sub(r"^\s*//.*$", "", path.read_text(), flags=re.M)
+    data = json.loads(text)
+    assert isinstance(data, dict)
+    return data
+
+
+def _parse_field(
+    raw: dict[str, object], structs: dict[str, StructSpec], pending: list[FieldSpec]
+) -> FieldSpec:
+    # Tagged-only fields may omit "versions"; Kafka then takes the tagged range.
+    versions = Versions.parse(str(raw.get("versions", raw.get("taggedVersions"))))
+    f = FieldSpec(
+        name=str(raw["name"]),
+        type=str(raw["type"]),
+        versions=versions,
+        nullable=Versions.parse(raw.get("nullableVersions")),  # type: ignore[arg-type]
+        tagged=Versions.parse(raw.get("taggedVersions")),  # type: ignore[arg-type]
+        tag=int(raw["tag"]) if "tag" in raw else None,  # type: ignore[call-overload]
+        default=str(raw["default"]) if "default" in raw else None,
+        flexible_override=Versions.parse(raw["flexibleVersions"])  # type: ignore[arg-type]
+        if "flexibleVersions" in raw
+        else None,
+        ignorable=bool(raw.get("ignorable", False)),
+        zero_copy=bool(raw.get("zeroCopy", False)),
+    )
+    sub = raw.get("fields")
+    if sub is not None:
+        assert isinstance(sub, list)
+        st = StructSpec(f.element_type, [_parse_field(s, structs, pending) for s in sub])
+        assert st.name not in structs, f"duplicate struct {st.name}"
+        structs[st.name] = st
+        f.struct = st
+    elif f.is_struct:
+        pending.append(f)  # a common struct, resolved after all are read
+    return f
+
+
+def load_message(path: Path) -> MessageSpec:
+    raw = load_json_with_comments(path)
+    structs: dict[str, StructSpec] = {}
+    pending: list[FieldSpec] = []
+    fields = [_parse_field(f, structs, pending) for f in raw.get("fields", [])]  # type: ignore[attr-defined]
+    for cs in raw.get("commonStructs", []):  # type: ignore[attr-defined]
+        st = StructSpec(str(cs["name"]), [_parse_field(f, structs, pending) for f in cs["fields"]])
+        structs[st.name] = st
+    for f in pending:
+        f.struct = structs[f.element_type]
+    api_key = raw.get("apiKey")
+    return MessageSpec(
+        name=str(raw["name"]),
+        type=str(raw["type"]),
+        api_key=int(api_key) if api_key is not None else None,  # type: ignore[call-overload]
+        valid=Versions.parse(str(raw["validVersions"])),
+        flexible=Versions.parse(str(raw["flexibleVersions"])),
+        fields=fields,
+        listeners=list(raw.get("listeners", [])),  # type: ignore[call-overload]
+        latest_unstable=bool(raw.get("latestVersionUnstable", False)),
+        structs=structs,
+    )
+
+
+def snake(name: str) -> str:
+    """CamelCase spec names to snake_case attribute names (IsrNodes -> isr_nodes)."""
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s)
+    s = s.lower()
+    import keyword
+
+    return s + "_" if keyword.iskeyword(s) else s
