@@ -1,0 +1,99 @@
+"""The `odradek` command: `odradek serve` runs the broker; `odradek --version`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from odradek import __version__
+from odradek.config import ConfigError, load_config
+from odradek.log import LEVELS, configure_logging
+
+__all__ = ["build_parser", "main"]
+
+EXIT_OK = 0
+EXIT_CONFIG = 2  # also argparse's code for bad usage
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="odradek", description="A Kafka-wire-compatible broker.")
+    parser.add_argument("--version", action="version", version=f"odradek {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = commands.add_parser(
+        "serve",
+        help="run the broker",
+        description=(
+            "Run the broker. Settings use Kafka's names; precedence: defaults < --config "
+            "file < ODRADEK_* environment variables (e.g. ODRADEK_LOG_DIRS) < --override."
+        ),
+    )
+    serve.add_argument(
+        "--config", type=Path, metavar="FILE", help="a Kafka-style server.properties file"
+    )
+    serve.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set one property (repeatable), e.g. --override log.dirs=/var/lib/odradek",
+    )
+    serve.add_argument("--log-json", action="store_true", help="log JSON objects, one per line")
+    serve.add_argument("--log-level", default="info", choices=LEVELS, help="default: info")
+    serve.set_defaults(func=_serve)
+    return parser
+
+
+def _config_error(exc: ConfigError) -> int:
+    print(f"odradek: configuration error: {exc}", file=sys.stderr)
+    return EXIT_CONFIG
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.config, args.override, os.environ)
+    except ConfigError as exc:
+        return _config_error(exc)
+    configure_logging(json=args.log_json, level=args.log_level)
+
+    import anyio
+    import structlog
+
+    log = structlog.get_logger("odradek.cli")
+    for key in sorted(config.unknown):
+        log.warning("unknown config ignored", key=key)
+    log.info("starting", version=__version__, config_file=str(args.config) if args.config else None)
+
+    from odradek.broker.server import serve  # lazily: keeps --version and errors fast
+
+    backend_options: dict[str, Any] = {}
+    if importlib.util.find_spec("uvloop") is not None:
+        backend_options["use_uvloop"] = True
+    try:
+        anyio.run(serve, config, backend="asyncio", backend_options=backend_options)
+    except ConfigError as exc:  # settings only checkable at run time, e.g. a port in use
+        return _config_error(exc)
+    except KeyboardInterrupt:  # the server handles SIGINT itself; this is a second ^C
+        return EXIT_INTERRUPTED
+    log.info("stopped")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_CONFIG
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())
