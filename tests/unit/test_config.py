@@ -1,0 +1,514 @@
+"""Broker and topic configuration: properties syntax, precedence, listeners, topic configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from odradek.config import (
+    BROKER_CONFIGS,
+    LONG_MAX,
+    TOPIC_CONFIGS,
+    BrokerConfig,
+    ConfigError,
+    ConfigSource,
+    ConfigType,
+    Listener,
+    describe_topic_config,
+    env_to_properties,
+    format_value,
+    load_config,
+    parse_listeners,
+    parse_overrides,
+    parse_properties,
+    parse_value,
+    resolve_topic_config,
+    validate_topic_config,
+    validate_topic_configs,
+)
+
+# ----------------------------------------------------------------------------- properties
+
+
+def test_properties_separators_and_comments() -> None:
+    text = (
+        "# a comment\n"
+        "! another comment\n"
+        "\n"
+        "   \n"
+        "a=1\n"
+        "b = 2\n"
+        "c: 3\n"
+        "d 4\n"
+        "  e\t=\t5  \n"
+        "f\n"
+        "g==x\n"
+        "h = a b c\n"
+    )
+    assert parse_properties(text) == {
+        "a": "1",
+        "b": "2",
+        "c": "3",
+        "d": "4",
+        "e": "5  ",  # Java keeps trailing blanks of the value
+        "f": "",
+        "g": "=x",
+        "h": "a b c",
+    }
+
+
+def test_properties_continuations() -> None:
+    text = "listeners=PLAINTEXT://127.0.0.1:9092,\\\n    PLAINTEXT2://127.0.0.1:9093\nx=1\\\n"
+    assert parse_properties(text) == {
+        "listeners": "PLAINTEXT://127.0.0.1:9092,PLAINTEXT2://127.0.0.1:9093",
+        "x": "1",
+    }
+
+
+def test_properties_even_backslashes_do_not_continue() -> None:
+    assert parse_properties("a=x\\\\\nb=y\n") == {"a": "x\\", "b": "y"}
+
+
+def test_properties_comment_line_ending_in_backslash_does_not_continue() -> None:
+    assert parse_properties("# comment \\\nkey=v\n") == {"key": "v"}
+
+
+def test_properties_continuation_line_starting_with_hash_is_not_a_comment() -> None:
+    assert parse_properties("a=1,\\\n  #2\n") == {"a": "1,#2"}
+
+
+def test_properties_escapes() -> None:
+    text = "k\\:ey\\=x\\ y=v\\tw\\n\\u0041\\q\n"
+    assert parse_properties(text) == {"k:ey=x y": "v\tw\nAq"}
+
+
+def test_properties_line_endings_and_later_keys_win() -> None:
+    assert parse_properties("a=1\r\nb=2\rc=3\na=4") == {"a": "4", "b": "2", "c": "3"}
+
+
+def test_properties_malformed_unicode_escape() -> None:
+    with pytest.raises(ConfigError, match="line 2"):
+        parse_properties("ok=1\nbad=\\u12g4\n")
+
+
+def test_env_to_properties() -> None:
+    env = {
+        "ODRADEK_LOG_DIRS": "/x",
+        "ODRADEK_NUM_PARTITIONS": "3",
+        "HOME": "/root",
+        "ODRADEK_": "z",
+    }
+    assert env_to_properties(env) == {"log.dirs": "/x", "num.partitions": "3"}
+
+
+def test_parse_overrides() -> None:
+    assert parse_overrides(["a=1", " b =x=y", "c="]) == {"a": "1", "b": "x=y", "c": ""}
+    with pytest.raises(ConfigError, match="key=value"):
+        parse_overrides(["novalue"])
+    with pytest.raises(ConfigError, match="key=value"):
+        parse_overrides(["=1"])
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def test_defaults() -> None:
+    c = BrokerConfig()
+    assert c.node_id == 1
+    assert c.listeners == [Listener("PLAINTEXT", "127.0.0.1", 9092)]
+    assert c.advertised_listeners == c.listeners
+    assert c.log_dirs == [Path("./odradek-data")]
+    assert c.num_partitions == 1
+    assert c.default_replication_factor == 1
+    assert c.auto_create_topics_enable is True
+    assert c.delete_topic_enable is True
+    assert c.log_segment_bytes == 1_073_741_824
+    assert c.log_roll_ms == 168 * 3_600_000
+    assert c.log_retention_ms == 168 * 3_600_000
+    assert c.log_retention_bytes == -1
+    assert c.log_retention_check_interval_ms == 300_000
+    assert c.log_index_interval_bytes == 4096
+    assert c.log_index_size_max_bytes == 10_485_760
+    assert c.log_flush_interval_messages == LONG_MAX
+    assert c.log_flush_interval_ms == LONG_MAX
+    assert c.log_cleanup_policy == ("delete",)
+    assert c.message_max_bytes == 1_048_588
+    assert c.socket_request_max_bytes == 104_857_600
+    assert c.max_connections == 2_147_483_647
+    assert c.offsets_topic_num_partitions == 50
+    assert c.offsets_topic_replication_factor == 1
+    assert c.offsets_retention_ms == 10_080 * 60_000
+    assert c.group_initial_rebalance_delay_ms == 3000
+    assert c.group_min_session_timeout_ms == 6000
+    assert c.group_max_session_timeout_ms == 1_800_000
+    assert c.transaction_max_timeout_ms == 900_000
+    assert c.transactional_id_expiration_ms == 604_800_000
+    assert c.transaction_state_log_num_partitions == 50
+    assert c.producer_id_expiration_ms == 86_400_000
+    assert c.min_insync_replicas == 1
+    assert c.log_message_timestamp_type == "CreateTime"
+    assert c.compression_type == "producer"
+    assert c.unstable_api_versions_enable is False
+    assert c.unknown == {}
+    assert "cluster.id" not in BROKER_CONFIGS
+
+
+def test_every_default_is_valid() -> None:
+    for table in (BROKER_CONFIGS, TOPIC_CONFIGS):
+        for name, definition in table.items():
+            text = format_value(definition.default)
+            if text is not None:
+                assert parse_value(definition, text) == definition.default, name
+
+
+def test_broker_settings_name_their_topic_synonym() -> None:
+    assert BROKER_CONFIGS["log.retention.hours"].topic_synonym == "retention.ms"
+    assert BROKER_CONFIGS["message.max.bytes"].topic_synonym == "max.message.bytes"
+    assert BROKER_CONFIGS["log.segment.bytes"].topic_synonym == "segment.bytes"
+    assert BROKER_CONFIGS["num.partitions"].topic_synonym is None
+    assert BROKER_CONFIGS["log.segment.bytes"].dynamic
+    assert BROKER_CONFIGS["listeners"].read_only
+
+
+def test_precedence_file_env_override(tmp_path: Path) -> None:
+    props = tmp_path / "server.properties"
+    props.write_text("num.partitions=2\nlog.segment.bytes=1000\nnode.id=7\nfoo.bar=baz\n")
+    env = {"ODRADEK_NUM_PARTITIONS": "3", "ODRADEK_LOG_SEGMENT_BYTES": "2000"}
+    c = load_config(props, ["log.segment.bytes=3000"], env)
+    assert c.num_partitions == 3  # env beats file
+    assert c.log_segment_bytes == 3000  # override beats env
+    assert c.node_id == 7  # file beats default
+    assert c.unknown == {"foo.bar": "baz"}
+    assert c.source("num.partitions") is ConfigSource.STATIC_BROKER_CONFIG
+    assert c.source("num.recovery.threads") is ConfigSource.DEFAULT_CONFIG
+    assert c.is_set("node.id") and not c.is_set("log.dir")
+
+
+def test_load_without_file() -> None:
+    c = load_config(None, [], {})
+    assert c.node_id == 1
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path / "nope.properties", [], {})
+
+
+def test_bad_value_names_the_key() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(None, ["num.partitions=0"], {})
+    assert info.value.key == "num.partitions"
+    assert "at least 1" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        load_config(None, [], {"ODRADEK_AUTO_CREATE_TOPICS_ENABLE": "maybe"})
+    assert info.value.key == "auto.create.topics.enable"
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("num.partitions", "abc"),
+        ("num.partitions", "2147483648"),
+        ("num.partitions", "1.5"),
+        ("num.partitions", "1_0"),
+        ("log.retention.bytes", "9223372036854775808"),
+        ("log.cleaner.min.cleanable.ratio", "1.5"),
+        ("log.cleaner.min.cleanable.ratio", "nan"),
+        ("log.message.timestamp.type", "createtime"),
+        ("log.cleanup.policy", "delete,forever"),
+        ("compression.type", "brotli"),
+        ("compression.gzip.level", "0"),
+        ("log.retention.ms", ""),
+    ],
+)
+def test_invalid_values(name: str, text: str) -> None:
+    with pytest.raises(ConfigError, match=f"Invalid value .* for configuration {name}"):
+        BrokerConfig({name: text})
+
+
+def test_value_parsing_is_lenient_like_kafka() -> None:
+    c = BrokerConfig(
+        {
+            "auto.create.topics.enable": " FALSE ",
+            "num.partitions": " +3 ",
+            "log.cleanup.policy": "compact , delete",
+            "log.cleaner.min.cleanable.ratio": "0.25",
+        }
+    )
+    assert c.auto_create_topics_enable is False
+    assert c.num_partitions == 3
+    assert c.log_cleanup_policy == ("compact", "delete")
+    assert c.get("log.cleaner.min.cleanable.ratio") == 0.25
+
+
+def test_retention_precedence() -> None:
+    assert BrokerConfig({"log.retention.hours": "1"}).log_retention_ms == 3_600_000
+    both = {"log.retention.hours": "1", "log.retention.minutes": "2"}
+    assert BrokerConfig(both).log_retention_ms == 120_000
+    assert BrokerConfig({**both, "log.retention.ms": "5"}).log_retention_ms == 5
+    assert BrokerConfig({"log.retention.ms": "-1"}).log_retention_ms == -1
+    assert BrokerConfig({"log.retention.hours": "-1"}).log_retention_ms == -1
+
+
+def test_roll_and_flush_fallbacks() -> None:
+    assert BrokerConfig({"log.roll.hours": "2"}).log_roll_ms == 7_200_000
+    assert BrokerConfig({"log.roll.hours": "2", "log.roll.ms": "9"}).log_roll_ms == 9
+    assert BrokerConfig({"log.flush.scheduler.interval.ms": "50"}).log_flush_interval_ms == 50
+    c = BrokerConfig({"log.flush.scheduler.interval.ms": "50", "log.flush.interval.ms": "7"})
+    assert c.log_flush_interval_ms == 7
+
+
+def test_log_dirs_over_log_dir() -> None:
+    assert BrokerConfig({"log.dir": "/a"}).log_dirs == [Path("/a")]
+    c = BrokerConfig({"log.dir": "/a", "log.dirs": "/b, /c"})
+    assert c.log_dirs == [Path("/b"), Path("/c")]
+    with pytest.raises(ConfigError, match="log directory"):
+        BrokerConfig({"log.dirs": ""})
+
+
+def test_node_id_and_broker_id_are_one_setting() -> None:
+    assert BrokerConfig({"broker.id": "4"}).node_id == 4
+    assert BrokerConfig({"node.id": "5"}).get("broker.id") == 5
+    assert BrokerConfig({"node.id": "5", "broker.id": "5"}).node_id == 5
+    with pytest.raises(ConfigError, match=r"node\.id"):
+        BrokerConfig({"node.id": "5", "broker.id": "6"})
+
+
+# ----------------------------------------------------------------------------- listeners
+
+
+def test_parse_listeners_forms() -> None:
+    assert parse_listeners(
+        ["PLAINTEXT://127.0.0.1:9092", "v6://[::1]:0", "ALL://:9094", "NAMED://localhost:1"]
+    ) == [
+        Listener("PLAINTEXT", "127.0.0.1", 9092),
+        Listener("V6", "::1", 0),
+        Listener("ALL", "", 9094),
+        Listener("NAMED", "localhost", 1),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["127.0.0.1:9092", "PLAINTEXT://127.0.0.1", "PLAINTEXT://h:99999", "PLAINTEXT://h:-1", "x"],
+)
+def test_bad_listener(text: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig({"listeners": text})
+    assert info.value.key == "listeners"
+
+
+def test_duplicate_listener_names() -> None:
+    with pytest.raises(ConfigError, match="more than once"):
+        BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:1,plaintext://127.0.0.1:2"})
+
+
+def test_only_plaintext_is_supported() -> None:
+    with pytest.raises(ConfigError, match="only PLAINTEXT"):
+        BrokerConfig({"listeners": "SSL://127.0.0.1:9093"})
+    with pytest.raises(ConfigError, match="only PLAINTEXT"):
+        BrokerConfig(
+            {
+                "listeners": "SECURE://127.0.0.1:9093",
+                "listener.security.protocol.map": "SECURE:SASL_SSL",
+            }
+        )
+
+
+def test_custom_listener_names_via_protocol_map() -> None:
+    c = BrokerConfig(
+        {
+            "listeners": "INTERNAL://127.0.0.1:0,EXTERNAL://[::1]:0",
+            "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+        }
+    )
+    assert [x.name for x in c.listeners] == ["INTERNAL", "EXTERNAL"]
+    assert c.listener_security_protocol_map == {"INTERNAL": "PLAINTEXT", "EXTERNAL": "PLAINTEXT"}
+    with pytest.raises(ConfigError, match="no security protocol"):
+        BrokerConfig({"listeners": "INTERNAL://127.0.0.1:0"})
+
+
+def test_advertised_listeners() -> None:
+    c = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0"})
+    assert c.advertised_for({"PLAINTEXT": 41231}) == [Listener("PLAINTEXT", "127.0.0.1", 41231)]
+    c = BrokerConfig(
+        {"listeners": "PLAINTEXT://:0", "advertised.listeners": "PLAINTEXT://kafka.local:9092"}
+    )
+    assert c.advertised_for({"PLAINTEXT": 5}) == [Listener("PLAINTEXT", "kafka.local", 9092)]
+    c = BrokerConfig({"listeners": "PLAINTEXT://:0"})
+    assert c.advertised_for({"PLAINTEXT": 5}, fallback_host="h") == [Listener("PLAINTEXT", "h", 5)]
+    with pytest.raises(ConfigError, match="non-routable"):
+        BrokerConfig({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"})
+    with pytest.raises(ConfigError, match="not among the listeners"):
+        BrokerConfig(
+            {
+                "advertised.listeners": "OTHER://h:1",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT",
+            }
+        )
+
+
+# ----------------------------------------------------------------------------- topic configs
+
+
+def test_topic_config_table_matches_kafka_names() -> None:
+    expected = {
+        "cleanup.policy",
+        "compression.type",
+        "retention.ms",
+        "retention.bytes",
+        "segment.bytes",
+        "segment.ms",
+        "segment.index.bytes",
+        "index.interval.bytes",
+        "flush.messages",
+        "flush.ms",
+        "max.message.bytes",
+        "message.timestamp.type",
+        "min.insync.replicas",
+        "delete.retention.ms",
+        "min.compaction.lag.ms",
+        "max.compaction.lag.ms",
+        "min.cleanable.dirty.ratio",
+        "file.delete.delay.ms",
+        "preallocate",
+        "unclean.leader.election.enable",
+        "message.timestamp.before.max.ms",
+        "message.timestamp.after.max.ms",
+        "message.downconversion.enable",
+    }
+    assert expected <= set(TOPIC_CONFIGS)
+    assert TOPIC_CONFIGS["retention.ms"].default == 604_800_000
+    assert TOPIC_CONFIGS["max.message.bytes"].default == 1_048_588
+    assert TOPIC_CONFIGS["cleanup.policy"].type is ConfigType.LIST
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "fragment"),
+    [
+        ("retention.ms", "abc", "Not a number of type LONG"),
+        ("retention.ms", "-2", "at least -1"),
+        ("segment.bytes", "10", "at least 14"),
+        ("cleanup.policy", "delete,forever", "forever"),
+        ("compression.type", "brotli", "String must be one of"),
+        ("message.timestamp.type", "Now", "String must be one of"),
+        ("min.cleanable.dirty.ratio", "2", "no more than 1"),
+        ("preallocate", "yes", "true or false"),
+        ("no.such.config", "1", "Unknown topic config name: no.such.config"),
+        ("retention.ms", None, "Null value"),
+    ],
+)
+def test_validate_topic_config_rejects(name: str, value: str | None, fragment: str) -> None:
+    reason = validate_topic_config(name, value)
+    assert reason is not None and fragment in reason
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("retention.ms", "-1"),
+        ("retention.ms", "1000"),
+        ("cleanup.policy", "compact,delete"),
+        ("cleanup.policy", "compact"),
+        ("compression.type", "zstd"),
+        ("min.cleanable.dirty.ratio", "0.1"),
+        ("preallocate", "TRUE"),
+        ("message.timestamp.type", "LogAppendTime"),
+    ],
+)
+def test_validate_topic_config_accepts(name: str, value: str) -> None:
+    assert validate_topic_config(name, value) is None
+
+
+def test_validate_topic_configs_cross_check() -> None:
+    assert validate_topic_configs({"retention.ms": "1", "segment.bytes": "1000"}) is None
+    reason = validate_topic_configs({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"})
+    assert reason is not None and "min.compaction.lag.ms" in reason
+    assert validate_topic_configs({"x": "1"}) == "Unknown topic config name: x"
+
+
+def test_effective_topic_config_precedence() -> None:
+    broker = BrokerConfig(
+        {"log.retention.minutes": "2", "message.max.bytes": "5000", "log.flush.interval.ms": "9"}
+    )
+    resolved = resolve_topic_config({"segment.bytes": "2048"}, broker)
+    assert resolved.segment_bytes == 2048
+    assert resolved.sources["segment.bytes"] is ConfigSource.DYNAMIC_TOPIC_CONFIG
+    assert resolved.retention_ms == 120_000
+    assert resolved.sources["retention.ms"] is ConfigSource.STATIC_BROKER_CONFIG
+    assert resolved.max_message_bytes == 5000
+    assert resolved.flush_ms == 9
+    assert resolved.segment_ms == 604_800_000
+    assert resolved.sources["segment.ms"] is ConfigSource.DEFAULT_CONFIG
+    assert resolved.delete and not resolved.compact
+    assert resolved.overrides == {"segment.bytes": "2048"}
+
+    overridden = resolve_topic_config({"retention.ms": "10", "cleanup.policy": "compact"}, broker)
+    assert overridden.retention_ms == 10
+    assert overridden.compact and not overridden.delete
+
+
+def test_effective_topic_config_typed_accessors_on_defaults() -> None:
+    resolved = resolve_topic_config({}, BrokerConfig())
+    assert resolved.retention_bytes == -1
+    assert resolved.segment_index_bytes == 10_485_760
+    assert resolved.index_interval_bytes == 4096
+    assert resolved.flush_messages == LONG_MAX
+    assert resolved.message_timestamp_type == "CreateTime"
+    assert resolved.compression_type == "producer"
+    assert resolved.min_insync_replicas == 1
+    assert resolved.min_cleanable_dirty_ratio == 0.5
+    assert resolved.delete_retention_ms == 86_400_000
+    assert resolved.file_delete_delay_ms == 60_000
+    assert resolved.preallocate is False
+    assert resolved["unclean.leader.election.enable"] is False
+
+
+def test_describe_topic_config() -> None:
+    broker = BrokerConfig({"log.retention.hours": "2"})
+    entries = {e.name: e for e in describe_topic_config({"retention.ms": "1000"}, broker)}
+    assert set(entries) == set(TOPIC_CONFIGS)
+
+    retention = entries["retention.ms"]
+    assert retention.value == "1000"
+    assert retention.source is ConfigSource.DYNAMIC_TOPIC_CONFIG
+    assert not retention.is_default and not retention.read_only
+    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
+        ("retention.ms", "1000", ConfigSource.DYNAMIC_TOPIC_CONFIG),
+        ("log.retention.hours", "2", ConfigSource.STATIC_BROKER_CONFIG),
+        ("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG),
+    ]
+
+    segment = entries["segment.bytes"]
+    assert segment.value == "1073741824" and segment.is_default
+    assert segment.type is ConfigType.INT
+
+    policy = entries["cleanup.policy"]
+    assert policy.value == "delete"
+
+    no_synonyms = describe_topic_config({}, broker, include_synonyms=False)
+    assert all(e.synonyms == () for e in no_synonyms)
+    by_name = {e.name: e for e in no_synonyms}
+    assert by_name["retention.ms"].value == "7200000"
+    assert by_name["retention.ms"].source is ConfigSource.STATIC_BROKER_CONFIG
+
+
+def test_describe_broker_config() -> None:
+    entries = {e.name: e for e in BrokerConfig({"num.partitions": "3"}).describe()}
+    assert set(entries) == set(BROKER_CONFIGS)
+    assert entries["num.partitions"].value == "3"
+    assert entries["num.partitions"].source is ConfigSource.STATIC_BROKER_CONFIG
+    assert entries["log.retention.ms"].value is None
+    assert entries["log.retention.hours"].value == "168"
+    assert entries["log.retention.hours"].is_default
+    assert entries["listeners"].read_only
+
+
+def test_format_value() -> None:
+    assert format_value(True) == "true"
+    assert format_value(("compact", "delete")) == "compact,delete"
+    assert format_value(0.5) == "0.5"
+    assert format_value(1.0) == "1.0"
+    assert format_value(LONG_MAX) == "9223372036854775807"
+    assert format_value(None) is None
