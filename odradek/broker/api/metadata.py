@@ -1,0 +1,112 @@
+"""Metadata (key 3), versions 0-12.
+
+- This node is the only broker, the controller, and the leader (epoch 0) and only replica/ISR
+  of every partition; the advertised endpoint is that of the listener the client used.
+- Topics: v0 empty list = all topics; v1+ null = all, empty = none; v10+ topics may be named
+  by id (UNKNOWN_TOPIC_ID when unknown). Topic ids are returned from v10.
+- Auto-creation (`auto.create.topics.enable`, `num.partitions`) when the request allows it
+  (always for v0-3): the topic is created synchronously and returned ready, not
+  LEADER_NOT_AVAILABLE. Internal topic names and illegal names are never auto-created.
+- authorized operations: INT32_MIN unless requested; when requested, all operations are
+  reported allowed (there is no authorizer). Not implemented: racks, ACLs.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import structlog
+
+from odradek.broker.cluster import (
+    INTERNAL_TOPICS,
+    LEADER_EPOCH,
+    ClusterError,
+    Topic,
+    topic_name_error,
+)
+from odradek.broker.context import RequestContext
+from odradek.wire import ErrorCode
+from odradek.wire._generated.metadata import MetadataRequest, MetadataResponse
+from odradek.wire.primitives import ZERO_UUID
+
+log = structlog.get_logger("odradek.metadata")
+
+AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)
+# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation bits)
+TOPIC_OPS_ALL = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPS_ALL = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12, 13, 14))
+
+Resp = MetadataResponse
+
+
+def _topic_entry(ctx: RequestContext, topic: Topic, ops: int) -> Resp.MetadataResponseTopic:
+    node = ctx.broker.node_id
+    parts = [Resp.MetadataResponsePartition(
+        error_code=ErrorCode.NONE, partition_index=p, leader_id=node, leader_epoch=LEADER_EPOCH,
+        replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
+        for p in range(topic.partitions)]
+    return Resp.MetadataResponseTopic(error_code=ErrorCode.NONE, name=topic.name,
+                                      topic_id=topic.topic_id, is_internal=topic.internal,
+                                      partitions=parts, topic_authorized_operations=ops)
+
+
+def _error_entry(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID,
+                 ops: int = AUTHORIZED_OPS_NOT_REQUESTED) -> Resp.MetadataResponseTopic:
+    return Resp.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id,
+                                      topic_authorized_operations=ops)
+
+
+def _auto_create(ctx: RequestContext, name: str) -> Topic | ErrorCode:
+    broker = ctx.broker
+    if topic_name_error(name):
+        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    if name in INTERNAL_TOPICS or not broker.config.auto_create_topics_enable:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    try:
+        topic = broker.cluster.create_topic(name, broker.config.num_partitions, {})
+    except ClusterError as e:
+        log.warning("auto-create failed", topic=name, error=e.message)
+        return e.code
+    log.info("topic auto-created", topic=name, partitions=topic.partitions, client=ctx.client_id)
+    return topic
+
+
+async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+    broker, version = ctx.broker, ctx.api_version
+    host, port = broker.advertised_endpoint(ctx.client.listener)
+    topic_ops = (TOPIC_OPS_ALL if version >= 8 and request.include_topic_authorized_operations
+                 else AUTHORIZED_OPS_NOT_REQUESTED)
+    cluster_ops = (CLUSTER_OPS_ALL if 8 <= version <= 10 and request.include_cluster_authorized_operations
+                   else AUTHORIZED_OPS_NOT_REQUESTED)
+    allow_create = version < 4 or request.allow_auto_topic_creation
+    wanted = request.topics
+    topics: list[Resp.MetadataResponseTopic] = []
+    if wanted is None or (version == 0 and not wanted):
+        topics = [_topic_entry(ctx, t, topic_ops) for t in broker.cluster]
+    else:
+        for want in wanted:
+            name = want.name
+            if name is None:
+                found = broker.cluster.by_id.get(want.topic_id)
+                if found is None:
+                    topics.append(_error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, want.topic_id))
+                else:
+                    topics.append(_topic_entry(ctx, found, topic_ops))
+                continue
+            topic = broker.cluster.get(name)
+            if topic is None:
+                created = _auto_create(ctx, name) if allow_create else (
+                    ErrorCode.INVALID_TOPIC_EXCEPTION if topic_name_error(name)
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                if isinstance(created, ErrorCode):
+                    topics.append(_error_entry(name, created))
+                    continue
+                topic = created
+            topics.append(_topic_entry(ctx, topic, topic_ops))
+    return MetadataResponse(
+        brokers=[Resp.MetadataResponseBroker(node_id=broker.node_id, host=host, port=port)],
+        cluster_id=broker.cluster.cluster_id,
+        controller_id=broker.node_id,
+        topics=topics,
+        cluster_authorized_operations=cluster_ops,
+    )

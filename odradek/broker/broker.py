@@ -1,0 +1,106 @@
+"""The broker's state as handlers see it: config, cluster metadata, partition logs, clock.
+
+Also the wake-up for long-polling fetches: every append sets the current `anyio.Event` and
+replaces it, so waiters re-check their partitions without polling.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import anyio.abc
+import structlog
+
+from odradek.broker.cluster import Cluster
+from odradek.broker.dispatch import HandlerEntry, available_handlers
+from odradek.broker.storage.log import PartitionLog
+from odradek.broker.storage.manager import LogManager
+from odradek.config import BrokerConfig, Listener, resolve_topic_config
+
+log = structlog.get_logger("odradek.broker")
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.handlers: dict[int, HandlerEntry] = available_handlers()
+        self.logs = LogManager(config.log_dirs, resolve_topic_config({}, config))
+        self.cluster = Cluster(config, self._create_log, self.logs.delete, self._reconfigure)
+        self._check_logs()
+        self.advertised: list[Listener] = config.advertised_for({})
+        self._appended: anyio.Event | None = None
+
+    # -- wiring between cluster metadata and storage ----------------------------------------------
+
+    def _create_log(self, topic: str, partition: int, overrides: Mapping[str, str]) -> None:
+        self.logs.create(topic, partition, resolve_topic_config(overrides, self.config))
+
+    def _reconfigure(self, topic: str, overrides: Mapping[str, str]) -> None:
+        self.logs.reconfigure(topic, resolve_topic_config(overrides, self.config))
+
+    def _check_logs(self) -> None:
+        """Recreate any partition log the metadata names but the disk lacks (e.g. removed dirs)."""
+        for topic in self.cluster:
+            for p in range(topic.partitions):
+                if self.logs.get(topic.name, p) is None:
+                    log.warning("partition log missing; recreating empty", topic=topic.name,
+                                partition=p)
+                    self._create_log(topic.name, p, topic.configs)
+
+    def partition_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self.logs.get(topic, partition)
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    def set_bound_ports(self, ports: Mapping[str, int]) -> None:
+        self.advertised = self.config.advertised_for(ports)
+
+    def advertised_endpoint(self, listener: str) -> tuple[str, int]:
+        for lst in self.advertised:
+            if lst.name == listener:
+                return lst.host, lst.port
+        first = self.advertised[0]
+        return first.host, first.port
+
+    async def start(self, tg: anyio.abc.TaskGroup) -> None:
+        self._appended = anyio.Event()
+        tg.start_soon(self._retention_loop)
+
+    async def _retention_loop(self) -> None:
+        interval = self.config.log_retention_check_interval_ms / 1000
+        while True:
+            await anyio.sleep(interval)
+            try:
+                self.logs.retention_pass(self.now_ms())
+            except Exception:
+                log.exception("retention pass failed")
+
+    def close(self) -> None:
+        self.logs.close_all()
+
+    # -- time and notifications ---------------------------------------------------------------------
+
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.time() * 1000)
+
+    def notify_appended(self) -> None:
+        ev = self._appended
+        if ev is not None:
+            self._appended = anyio.Event()
+            ev.set()
+
+    async def wait_for_append(self, timeout_s: float) -> None:
+        """Return after the next append anywhere, or after `timeout_s`."""
+        ev = self._appended
+        if ev is None or timeout_s <= 0:
+            return
+        with anyio.move_on_after(timeout_s):
+            await ev.wait()
+
+    def topic_config(self, topic: str) -> Any:
+        return self.cluster.effective_config(topic)
