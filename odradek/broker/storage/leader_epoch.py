@@ -1,0 +1,103 @@
+"""The leader epoch cache of one partition: which leader epoch started at which offset.
+
+Persisted as Kafka's `leader-epoch-checkpoint` in the partition directory (see
+`checkpoint.py` for the text layout): version 0, the entry count, then one
+`<epoch> <startOffset>` line per epoch in increasing order. Rewritten (fsynced, renamed)
+whenever an epoch is added; epochs change rarely, so that cost is off the hot path.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from pathlib import Path
+
+from odradek.broker.storage.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from odradek.broker.storage.files import LEADER_EPOCH_CHECKPOINT_FILE
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+
+class LeaderEpochCache:
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / LEADER_EPOCH_CHECKPOINT_FILE
+        self._epochs: list[int] = []
+        self._starts: list[int] = []
+        try:
+            rows = read_checkpoint(self.path, 2)
+        except CheckpointError:
+            rows = []  # rebuilt from the batches' epochs by recovery
+        for epoch, start in rows:
+            self._add(int(epoch), int(start))
+
+    @property
+    def entries(self) -> list[tuple[int, int]]:
+        return list(zip(self._epochs, self._starts, strict=True))
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self._epochs[-1] if self._epochs else None
+
+    def _add(self, epoch: int, start_offset: int) -> bool:
+        if self._epochs and self._epochs[-1] == epoch and start_offset >= self._starts[-1]:
+            return False
+        # An entry that is not monotonic with the existing ones wins over them (as Kafka).
+        while self._epochs and (self._epochs[-1] >= epoch or self._starts[-1] >= start_offset):
+            self._epochs.pop()
+            self._starts.pop()
+        self._epochs.append(epoch)
+        self._starts.append(start_offset)
+        return True
+
+    def assign(self, epoch: int, start_offset: int, *, persist: bool = True) -> None:
+        """Record that `epoch` starts at `start_offset` (no-op when it is already known)."""
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
+        if self._add(epoch, start_offset) and persist:
+            self.persist()
+
+    def persist(self) -> None:
+        write_checkpoint(self.path, (f"{e} {s}" for e, s in self.entries))
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        """The epoch that was current when `offset` was written, if known."""
+        slot = bisect_right(self._starts, offset) - 1
+        return self._epochs[slot] if slot >= 0 else None
+
+    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """(epoch, end offset) as OffsetForLeaderEpoch answers: the largest epoch <= `epoch`
+        and the start offset of the next epoch after it (the log end for the latest epoch)."""
+        if epoch == UNDEFINED_EPOCH or not self._epochs:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if epoch == self._epochs[-1]:
+            return epoch, log_end_offset
+        higher = bisect_right(self._epochs, epoch)
+        if higher >= len(self._epochs):
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if higher == 0:
+            # Older than anything we know: the data is gone, point at the first known epoch.
+            return epoch, self._starts[0]
+        return self._epochs[higher - 1], self._starts[higher]
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Forget epochs starting at or after `end_offset` (the log was cut there)."""
+        keep = bisect_left(self._starts, end_offset)
+        if keep < len(self._epochs):
+            del self._epochs[keep:]
+            del self._starts[keep:]
+            self.persist()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """Drop epochs wholly below the new log start; the one spanning it now starts there."""
+        slot = bisect_right(self._starts, start_offset) - 1
+        if slot < 0 or (slot == 0 and self._starts[0] == start_offset):
+            return
+        del self._epochs[:slot]
+        del self._starts[:slot]
+        self._starts[0] = start_offset
+        self.persist()
+
+    def clear(self) -> None:
+        self._epochs.clear()
+        self._starts.clear()
+        self.persist()

@@ -1,0 +1,677 @@
+"""The log of one partition: an ordered list of segments in `<log dir>/<topic>-<partition>/`.
+
+The bytes on disk are Kafka's (see `segment.py` and the index modules); the partition
+directory also holds `leader-epoch-checkpoint` (see `leader_epoch.py`). The per-log-dir
+checkpoints (recovery points, log start offsets, the clean-shutdown marker) belong to
+`manager.py`, which hands their values to `PartitionLog.open`.
+
+Produce path: `append` reads only batch headers (`iter_batches`), checks each batch's CRC once,
+patches base offsets and the partition leader epoch in place (both outside the CRC), and
+writes the request's batches to the active segment with one `os.write`. Fetch path: `read`
+finds the segment and position through the indexes and returns whole batches read with
+`os.pread`, unchanged.
+
+Offsets: `log_start_offset` <= `high_watermark` <= `log_end_offset` (the next offset to
+assign). `recovery_point` is the offset below which everything has been fsynced; after a
+crash, segments from the one holding it onwards are re-validated.
+
+Not thread-safe: the broker calls it from its one event loop.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+
+from odradek.broker.storage import files
+from odradek.broker.storage.config import LONG_MAX, LogConfig
+from odradek.broker.storage.index_file import CorruptIndexError
+from odradek.broker.storage.leader_epoch import LeaderEpochCache
+from odradek.broker.storage.segment import (
+    BatchMeta,
+    CorruptSegmentError,
+    LogSegment,
+    record_timestamps,
+)
+from odradek.broker.storage.txn_index import AbortedTxn
+from odradek.wire.exceptions import RecordBatchError
+from odradek.wire.records import (
+    RecordBatch,
+    iter_batches,
+    set_base_offset,
+    set_max_timestamp_log_append_time,
+    set_partition_leader_epoch,
+)
+
+log = structlog.get_logger(__name__)
+
+
+class StorageError(Exception):
+    """Base of the errors the storage layer answers requests with."""
+
+
+class OffsetOutOfRangeError(StorageError):
+    """A fetch or delete offset outside [log start offset, log end offset] (or the HW)."""
+
+
+class MessageTooLargeError(StorageError):
+    """A batch larger than the log's `max.message.bytes`."""
+
+
+class LogClosedError(StorageError):
+    """The log was closed or deleted (e.g. its topic was deleted during the request)."""
+
+
+@dataclass(slots=True)
+class AppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    size: int
+    # Views of the appended batches with their final offsets (for producer state).
+    batches: list[RecordBatch] = field(default_factory=list)
+
+
+class PartitionLog:
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        segments: list[LogSegment],
+        epochs: LeaderEpochCache,
+        *,
+        log_start_offset: int,
+        recovery_point: int,
+        now_ms: int,
+        on_log_start_offset_change: Callable[[PartitionLog], None] | None,
+    ) -> None:
+        self.directory = directory
+        self.topic, self.partition = files.parse_partition_dir_name(directory.name)
+        self.config = config
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self.epochs = epochs
+        self.log_start_offset = log_start_offset
+        self.recovery_point = recovery_point
+        self.log_end_offset = segments[-1].next_offset
+        self._high_watermark = self.log_end_offset
+        self._unflushed_messages = 0
+        self._last_flush_ms = now_ms
+        self._on_log_start_offset_change = on_log_start_offset_change
+        self._closed = False
+
+    # -- opening ----------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        *,
+        now_ms: int,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        had_clean_shutdown: bool = False,
+        on_log_start_offset_change: Callable[[PartitionLog], None] | None = None,
+    ) -> PartitionLog:
+        """Load (or create) the log in `directory`.
+
+        Unless `had_clean_shutdown`, every segment from the one holding `recovery_point`
+        onwards is recovered: batches re-validated, a torn or corrupt tail cut off (and any
+        later segment deleted), indexes rebuilt. Segments whose index files fail the sanity
+        check are rebuilt too.
+        """
+        directory.mkdir(parents=True, exist_ok=True)
+        files.parse_partition_dir_name(directory.name)  # fail early on a bad name
+        segments = _load_segments(directory, config, now_ms)
+        epochs = LeaderEpochCache(directory)
+        epochs_changed = False
+
+        def observe(batch: RecordBatch) -> None:
+            nonlocal epochs_changed
+            epoch = batch.partition_leader_epoch
+            latest = epochs.latest_epoch
+            if epoch >= 0 and (latest is None or epoch > latest):
+                epochs.assign(epoch, batch.base_offset, persist=False)
+                epochs_changed = True
+
+        needs_rebuild: set[int] = set()
+        for segment in segments:
+            try:
+                segment.sanity_check()
+            except (CorruptIndexError, FileNotFoundError) as exc:
+                log.warning(
+                    "segment index unusable, rebuilding",
+                    segment=str(segment.log_path),
+                    error=str(exc),
+                )
+                needs_rebuild.add(segment.base_offset)
+
+        if had_clean_shutdown:
+            start = len(segments)
+        else:
+            start = max(bisect_right([s.base_offset for s in segments], recovery_point) - 1, 0)
+        for segment in segments[:start]:
+            if segment.base_offset in needs_rebuild:
+                # Below the recovery point the data was flushed: only the indexes are rebuilt
+                # (as Kafka, a truncation found here does not drop the later segments).
+                cut = segment.recover(observe)
+                if cut:
+                    log.warning(
+                        "cut invalid bytes from flushed segment",
+                        segment=str(segment.log_path),
+                        bytes=cut,
+                    )
+        index = start
+        while index < len(segments):
+            segment = segments[index]
+            try:
+                cut = segment.recover(observe)
+            except (OSError, CorruptSegmentError) as exc:
+                log.warning(
+                    "segment unreadable, emptying it", segment=str(segment.log_path), error=str(exc)
+                )
+                cut = segment.truncate_to(segment.base_offset, now_ms=now_ms)
+            index += 1
+            if cut:
+                log.warning(
+                    "truncated torn or corrupt log tail",
+                    segment=str(segment.log_path),
+                    bytes=cut,
+                    next_offset=segment.next_offset,
+                )
+                for later in segments[index:]:
+                    later.delete()
+                del segments[index:]
+                break
+
+        if segments and segments[-1].next_offset < log_start_offset:
+            log.warning(
+                "log ends before its log start offset; deleting all segments",
+                directory=str(directory),
+            )
+            for segment in segments:
+                segment.delete()
+            segments = []
+        if not segments:
+            segments = [
+                LogSegment.create(
+                    directory,
+                    log_start_offset,
+                    index_interval_bytes=config.index_interval_bytes,
+                    max_index_size=config.segment_index_bytes,
+                    now_ms=now_ms,
+                )
+            ]
+            epochs_changed = False
+            epochs.clear()
+        for segment in segments[:-1]:
+            segment.release_index_handles()
+
+        log_end_offset = segments[-1].next_offset
+        log_start_offset = max(log_start_offset, segments[0].base_offset)
+        recovery_point = (
+            log_end_offset if had_clean_shutdown else min(recovery_point, log_end_offset)
+        )
+        epochs.truncate_from_end(log_end_offset)
+        epochs.truncate_from_start(log_start_offset)
+        if epochs_changed:
+            epochs.persist()
+        return cls(
+            directory,
+            config,
+            segments,
+            epochs,
+            log_start_offset=log_start_offset,
+            recovery_point=recovery_point,
+            now_ms=now_ms,
+            on_log_start_offset_change=on_log_start_offset_change,
+        )
+
+    # -- facts ------------------------------------------------------------------------------
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self._high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self.directory} is closed")
+
+    def _floor_index(self, offset: int) -> int:
+        """Index of the segment that would hold `offset` (0 when below every segment)."""
+        return max(bisect_right(self._bases, offset) - 1, 0)
+
+    # -- appending --------------------------------------------------------------------------
+
+    def append(
+        self,
+        records: memoryview,
+        *,
+        leader_epoch: int,
+        now_ms: int,
+        verify_crc: bool = True,
+    ) -> AppendInfo:
+        """Append the batches in `records` (a writable view, patched in place), assigning
+        offsets from the log end. All-or-nothing: every batch is checked before any is
+        written. Raises RecordBatchError (corrupt/invalid framing or CRC) or
+        MessageTooLargeError; never iterates records."""
+        self._check_open()
+        if records.readonly:
+            raise ValueError("append needs a writable buffer (offsets are patched in place)")
+        found = list(iter_batches(records))
+        if not found:
+            raise RecordBatchError("produce request carries no record batch")
+        for batch in found:
+            if batch.size > self.config.max_message_bytes:
+                raise MessageTooLargeError(
+                    f"batch of {batch.size} bytes exceeds max.message.bytes "
+                    f"{self.config.max_message_bytes} for {self.topic}-{self.partition}"
+                )
+            if batch.last_offset_delta < 0:
+                raise RecordBatchError(
+                    f"batch has a negative lastOffsetDelta {batch.last_offset_delta}"
+                )
+            if verify_crc and not batch.crc_ok():
+                raise RecordBatchError(
+                    f"record batch CRC mismatch for {self.topic}-{self.partition}: stored "
+                    f"{batch.crc:#010x}, computed {batch.compute_crc():#010x}"
+                )
+
+        log_append_time = now_ms if self.config.log_append_time else -1
+        first_offset = next_offset = self.log_end_offset
+        metas: list[BatchMeta] = []
+        max_ts, max_ts_offset = -1, first_offset
+        message_count = 0
+        position = 0
+        for batch in found:
+            set_base_offset(records, position, next_offset)
+            set_partition_leader_epoch(records, position, leader_epoch)
+            batch_max_ts = batch.max_timestamp
+            if log_append_time >= 0:
+                set_max_timestamp_log_append_time(records, position, log_append_time)
+                batch_max_ts = log_append_time
+            last = next_offset + batch.last_offset_delta
+            metas.append(BatchMeta(batch.size, last, batch_max_ts))
+            if batch_max_ts > max_ts:
+                max_ts, max_ts_offset = batch_max_ts, last
+            message_count += batch.last_offset_delta + 1
+            next_offset = last + 1
+            position += batch.size
+        last_offset = next_offset - 1
+
+        segment = self._maybe_roll(position, max_ts, last_offset, now_ms)
+        latest = self.epochs.latest_epoch
+        if leader_epoch >= 0 and (latest is None or leader_epoch > latest):
+            self.epochs.assign(leader_epoch, first_offset)
+        segment.append(records[:position], metas)
+        self.log_end_offset = next_offset
+        self._high_watermark = next_offset  # single node: the leader is the whole ISR
+        self._unflushed_messages += message_count
+        if self._unflushed_messages >= self.config.flush_messages:
+            self.flush(now_ms=now_ms)
+        return AppendInfo(
+            first_offset=first_offset,
+            last_offset=last_offset,
+            max_timestamp=max_ts,
+            offset_of_max_timestamp=max_ts_offset,
+            log_append_time=log_append_time,
+            log_start_offset=self.log_start_offset,
+            size=position,
+            batches=list(iter_batches(records[:position])),
+        )
+
+    def _maybe_roll(
+        self, size: int, max_timestamp: int, last_offset: int, now_ms: int
+    ) -> LogSegment:
+        segment = self._segments[-1]
+        if segment.size == 0:
+            return segment
+        config = self.config
+        if (
+            segment.size > config.segment_bytes - size
+            or segment.time_waited_for_roll(now_ms, max_timestamp) > config.segment_ms
+            or segment.offset_index.is_full
+            or segment.time_index.is_full
+            or not segment.can_convert_offset(last_offset)
+        ):
+            return self.roll(now_ms=now_ms)
+        return segment
+
+    def roll(self, *, now_ms: int) -> LogSegment:
+        """Start a new active segment at the log end offset (no-op when the active one is empty)."""
+        self._check_open()
+        active = self._segments[-1]
+        if active.size == 0:
+            return active
+        active.on_become_inactive()
+        segment = LogSegment.create(
+            self.directory,
+            self.log_end_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            max_index_size=self.config.segment_index_bytes,
+            now_ms=now_ms,
+        )
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+        return segment
+
+    def append_aborted_txn(self, txn: AbortedTxn) -> None:
+        """Record an aborted transaction in the segment holding its ABORT marker."""
+        self._check_open()
+        self._segments[self._floor_index(txn.last_offset)].append_aborted_txn(txn)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        upper_bound: int | None = None,
+        min_one_message: bool = True,
+    ) -> bytes:
+        """Whole batches, starting with the one that contains `fetch_offset`, at most
+        `max_bytes` (but the first batch whole when `min_one_message`, KIP-74), none starting
+        at or after `upper_bound` (exclusive, e.g. the high watermark or the LSO; default the
+        log end). Reads from one segment. Raises OffsetOutOfRangeError outside
+        [log_start_offset, log_end_offset]."""
+        self._check_open()
+        if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {fetch_offset} is outside [{self.log_start_offset}, "
+                f"{self.log_end_offset}] for {self.topic}-{self.partition}"
+            )
+        bound = (
+            self.log_end_offset if upper_bound is None else min(upper_bound, self.log_end_offset)
+        )
+        if fetch_offset >= bound:
+            return b""
+        for segment in self._segments[self._floor_index(fetch_offset) :]:
+            if segment.base_offset >= bound:
+                break
+            data = segment.read(
+                fetch_offset,
+                max_bytes,
+                self._position_bound(segment, bound),
+                min_one_message=min_one_message,
+            )
+            if data is not None:
+                return data
+        return b""
+
+    @staticmethod
+    def _position_bound(segment: LogSegment, bound: int) -> int | None:
+        """The byte position in `segment` where batches starting at or after `bound` begin."""
+        if bound >= segment.next_offset:
+            return None
+        header = segment.translate_offset(bound)
+        if header is None:
+            return None
+        return header.position if header.base_offset >= bound else header.position + header.size
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound), for read_committed."""
+        self._check_open()
+        found: list[AbortedTxn] = []
+        for segment in self._segments[self._floor_index(fetch_offset) :]:
+            txns, complete = segment.collect_aborted_txns(fetch_offset, upper_bound)
+            found.extend(txns)
+            if complete:
+                break
+        return found
+
+    def offset_for_timestamp(
+        self, timestamp: int, *, upper_bound: int | None = None
+    ) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= `timestamp` (ListOffsets),
+        or None when there is none (below `upper_bound` if given)."""
+        self._check_open()
+        for segment in self._segments:
+            if segment.largest_timestamp() < timestamp:
+                continue
+            found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+            if found is None or (upper_bound is not None and found[0] >= upper_bound):
+                return None
+            return found
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record holding the largest timestamp in the log
+        (ListOffsets MAX_TIMESTAMP, -3), or None when no batch carries a timestamp."""
+        self._check_open()
+        best = max(self._segments, key=lambda s: s.max_timestamp)
+        max_ts, max_ts_offset = best.max_timestamp_and_offset
+        if max_ts < 0:
+            return None
+        _, position = best.offset_index.lookup(max_ts_offset)
+        for header in best.batch_headers(position):
+            if header.max_timestamp == max_ts:
+                batch = best.read_batch(header.position, header.size)
+                for offset, ts in record_timestamps(batch):
+                    if ts == max_ts:
+                        return offset, ts
+                return header.last_offset, max_ts
+        return None
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        return self.epochs.epoch_for_offset(offset)
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch; (-1, -1) when unknown."""
+        return self.epochs.end_offset_for(epoch, self.log_end_offset)
+
+    # -- deleting ---------------------------------------------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """Advance the log start offset to `offset` (DeleteRecords) and delete the segments
+        wholly below it. Returns the new log start offset."""
+        self._check_open()
+        if offset > self._high_watermark or offset < 0:
+            raise OffsetOutOfRangeError(
+                f"cannot delete records before {offset}: high watermark is {self._high_watermark}"
+            )
+        if offset <= self.log_start_offset:
+            return self.log_start_offset
+        self.log_start_offset = offset
+        self.epochs.truncate_from_start(offset)
+        while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
+            self._delete_oldest_segment()
+        self._notify_log_start()
+        return self.log_start_offset
+
+    def enforce_retention(self, now_ms: int) -> int:
+        """Delete old segments by `retention.ms` and `retention.bytes` (when the cleanup policy
+        includes `delete`) and those wholly below the log start offset. Returns how many were
+        deleted. As Kafka, only segments below the high watermark go, and a breached active
+        segment is rolled first so that it can go too."""
+        self._check_open()
+        deleted = self._delete_old(
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset, now_ms
+        )
+        config = self.config
+        if config.deletes and config.retention_ms >= 0:
+            deleted += self._delete_old(
+                lambda seg, _: now_ms - seg.largest_timestamp() > config.retention_ms, now_ms
+            )
+        if config.deletes and config.retention_bytes >= 0:
+            excess = self.size_in_bytes - config.retention_bytes
+
+            def over_size(seg: LogSegment, _: LogSegment | None) -> bool:
+                nonlocal excess
+                if excess - seg.size >= 0:
+                    excess -= seg.size
+                    return True
+                return False
+
+            deleted += self._delete_old(over_size, now_ms)
+        return deleted
+
+    def _delete_old(
+        self, predicate: Callable[[LogSegment, LogSegment | None], bool], now_ms: int
+    ) -> int:
+        count = 0
+        for i, segment in enumerate(self._segments):
+            nxt = self._segments[i + 1] if i + 1 < len(self._segments) else None
+            upper = nxt.base_offset if nxt is not None else self.log_end_offset
+            if nxt is None and segment.size == 0:
+                break
+            if upper > self._high_watermark or not predicate(segment, nxt):
+                break
+            count += 1
+        if count == 0:
+            return 0
+        if count == len(self._segments):
+            self.roll(now_ms=now_ms)
+        for _ in range(count):
+            self._delete_oldest_segment()
+        if self._segments[0].base_offset > self.log_start_offset:
+            self.log_start_offset = self._segments[0].base_offset
+            self.epochs.truncate_from_start(self.log_start_offset)
+            self._notify_log_start()
+        return count
+
+    def _delete_oldest_segment(self) -> None:
+        segment = self._segments.pop(0)
+        self._bases.pop(0)
+        segment.delete()
+        log.info(
+            "deleted segment", log=f"{self.topic}-{self.partition}", base_offset=segment.base_offset
+        )
+
+    def _notify_log_start(self) -> None:
+        if self._on_log_start_offset_change is not None:
+            self._on_log_start_offset_change(self)
+
+    # -- durability and lifecycle -----------------------------------------------------------
+
+    def flush(self, *, up_to: int | None = None, now_ms: int | None = None) -> None:
+        """fsync every segment holding offsets in [recovery_point, up_to) (default: the whole
+        log) and advance the recovery point. `up_to=active_segment.base_offset` flushes just
+        the rolled segments, as Kafka does after a roll."""
+        self._check_open()
+        end = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
+        if end <= self.recovery_point:
+            return
+        first = self._floor_index(self.recovery_point)
+        for segment in self._segments[first:]:
+            if segment.base_offset >= end:
+                break
+            segment.flush()
+        self.recovery_point = end
+        if end == self.log_end_offset:
+            self._unflushed_messages = 0
+        if now_ms is not None:
+            self._last_flush_ms = now_ms
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """Apply `flush.ms`: fsync when data is unflushed for longer than that. True if flushed."""
+        if self._closed or self.config.flush_ms == LONG_MAX:
+            return False
+        if (
+            self.recovery_point < self.log_end_offset
+            and now_ms - self._last_flush_ms >= self.config.flush_ms
+        ):
+            self.flush(now_ms=now_ms)
+            return True
+        return False
+
+    def close(self) -> None:
+        """fsync, write the final time index entries and release every descriptor. The
+        recovery point becomes the log end offset."""
+        if self._closed:
+            return
+        self.flush()
+        for segment in self._segments:
+            segment.close()
+        self._closed = True
+
+    def close_without_flush(self) -> None:
+        """Release descriptors without fsync (the log is about to be deleted)."""
+        if self._closed:
+            return
+        for segment in self._segments:
+            segment.close()
+        self._closed = True
+
+    def delete(self) -> None:
+        """Close and remove the partition directory."""
+        self.close_without_flush()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionLog({self.topic}-{self.partition}, start={self.log_start_offset}, "
+            f"end={self.log_end_offset}, segments={len(self._segments)})"
+        )
+
+
+def _load_segments(directory: Path, config: LogConfig, now_ms: int) -> list[LogSegment]:
+    """Open every segment in `directory`, after removing leftovers of interrupted deletions and
+    cleanings and index files whose `.log` is gone."""
+    log_bases: set[int] = set()
+    others: list[Path] = []
+    for entry in os.scandir(directory):
+        if not entry.is_file():
+            continue
+        name = entry.name
+        path = Path(entry.path)
+        if name.endswith((files.DELETED_SUFFIX, files.CLEANED_SUFFIX, ".tmp")):
+            path.unlink(missing_ok=True)
+        elif name.endswith(files.SWAP_SUFFIX):
+            log.warning("ignoring swap file (log compaction is not implemented)", file=str(path))
+        elif name.endswith(files.LOG_SUFFIX):
+            try:
+                log_bases.add(files.offset_from_file_name(name))
+            except ValueError:
+                log.warning("ignoring unexpected file", file=str(path))
+        else:
+            others.append(path)
+    for path in others:
+        if path.name.endswith(files.INDEX_SUFFIXES):
+            try:
+                base = files.offset_from_file_name(path.name)
+            except ValueError:
+                continue
+            if base not in log_bases:
+                log.warning("deleting orphaned index file", file=str(path))
+                path.unlink(missing_ok=True)
+    return [
+        LogSegment.open(
+            directory,
+            base,
+            index_interval_bytes=config.index_interval_bytes,
+            max_index_size=config.segment_index_bytes,
+            now_ms=now_ms,
+        )
+        for base in sorted(log_bases)
+    ]

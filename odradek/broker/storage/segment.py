@@ -1,0 +1,570 @@
+"""One log segment: the `.log` file of record batches plus its three index files.
+
+The `.log` file is the concatenation of v2 record batches exactly as written (see
+`odradek.wire.records` for the batch layout; here only the first 43 header bytes matter):
+
+     0 baseOffset int64 | 8 batchLength int32 (size = batchLength + 12) |
+    12 partitionLeaderEpoch int32 | 16 magic int8 (2) | 17 crc uint32 | 21 attributes int16 |
+    23 lastOffsetDelta int32 | 27 baseTimestamp int64 | 35 maxTimestamp int64 | 43 ...
+
+Appends go through a single O_APPEND descriptor with `os.write` (no user-space buffering);
+reads use `os.pread` on the same descriptor. Offsets map to positions through the sparse
+`.index` and then a short scan of batch headers. `recover()` re-reads the whole file, checks
+every batch (framing, magic, CRC-32C, increasing offsets), rebuilds `.index` and `.timeindex`
+and cuts the file after the last good batch.
+
+Not thread-safe: the broker calls it from its one event loop.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from odradek.broker.storage import files
+from odradek.broker.storage.index_file import CorruptIndexError
+from odradek.broker.storage.offset_index import OffsetIndex
+from odradek.broker.storage.time_index import NO_TIMESTAMP, TimeIndex
+from odradek.broker.storage.txn_index import AbortedTxn, TransactionIndex
+from odradek.wire.exceptions import RecordBatchError
+from odradek.wire.records import LOG_OVERHEAD, MAGIC, MIN_BATCH_LENGTH, RecordBatch
+
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
+# baseTimestamp, maxTimestamp: everything up to and including maxTimestamp.
+_HEAD = struct.Struct(">qiibIhiqq")
+_LENGTH = struct.Struct(">i")
+_MAX_RELATIVE = 2**31 - 1
+_RECOVERY_CHUNK = 1 << 20
+
+
+class CorruptSegmentError(RuntimeError):
+    """Bytes in a `.log` file that are not a valid batch where one must start."""
+
+
+class BatchMeta(NamedTuple):
+    """What a segment needs to know about each batch it is given: no record is looked at."""
+
+    size: int
+    last_offset: int
+    max_timestamp: int
+
+
+class BatchHeader(NamedTuple):
+    position: int
+    size: int
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    partition_leader_epoch: int
+
+
+class LogSegment:
+    """A `.log` file and its `.index`, `.timeindex`, `.txnindex`, starting at `base_offset`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        fd: int,
+        *,
+        index_interval_bytes: int,
+        max_index_size: int,
+        now_ms: int,
+    ) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.created_ms = now_ms
+        self.log_path = files.log_file(directory, base_offset)
+        self.offset_index = OffsetIndex(
+            files.offset_index_file(directory, base_offset),
+            base_offset,
+            max_index_size=max_index_size,
+        )
+        self.time_index = TimeIndex(
+            files.time_index_file(directory, base_offset),
+            base_offset,
+            max_index_size=max_index_size,
+        )
+        self.txn_index = TransactionIndex(files.txn_index_file(directory, base_offset), base_offset)
+        self._fd: int | None = fd
+        self.size = os.fstat(fd).st_size
+        # Lazily known facts (None = not computed yet).
+        self._next_offset: int | None = None if self.size else base_offset
+        self._max_ts: tuple[int, int] | None = None if self.size else (NO_TIMESTAMP, base_offset)
+        self._rolling_ts: int | None = None if self.size else NO_TIMESTAMP
+        self._bytes_since_index: int | None = None if self.size else 0
+
+    # -- opening ----------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        directory: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int = 4096,
+        max_index_size: int = 10 * 1024 * 1024,
+        now_ms: int,
+    ) -> LogSegment:
+        """A new empty segment. Leftover empty files at that base offset are replaced."""
+        path = files.log_file(directory, base_offset)
+        if path.exists() and path.stat().st_size > 0:
+            raise FileExistsError(f"segment {path} already exists and is not empty")
+        for index_path in (
+            files.offset_index_file(directory, base_offset),
+            files.time_index_file(directory, base_offset),
+            files.txn_index_file(directory, base_offset),
+        ):
+            index_path.unlink(missing_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
+        segment = cls(
+            directory,
+            base_offset,
+            fd,
+            index_interval_bytes=index_interval_bytes,
+            max_index_size=max_index_size,
+            now_ms=now_ms,
+        )
+        segment.offset_index.create()
+        segment.time_index.create()
+        return segment
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int = 4096,
+        max_index_size: int = 10 * 1024 * 1024,
+        now_ms: int,
+    ) -> LogSegment:
+        """An existing segment; its indexes are read lazily (call `sanity_check()` first)."""
+        fd = os.open(files.log_file(directory, base_offset), os.O_RDWR | os.O_APPEND)
+        return cls(
+            directory,
+            base_offset,
+            fd,
+            index_interval_bytes=index_interval_bytes,
+            max_index_size=max_index_size,
+            now_ms=now_ms,
+        )
+
+    def sanity_check(self) -> None:
+        """Cheap checks that the index files can be trusted without a rebuild; raises
+        CorruptIndexError (or FileNotFoundError for a missing index) when they cannot."""
+        for index_path in (self.offset_index.path, self.time_index.path):
+            if not index_path.exists():
+                raise FileNotFoundError(f"index file {index_path} is missing")
+        self.offset_index.sanity_check(self.size)
+        self.time_index.sanity_check()
+        self.txn_index.sanity_check()
+
+    # -- facts ------------------------------------------------------------------------------
+
+    @property
+    def fd(self) -> int:
+        if self._fd is None:
+            raise ValueError(f"segment {self.log_path} is closed")
+        return self._fd
+
+    @property
+    def next_offset(self) -> int:
+        """One past the last offset in this segment (the base offset when empty)."""
+        if self._next_offset is None:
+            _, position = self.offset_index.lookup(2**63 - 1)
+            next_offset = self.base_offset
+            for header in self._headers(position, self.size):
+                next_offset = header.last_offset + 1
+            self._next_offset = next_offset
+        return self._next_offset
+
+    @property
+    def max_timestamp_and_offset(self) -> tuple[int, int]:
+        """(largest batch max-timestamp, last offset of the first batch that has it); the
+        timestamp is -1 when no batch carries one."""
+        if self._max_ts is None:
+            self._max_ts = self.time_index.last_entry
+        return self._max_ts
+
+    @property
+    def max_timestamp(self) -> int:
+        return self.max_timestamp_and_offset[0]
+
+    def largest_timestamp(self) -> int:
+        """The retention clock of this segment: its max timestamp, or its file mtime."""
+        ts = self.max_timestamp
+        if ts >= 0:
+            return ts
+        return int(os.stat(self.log_path).st_mtime * 1000)
+
+    @property
+    def first_batch_timestamp(self) -> int:
+        """The max timestamp of the first batch (what time-based rolling measures from), or -1."""
+        if self._rolling_ts is None:
+            header = self._read_header(0)
+            self._rolling_ts = header.max_timestamp if header is not None else NO_TIMESTAMP
+        return self._rolling_ts
+
+    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        """How long this segment has been filling, by record time when the first batch has a
+        timestamp, else by wall clock since the segment was created or opened (as Kafka)."""
+        first = self.first_batch_timestamp
+        if first >= 0:
+            return message_timestamp - first
+        return now_ms - self.created_ms
+
+    def can_convert_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= _MAX_RELATIVE
+
+    def _bytes_since_last_index_entry(self) -> int:
+        if self._bytes_since_index is None:
+            entries = self.offset_index.entries
+            last_position = self.offset_index.entry(entries - 1)[1] if entries else 0
+            self._bytes_since_index = self.size - last_position
+        return self._bytes_since_index
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def append(self, data: memoryview | bytes, batches: Sequence[BatchMeta]) -> None:
+        """Write `data` (the concatenation of `batches`, offsets already assigned) in one
+        `os.write` and add index entries every `index_interval_bytes`."""
+        if not batches:
+            return
+        last_offset = batches[-1].last_offset
+        if not self.can_convert_offset(last_offset):
+            raise ValueError(f"offset {last_offset} does not fit segment {self.base_offset}")
+        position = self.size
+        if position == 0:
+            self._rolling_ts = max(b.max_timestamp for b in batches)
+        bytes_since = self._bytes_since_last_index_entry()
+        max_ts, max_ts_offset = self.max_timestamp_and_offset
+        _write_all(self.fd, data)
+        for batch in batches:
+            if batch.max_timestamp > max_ts:
+                max_ts, max_ts_offset = batch.max_timestamp, batch.last_offset
+            if bytes_since > self.index_interval_bytes:
+                self.offset_index.append(batch.last_offset, position)
+                self.time_index.maybe_append(max_ts, max_ts_offset)
+                bytes_since = 0
+            bytes_since += batch.size
+            position += batch.size
+        self.size = position
+        self._bytes_since_index = bytes_since
+        self._max_ts = (max_ts, max_ts_offset)
+        self._next_offset = last_offset + 1
+
+    def append_aborted_txn(self, txn: AbortedTxn) -> None:
+        self.txn_index.append(txn)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _read_header(self, position: int) -> BatchHeader | None:
+        """The header of the batch at `position`, or None at/after the end of the data."""
+        if position >= self.size:
+            return None
+        raw = os.pread(self.fd, _HEAD.size, position)
+        if len(raw) < _HEAD.size:
+            raise CorruptSegmentError(f"{self.log_path}: truncated batch header at byte {position}")
+        base_offset, length, epoch, magic, _, _, delta, _, max_ts = _HEAD.unpack(raw)
+        if magic != MAGIC or length < MIN_BATCH_LENGTH:
+            raise CorruptSegmentError(
+                f"{self.log_path}: no valid batch at byte {position} (magic {magic}, "
+                f"batchLength {length})"
+            )
+        return BatchHeader(
+            position, length + LOG_OVERHEAD, base_offset, base_offset + delta, max_ts, epoch
+        )
+
+    def _headers(self, start: int, end: int) -> list[BatchHeader]:
+        """Headers of the batches starting in [start, end)."""
+        found: list[BatchHeader] = []
+        position = start
+        while position < end:
+            header = self._read_header(position)
+            if header is None:
+                break
+            found.append(header)
+            position += header.size
+        return found
+
+    def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
+        """The first batch whose last offset is >= `offset` (the batch containing it, or the next
+        one after a gap), or None when every batch in the segment ends before it."""
+        _, position = self.offset_index.lookup(offset)
+        position = max(position, start_position)
+        while position < self.size:
+            header = self._read_header(position)
+            if header is None:
+                return None
+            if header.last_offset >= offset:
+                return header
+            position += header.size
+        return None
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_position: int | None = None,
+        *,
+        min_one_message: bool = False,
+    ) -> bytes | None:
+        """Whole batches from the one containing `start_offset`, at most `max_bytes` (the
+        first batch whole regardless when `min_one_message`), none starting at or after
+        `max_position`. None when the segment holds nothing at or after `start_offset`."""
+        if max_bytes < 0:
+            raise ValueError(f"negative max_bytes {max_bytes}")
+        first = self.translate_offset(start_offset)
+        if first is None:
+            return None
+        limit = self.size if max_position is None else min(max_position, self.size)
+        budget = max(max_bytes, first.size) if min_one_message else max_bytes
+        end = min(limit, first.position + budget)
+        if end < first.position + first.size:
+            return b""
+        # Walk batch headers from the last index entry at or before `end` to find the last
+        # batch boundary within it.
+        _, boundary = self.offset_index.lookup_position(end)
+        boundary = max(boundary, first.position + first.size)
+        while boundary < end:
+            header = self._read_header(boundary)
+            if header is None or boundary + header.size > end:
+                break
+            boundary += header.size
+        return _pread_all(self.fd, boundary - first.position, first.position)
+
+    def batch_headers(self, start_position: int = 0) -> list[BatchHeader]:
+        """Every batch header from `start_position` to the end (reads headers only)."""
+        return self._headers(start_position, self.size)
+
+    def read_batch(self, position: int, size: int) -> RecordBatch:
+        return RecordBatch(memoryview(_pread_all(self.fd, size, position)))
+
+    def find_offset_by_timestamp(
+        self, timestamp: int, starting_offset: int
+    ) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= `timestamp` and offset >=
+        `starting_offset`, or None when this segment has none."""
+        _, ts_offset = self.time_index.lookup(timestamp)
+        _, position = self.offset_index.lookup(max(ts_offset, starting_offset))
+        for header in self._headers(position, self.size):
+            if header.max_timestamp < timestamp or header.last_offset < starting_offset:
+                continue
+            batch = self.read_batch(header.position, header.size)
+            for offset, ts in record_timestamps(batch):
+                if ts >= timestamp and offset >= starting_offset:
+                    return offset, ts
+        return None
+
+    def collect_aborted_txns(
+        self, fetch_offset: int, upper_bound: int
+    ) -> tuple[list[AbortedTxn], bool]:
+        return self.txn_index.collect(fetch_offset, upper_bound)
+
+    # -- recovery and truncation --------------------------------------------------------------
+
+    def recover(self, on_batch: Callable[[RecordBatch], None] | None = None) -> int:
+        """Re-read the whole `.log`, keep the longest prefix of valid batches, rebuild the offset
+        and time indexes, drop aborted-txn entries past the end. Returns the bytes cut off.
+
+        A batch is valid when fully present, magic 2, batchLength sane, CRC-32C correct, its
+        offsets above the previous batch's and representable relative to the base offset.
+        `on_batch` sees every valid batch in order (leader epochs, producer state).
+        """
+        file_size = os.fstat(self.fd).st_size
+        index_entries: list[tuple[int, int]] = []
+        time_entries: list[tuple[int, int]] = []
+        max_ts, max_ts_offset = NO_TIMESTAMP, self.base_offset
+        last_index_position = 0
+        next_offset = self.base_offset
+        first_ts: int | None = None
+        valid = 0
+        want = _RECOVERY_CHUNK
+        done = False
+        while not done and valid < file_size:
+            chunk = _pread_all(self.fd, min(want, file_size - valid), valid)
+            view = memoryview(chunk)
+            want = _RECOVERY_CHUNK
+            at = 0
+            while True:
+                remaining = len(view) - at
+                if remaining < LOG_OVERHEAD:
+                    done = valid + at + LOG_OVERHEAD > file_size
+                    break
+                length = _LENGTH.unpack_from(view, at + 8)[0]
+                size = length + LOG_OVERHEAD
+                if length < MIN_BATCH_LENGTH or valid + at + size > file_size:
+                    done = True  # garbage or a torn tail
+                    break
+                if size > remaining:
+                    want = max(size, _RECOVERY_CHUNK)
+                    break
+                try:
+                    batch = RecordBatch(view, at)
+                except RecordBatchError:
+                    done = True
+                    break
+                if (
+                    not batch.crc_ok()
+                    or batch.last_offset_delta < 0
+                    or batch.base_offset < next_offset
+                    or not self.can_convert_offset(batch.last_offset)
+                ):
+                    done = True
+                    break
+                position = valid + at
+                if first_ts is None:
+                    first_ts = batch.max_timestamp
+                if batch.max_timestamp > max_ts:
+                    max_ts, max_ts_offset = batch.max_timestamp, batch.last_offset
+                if position - last_index_position > self.index_interval_bytes:
+                    index_entries.append((batch.last_offset, position))
+                    if not time_entries or max_ts > time_entries[-1][0]:
+                        time_entries.append((max_ts, max_ts_offset))
+                    last_index_position = position
+                next_offset = batch.last_offset + 1
+                if on_batch is not None:
+                    on_batch(batch)
+                at += size
+            valid += at
+        truncated = file_size - valid
+        if truncated:
+            os.ftruncate(self.fd, valid)
+        self.size = valid
+        if max_ts >= 0 and (not time_entries or max_ts > time_entries[-1][0]):
+            # Kafka also ends a recovered segment's time index with its overall maximum.
+            time_entries.append((max_ts, max_ts_offset))
+        self.offset_index.replace_all(index_entries)
+        self.time_index.replace_all(time_entries)
+        self.txn_index.truncate_to(next_offset)
+        self._next_offset = next_offset
+        self._max_ts = (max_ts, max_ts_offset)
+        self._rolling_ts = first_ts if first_ts is not None else NO_TIMESTAMP
+        self._bytes_since_index = valid - last_index_position
+        return truncated
+
+    def truncate_to(self, offset: int, *, now_ms: int) -> int:
+        """Remove every batch holding offsets >= `offset` (a batch straddling it goes whole).
+        Returns the bytes removed."""
+        first = self.translate_offset(offset)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
+        if first is None:
+            return 0
+        removed = self.size - first.position
+        os.ftruncate(self.fd, first.position)
+        self.size = first.position
+        self._next_offset = None
+        self._bytes_since_index = None
+        if self.size == 0:
+            self.created_ms = now_ms
+            self._rolling_ts = NO_TIMESTAMP
+        self._max_ts = self._scan_max_timestamp()
+        return removed
+
+    def _scan_max_timestamp(self) -> tuple[int, int]:
+        max_ts, max_ts_offset = self.time_index.last_entry
+        _, position = self.offset_index.lookup(max_ts_offset)
+        for header in self._headers(position, self.size):
+            if header.max_timestamp > max_ts:
+                max_ts, max_ts_offset = header.max_timestamp, header.last_offset
+        return max_ts, max_ts_offset
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def on_become_inactive(self) -> None:
+        """Called when a newer segment takes over appends: write the final time index entry
+        (the segment's max timestamp) and release the index write descriptors."""
+        max_ts, max_ts_offset = self.max_timestamp_and_offset
+        self.time_index.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
+        self.release_index_handles()
+
+    def release_index_handles(self) -> None:
+        """Close the index write descriptors (reopened on demand); entries stay in memory."""
+        self.offset_index.close()
+        self.time_index.close()
+        self.txn_index.close()
+
+    def flush(self) -> None:
+        """fsync the log and its indexes."""
+        os.fsync(self.fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+        self.txn_index.flush()
+
+    def close(self) -> None:
+        if self._fd is None:
+            return
+        if self.size:
+            max_ts, max_ts_offset = self.max_timestamp_and_offset
+            self.time_index.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
+        self.offset_index.close()
+        self.time_index.close()
+        self.txn_index.close()
+        os.close(self._fd)
+        self._fd = None
+
+    def delete(self) -> None:
+        """Close and remove all four files (the `.log` first: an index without its log is
+        removed as an orphan on the next start)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.log_path.unlink(missing_ok=True)
+        self.offset_index.delete()
+        self.time_index.delete()
+        self.txn_index.delete()
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size})"
+
+
+def record_timestamps(batch: RecordBatch) -> list[tuple[int, int]]:
+    """(offset, timestamp) of every record; LogAppendTime batches stamp all with max timestamp."""
+    log_append_time = batch.timestamp_type == 1
+    return [
+        (
+            batch.base_offset + record.offset_delta,
+            batch.max_timestamp
+            if log_append_time
+            else batch.base_timestamp + record.timestamp_delta,
+        )
+        for record in batch.records()
+    ]
+
+
+def _write_all(fd: int, data: memoryview | bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _pread_all(fd: int, size: int, position: int) -> bytes:
+    data = os.pread(fd, size, position)
+    if len(data) == size:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < size:
+        more = os.pread(fd, size - got, position + got)
+        if not more:
+            raise CorruptSegmentError(f"short read: {got} of {size} bytes at {position}")
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+__all__ = [
+    "BatchHeader",
+    "BatchMeta",
+    "CorruptIndexError",
+    "CorruptSegmentError",
+    "LogSegment",
+    "record_timestamps",
+]
