@@ -1204,6 +1204,14 @@ class LogConfig:
     def delete(self) -> bool:
         return "delete" in self.cleanup_policy
 
+    # The storage layer's names for the same facts.
+    compacts = compact
+    deletes = delete
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
     @property
     def compression_type(self) -> str:
         return self._str("compression.type")

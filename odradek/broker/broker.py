@@ -28,8 +28,10 @@ class Broker:
         self.config = config
         self.node_id = config.node_id
         self.handlers: dict[int, HandlerEntry] = available_handlers()
-        self.logs = LogManager(config.log_dirs, resolve_topic_config({}, config))
-        self.cluster = Cluster(config, self._create_log, self.logs.delete, self._reconfigure)
+        # Cluster metadata first: the logs are opened with each topic's effective config.
+        self.cluster = Cluster(config, self._create_log, self._delete_logs, self._reconfigure)
+        self.logs = LogManager(config.log_dirs, resolve_topic_config({}, config),
+                               config_for=self._config_for)
         self._check_logs()
         self.advertised: list[Listener] = config.advertised_for({})
         self._appended: anyio.Event | None = None
@@ -39,8 +41,20 @@ class Broker:
     def _create_log(self, topic: str, partition: int, overrides: Mapping[str, str]) -> None:
         self.logs.create(topic, partition, resolve_topic_config(overrides, self.config))
 
+    def _config_for(self, topic: str) -> Any:
+        known = self.cluster.get(topic)
+        return resolve_topic_config(known.configs if known else {}, self.config)
+
+    def _delete_logs(self, topic: str) -> None:
+        self.logs.delete(topic)
+
     def _reconfigure(self, topic: str, overrides: Mapping[str, str]) -> None:
-        self.logs.reconfigure(topic, resolve_topic_config(overrides, self.config))
+        """New topic configs take effect at once on every partition's log."""
+        effective = resolve_topic_config(overrides, self.config)
+        for p in self.logs.partitions_of(topic):
+            plog = self.logs.get(topic, p)
+            if plog is not None:
+                plog.config = effective
 
     def _check_logs(self) -> None:
         """Recreate any partition log the metadata names but the disk lacks (e.g. removed dirs)."""

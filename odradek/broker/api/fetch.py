@@ -1,0 +1,113 @@
+"""Fetch (key 1), versions 4-17.
+
+- Long poll: answered once `min_bytes` are available or any partition has an error, else
+  after `max_wait_ms`; waiting is on the broker's append event, never by sleeping.
+- Bytes: `max_bytes` for the response and `partition_max_bytes` per partition, with KIP-74's
+  rule that the first batch of the first non-empty partition is returned whole even when it
+  is larger. Whole batches only, starting with the batch that contains the fetch offset.
+- A full fetch answers exactly the requested partitions, in request order. Fetch sessions
+  (KIP-227) are not kept: session_id is always 0, which clients accept as sessionless; a
+  request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
+- Offsets outside [log start, log end]: OFFSET_OUT_OF_RANGE. v13+ topics are named by id
+  (UNKNOWN_TOPIC_ID). current_leader_epoch above ours: UNKNOWN_LEADER_EPOCH.
+- read_committed (isolation_level 1) reads up to the last stable offset, which equals the
+  high watermark until transactions exist; aborted_transactions is then empty.
+- Empty records are sent as zero length, never null; preferred_read_replica is -1;
+  throttle_time_ms is 0.
+- Not implemented: fetch sessions, follower fetching (replica_id >= 0 is served as a consumer),
+  rack-aware replica selection, KIP-405 tiered storage, divergence checks on last_fetched_epoch.
+"""
+
+from __future__ import annotations
+
+import time
+
+from odradek.broker.cluster import LEADER_EPOCH
+from odradek.broker.context import RequestContext
+from odradek.broker.storage.log import OffsetOutOfRangeError, PartitionLog
+from odradek.wire import ErrorCode
+from odradek.wire._generated.fetch import FetchRequest, FetchResponse
+
+PartitionData = FetchResponse.PartitionData
+READ_COMMITTED = 1
+
+Wanted = tuple[FetchRequest.FetchPartition, PartitionLog | None, ErrorCode]
+Resolved = list[tuple[FetchRequest.FetchTopic, str | None, list[Wanted]]]
+
+
+def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
+    """Per requested topic: its name (None if unknown) and each partition's log or error."""
+    broker = ctx.broker
+    by_id = ctx.api_version >= 13
+    out: Resolved = []
+    for topic in request.topics:
+        if by_id:
+            found = broker.cluster.by_id.get(topic.topic_id)
+            name = found.name if found else None
+            missing = ErrorCode.UNKNOWN_TOPIC_ID
+        else:
+            name = topic.topic
+            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        parts: list[Wanted] = []
+        for p in topic.partitions:
+            plog = broker.partition_log(name, p.partition) if name is not None else None
+            if plog is None:
+                parts.append((p, None, missing))
+            elif p.current_leader_epoch > LEADER_EPOCH:
+                parts.append((p, plog, ErrorCode.UNKNOWN_LEADER_EPOCH))
+            else:
+                parts.append((p, plog, ErrorCode.NONE))
+        out.append((topic, name, parts))
+    return out
+
+
+def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool
+              ) -> tuple[list[FetchResponse.FetchableTopicResponse], int, bool]:
+    """One pass over every partition: (topic responses, bytes gathered, any error)."""
+    remaining = request.max_bytes
+    total = 0
+    errored = False
+    responses = []
+    for topic, _name, parts in resolved:
+        datas = []
+        for p, plog, error in parts:
+            data = PartitionData(partition_index=p.partition, error_code=error, high_watermark=-1,
+                                 last_stable_offset=-1, log_start_offset=-1,
+                                 preferred_read_replica=-1, records=b"")
+            if plog is not None:
+                hw = plog.high_watermark
+                lso = getattr(plog, "last_stable_offset", hw)
+                data.high_watermark, data.last_stable_offset = hw, lso
+                data.log_start_offset = plog.log_start_offset
+                if read_committed:
+                    data.aborted_transactions = []
+                if error == ErrorCode.NONE and remaining > 0:
+                    bound = lso if read_committed else hw
+                    try:
+                        records = plog.read(p.fetch_offset, min(p.partition_max_bytes, remaining),
+                                            upper_bound=bound, min_one_message=total == 0)
+                    except OffsetOutOfRangeError:
+                        data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                    else:
+                        data.records = records
+                        total += len(records)
+                        remaining -= len(records)
+            errored = errored or data.error_code != ErrorCode.NONE
+            datas.append(data)
+        responses.append(FetchResponse.FetchableTopicResponse(topic=topic.topic, topic_id=topic.topic_id,
+                                                              partitions=datas))
+    return responses, total, errored
+
+
+async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
+    if ctx.api_version >= 7 and request.session_id != 0:
+        return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
+    read_committed = request.isolation_level == READ_COMMITTED
+    resolved = _resolve(ctx, request)
+    deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
+    while True:
+        responses, total, errored = _read_all(request, resolved, read_committed)
+        left = deadline - time.monotonic()
+        if errored or total >= request.min_bytes or left <= 0:
+            return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
+        await ctx.broker.wait_for_append(left)

@@ -1,0 +1,130 @@
+"""Produce (key 0), versions 3-11.
+
+- acks 0, 1 and -1 (single node: -1 is satisfied by the local write); acks=0 gets no
+  response, and a failed acks=0 request closes the connection, as Kafka does, so the client
+  notices. Other acks values: INVALID_REQUIRED_ACKS.
+- Each partition's records must be exactly one magic-2 batch (Kafka's rule for v3+), else
+  INVALID_RECORD; a CRC mismatch or malformed batch is CORRUPT_MESSAGE; a batch over the
+  topic's max.message.bytes is MESSAGE_TOO_LARGE; keyless records on a compacted topic are
+  INVALID_RECORD with record_errors (v8+). The batch's partition leader epoch is overwritten,
+  never validated.
+- Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION (Produce never auto-creates topics,
+  as in Kafka); internal topics: INVALID_TOPIC_EXCEPTION.
+- Appends wake long-polling fetches.
+- Not implemented yet: idempotent/transactional producer state (sequence checks, producer
+  epochs; see the exactly-once issue), quotas (throttle_time_ms is 0), KIP-890 implicit
+  partition adds (v12+ is not served), v0-2 (legacy message format).
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from odradek.broker.cluster import INTERNAL_TOPICS, LEADER_EPOCH
+from odradek.broker.context import RequestContext
+from odradek.broker.dispatch import CloseConnection
+from odradek.broker.storage.log import MessageTooLargeError
+from odradek.wire import ErrorCode, RecordBatchError
+from odradek.wire._generated.produce import ProduceRequest, ProduceResponse
+from odradek.wire.records import LEGACY_MAGIC_OFFSET, RecordBatch, iter_batches
+
+log = structlog.get_logger("odradek.produce")
+
+PartitionResponse = ProduceResponse.PartitionProduceResponse
+
+
+def _validate(records: memoryview, compacted: bool) -> tuple[ErrorCode, str | None, list[int]]:
+    """Kafka's ProduceRequest.validateRecords plus the cheap per-batch checks of LogValidator.
+
+    Returns (error, message, indexes of bad records). Records are only iterated when a
+    feature needs them (compacted topics must have keys)."""
+    if len(records) > LEGACY_MAGIC_OFFSET and records[LEGACY_MAGIC_OFFSET] != 2:
+        return (ErrorCode.INVALID_RECORD,
+                f"Produce requests with version 3+ are only allowed to contain record batches "
+                f"with magic version 2, got magic {records[LEGACY_MAGIC_OFFSET]}", [])
+    batches = list(iter_batches(records))  # RecordBatchError propagates: CORRUPT_MESSAGE
+    if len(batches) != 1:
+        return (ErrorCode.INVALID_RECORD,
+                "Produce requests with version 3+ are only allowed to contain exactly one "
+                f"record batch per partition, got {len(batches)}", [])
+    batch: RecordBatch = batches[0]
+    if batch.is_control:
+        return ErrorCode.INVALID_RECORD, "Clients may not produce control batches", []
+    if compacted:
+        keyless = [i for i, r in enumerate(batch.records()) if r.key is None]
+        if keyless:
+            return (ErrorCode.INVALID_RECORD,
+                    "Compacted topic cannot accept message without key in topic partition", keyless)
+    return ErrorCode.NONE, None, []
+
+
+def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.PartitionProduceData,
+                       now_ms: int) -> PartitionResponse:
+    broker = ctx.broker
+    resp = PartitionResponse(index=data.index, base_offset=-1, log_start_offset=-1)
+    if topic in INTERNAL_TOPICS:
+        resp.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+        return resp
+    plog = broker.partition_log(topic, data.index)
+    if plog is None or not broker.cluster.has_partition(topic, data.index):
+        resp.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return resp
+    records = data.records
+    if records is None or len(records) == 0:
+        resp.error_code = ErrorCode.INVALID_RECORD
+        resp.error_message = "Produce request has no record batch for this partition"
+        return resp
+    view = records if isinstance(records, memoryview) else memoryview(bytearray(records))
+    try:
+        code, message, bad = _validate(view, plog.config.compacts)
+        if code != ErrorCode.NONE:
+            resp.error_code, resp.error_message = code, message
+            resp.record_errors = [
+                ProduceResponse.BatchIndexAndErrorMessage(batch_index=i,
+                                                          batch_index_error_message=message)
+                for i in bad]
+            log.warning("produce rejected", topic=topic, partition=data.index,
+                        error=code.name, reason=message, client=ctx.client_id)
+            return resp
+        info = plog.append(view, leader_epoch=LEADER_EPOCH, now_ms=now_ms)
+    except RecordBatchError as e:
+        resp.error_code, resp.error_message = ErrorCode.CORRUPT_MESSAGE, str(e)
+        log.warning("produce rejected", topic=topic, partition=data.index,
+                    error="CORRUPT_MESSAGE", reason=str(e), client=ctx.client_id)
+        return resp
+    except MessageTooLargeError as e:
+        resp.error_code, resp.error_message = ErrorCode.MESSAGE_TOO_LARGE, str(e)
+        log.warning("produce rejected", topic=topic, partition=data.index,
+                    error="MESSAGE_TOO_LARGE", reason=str(e), client=ctx.client_id)
+        return resp
+    resp.error_code = ErrorCode.NONE
+    resp.base_offset = info.first_offset
+    resp.log_append_time_ms = info.log_append_time
+    resp.log_start_offset = info.log_start_offset
+    return resp
+
+
+async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
+    now_ms = ctx.broker.now_ms()
+    responses = []
+    appended = failed = False
+    for topic in request.topic_data:
+        parts = []
+        for data in topic.partition_data:
+            if request.acks not in (-1, 0, 1):
+                part = PartitionResponse(index=data.index, error_code=ErrorCode.INVALID_REQUIRED_ACKS,
+                                         base_offset=-1)
+            else:
+                part = _produce_partition(ctx, topic.name, data, now_ms)
+            appended = appended or part.error_code == ErrorCode.NONE
+            failed = failed or part.error_code != ErrorCode.NONE
+            parts.append(part)
+        responses.append(ProduceResponse.TopicProduceResponse(name=topic.name,
+                                                              partition_responses=parts))
+    if appended:
+        ctx.broker.notify_appended()
+    if request.acks == 0:
+        if failed:
+            raise CloseConnection("acks=0 produce request failed on at least one partition")
+        return None
+    return ProduceResponse(responses=responses)
