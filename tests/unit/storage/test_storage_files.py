@@ -1,0 +1,123 @@
+"""File names, checkpoint files and LogConfig."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from odradek.broker.storage import files
+from odradek.broker.storage.checkpoint import (
+    CheckpointError,
+    read_checkpoint,
+    read_offsets_checkpoint,
+    write_checkpoint,
+    write_offsets_checkpoint,
+)
+from odradek.broker.storage.config import InvalidConfigError, LogConfig
+
+
+def test_segment_names_are_twenty_digits(tmp_path: Path) -> None:
+    assert files.offset_prefix(0) == "00000000000000000000"
+    assert files.offset_prefix(2**63 - 1) == "09223372036854775807"
+    assert files.log_file(tmp_path, 42).name == "00000000000000000042.log"
+    assert files.offset_index_file(tmp_path, 42).name == "00000000000000000042.index"
+    assert files.time_index_file(tmp_path, 42).name == "00000000000000000042.timeindex"
+    assert files.txn_index_file(tmp_path, 42).name == "00000000000000000042.txnindex"
+    assert files.snapshot_file(tmp_path, 7).name == "00000000000000000007.snapshot"
+    assert files.log_file(tmp_path, 3, files.DELETED_SUFFIX).name == "00000000000000000003.log.deleted"
+    assert files.offset_from_file_name("00000000000000000042.timeindex") == 42
+    with pytest.raises(ValueError):
+        files.offset_from_file_name("leader-epoch-checkpoint")
+    with pytest.raises(ValueError):
+        files.offset_prefix(-1)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("orders-0", ("orders", 0)),
+        ("my-topic-with-dashes-12", ("my-topic-with-dashes", 12)),
+        ("__consumer_offsets-49", ("__consumer_offsets", 49)),
+        ("a.b-3", ("a.b", 3)),
+    ],
+)
+def test_partition_dir_names_round_trip(name: str, expected: tuple[str, int]) -> None:
+    assert files.parse_partition_dir_name(name) == expected
+    assert files.partition_dir_name(*expected) == name
+
+
+@pytest.mark.parametrize(
+    "name", ["orders", "orders-", "-3", "orders-x", "orders-0.0123abc-delete", "t-1-future", "t-+1"]
+)
+def test_bad_partition_dir_names_are_rejected(name: str) -> None:
+    with pytest.raises(ValueError):
+        files.parse_partition_dir_name(name)
+
+
+def test_delete_dir_names() -> None:
+    name = files.delete_dir_name("my-topic", 2, "abc123")
+    assert name == "my-topic-2.abc123-delete"
+    assert files.is_delete_dir_name(name)
+    assert not files.is_delete_dir_name("my-topic-2")
+
+
+def test_checkpoint_layout_matches_kafka(tmp_path: Path) -> None:
+    path = tmp_path / "leader-epoch-checkpoint"
+    write_checkpoint(path, ["0 0", "3 120"])
+    assert path.read_text() == "0\n2\n0 0\n3 120\n"
+    assert read_checkpoint(path, 2) == [["0", "0"], ["3", "120"]]
+    assert not (tmp_path / "leader-epoch-checkpoint.tmp").exists()
+
+
+def test_offsets_checkpoint_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "recovery-point-offset-checkpoint"
+    write_offsets_checkpoint(path, {("b-topic", 1): 10, ("a", 0): 5})
+    assert path.read_text() == "0\n2\na 0 5\nb-topic 1 10\n"
+    assert read_offsets_checkpoint(path) == {("a", 0): 5, ("b-topic", 1): 10}
+    assert read_offsets_checkpoint(tmp_path / "missing") == {}
+
+
+@pytest.mark.parametrize(
+    "text", ["1\n0\n", "x\n", "0\ny\n", "0\n2\na 0 5\n", "0\n1\na 0\n", "0\n1\na b c\n"]
+)
+def test_malformed_checkpoints_raise(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "cp"
+    path.write_text(text)
+    with pytest.raises(CheckpointError):
+        read_offsets_checkpoint(path)
+
+
+def test_log_config_from_topic_configs() -> None:
+    defaults = LogConfig(segment_bytes=1000)
+    cfg = LogConfig.from_topic_configs(
+        {
+            "retention.ms": "-1",
+            "cleanup.policy": "compact,delete",
+            "message.timestamp.type": "LogAppendTime",
+            "unknown.name": "whatever",
+        },
+        defaults,
+    )
+    assert cfg.segment_bytes == 1000
+    assert cfg.retention_ms == -1
+    assert cfg.deletes and cfg.compacts and cfg.log_append_time
+    assert LogConfig.from_topic_configs({}, defaults) is defaults
+    assert LogConfig().to_topic_configs()["segment.bytes"] == str(1024**3)
+    assert LogConfig().max_message_bytes == 1048588
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("segment.bytes", "13"),
+        ("segment.bytes", "big"),
+        ("retention.ms", "-2"),
+        ("cleanup.policy", "forever"),
+        ("message.timestamp.type", "WallClock"),
+        ("min.cleanable.dirty.ratio", "2"),
+    ],
+)
+def test_log_config_rejects_invalid_values(name: str, value: str) -> None:
+    with pytest.raises(InvalidConfigError, match=name):
+        LogConfig.from_topic_configs({name: value})
