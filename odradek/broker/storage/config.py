@@ -11,9 +11,37 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 LONG_MAX = 2**63 - 1
+
+
+class LogSettings(Protocol):
+    """What the storage layer reads from a log's config. `LogConfig` below provides it, and so
+    may any other config object (e.g. the broker's resolved topic config)."""
+
+    @property
+    def segment_bytes(self) -> int: ...
+    @property
+    def segment_ms(self) -> int: ...
+    @property
+    def retention_ms(self) -> int: ...
+    @property
+    def retention_bytes(self) -> int: ...
+    @property
+    def index_interval_bytes(self) -> int: ...
+    @property
+    def segment_index_bytes(self) -> int: ...
+    @property
+    def flush_messages(self) -> int: ...
+    @property
+    def flush_ms(self) -> int: ...
+    @property
+    def max_message_bytes(self) -> int: ...
+    @property
+    def log_append_time(self) -> bool: ...
+    @property
+    def deletes(self) -> bool: ...
 
 
 class InvalidConfigError(ValueError):

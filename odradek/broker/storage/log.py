@@ -30,7 +30,7 @@ from pathlib import Path
 import structlog
 
 from odradek.broker.storage import files
-from odradek.broker.storage.config import LONG_MAX, LogConfig
+from odradek.broker.storage.config import LONG_MAX, LogSettings
 from odradek.broker.storage.index_file import CorruptIndexError
 from odradek.broker.storage.leader_epoch import LeaderEpochCache
 from odradek.broker.storage.segment import (
@@ -85,7 +85,7 @@ class PartitionLog:
     def __init__(
         self,
         directory: Path,
-        config: LogConfig,
+        config: LogSettings,
         segments: list[LogSegment],
         epochs: LeaderEpochCache,
         *,
@@ -115,7 +115,7 @@ class PartitionLog:
     def open(
         cls,
         directory: Path,
-        config: LogConfig,
+        config: LogSettings,
         *,
         now_ms: int,
         recovery_point: int = 0,
@@ -635,7 +635,7 @@ class PartitionLog:
         )
 
 
-def _load_segments(directory: Path, config: LogConfig, now_ms: int) -> list[LogSegment]:
+def _load_segments(directory: Path, config: LogSettings, now_ms: int) -> list[LogSegment]:
     """Open every segment in `directory`, after removing leftovers of interrupted deletions and
     cleanings and index files whose `.log` is gone."""
     log_bases: set[int] = set()

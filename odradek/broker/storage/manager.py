@@ -33,7 +33,7 @@ from odradek.broker.storage.checkpoint import (
     read_offsets_checkpoint,
     write_offsets_checkpoint,
 )
-from odradek.broker.storage.config import LogConfig
+from odradek.broker.storage.config import LogSettings
 from odradek.broker.storage.log import PartitionLog
 
 log = structlog.get_logger(__name__)
@@ -49,9 +49,9 @@ class LogManager:
     def __init__(
         self,
         log_dirs: list[Path],
-        defaults: LogConfig,
+        defaults: LogSettings,
         *,
-        config_for: Callable[[str], LogConfig] | None = None,
+        config_for: Callable[[str], LogSettings] | None = None,
         now_ms: int | None = None,
     ) -> None:
         """Load every partition log found in `log_dirs` (created when missing).
@@ -68,7 +68,7 @@ class LogManager:
         for log_dir in self.log_dirs:
             self._load_dir(log_dir, now)
 
-    def config_for(self, topic: str) -> LogConfig:
+    def config_for(self, topic: str) -> LogSettings:
         return self._config_for(topic) if self._config_for is not None else self.defaults
 
     def _load_dir(self, log_dir: Path, now_ms: int) -> None:
@@ -136,7 +136,7 @@ class LogManager:
         self,
         topic: str,
         partition: int,
-        config: LogConfig | None = None,
+        config: LogSettings | None = None,
         *,
         now_ms: int | None = None,
     ) -> PartitionLog:
