@@ -19,13 +19,24 @@ def batch(
 
     if deltas is None:
         return bytearray(build_batch([(b"k", v) for v in values], base_timestamp=timestamp))
-    records = [Record(i, d, b"k", v, []) for i, (v, d) in enumerate(zip(values, deltas, strict=True))]
+    records = [
+        Record(i, d, b"k", v, []) for i, (v, d) in enumerate(zip(values, deltas, strict=True))
+    ]
     return bytearray(build_batch(records, base_timestamp=timestamp))
 
 
-def append(log: PartitionLog, values: list[bytes], *, timestamp: int = 1_000, now_ms: int = 1_000, epoch: int = 0) -> int:
+def append(
+    log: PartitionLog,
+    values: list[bytes],
+    *,
+    timestamp: int = 1_000,
+    now_ms: int = 1_000,
+    epoch: int = 0,
+) -> int:
     """Append one batch; returns its first offset."""
-    info = log.append(memoryview(batch(values, timestamp=timestamp)), leader_epoch=epoch, now_ms=now_ms)
+    info = log.append(
+        memoryview(batch(values, timestamp=timestamp)), leader_epoch=epoch, now_ms=now_ms
+    )
     return info.first_offset
 
 

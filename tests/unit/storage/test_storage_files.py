@@ -25,7 +25,9 @@ def test_segment_names_are_twenty_digits(tmp_path: Path) -> None:
     assert files.time_index_file(tmp_path, 42).name == "00000000000000000042.timeindex"
     assert files.txn_index_file(tmp_path, 42).name == "00000000000000000042.txnindex"
     assert files.snapshot_file(tmp_path, 7).name == "00000000000000000007.snapshot"
-    assert files.log_file(tmp_path, 3, files.DELETED_SUFFIX).name == "00000000000000000003.log.deleted"
+    assert (
+        files.log_file(tmp_path, 3, files.DELETED_SUFFIX).name == "00000000000000000003.log.deleted"
+    )
     assert files.offset_from_file_name("00000000000000000042.timeindex") == 42
     with pytest.raises(ValueError):
         files.offset_from_file_name("leader-epoch-checkpoint")

@@ -172,7 +172,11 @@ def test_offset_for_timestamp_is_record_exact(tmp_path: Path) -> None:
 def test_max_timestamp_offset_finds_the_first_record_with_it(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     append(log, [b"a"], timestamp=500)
-    log.append(memoryview(batch([b"b", b"c", b"d"], timestamp=900, deltas=[5, 100, 100])), leader_epoch=0, now_ms=1)
+    log.append(
+        memoryview(batch([b"b", b"c", b"d"], timestamp=900, deltas=[5, 100, 100])),
+        leader_epoch=0,
+        now_ms=1,
+    )
     append(log, [b"e"], timestamp=700)
     assert log.max_timestamp_offset() == (2, 1000)
     assert log.offset_for_timestamp(600) == (1, 905)
