@@ -1,0 +1,156 @@
+"""Helpers shared by the admin and offset handlers (not a handler: no entry in HANDLERS).
+
+- Leader epoch fencing as Kafka's Partition.checkCurrentLeaderEpoch does it.
+- The leader epoch history of a partition as Kafka's leader epoch cache would hold it: Kafka
+  records the current epoch at the log end when a replica becomes leader, so even an empty
+  log knows epoch 0; our storage records an epoch only when a batch is appended, so the
+  current epoch is added here, starting at the log end, whenever the cache lacks it.
+- Config resource types (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs) and the
+  checks every alter handler makes on a resource before touching it.
+"""
+
+from __future__ import annotations
+
+import enum
+from bisect import bisect_right
+from collections.abc import Mapping
+
+from odradek.broker.cluster import LEADER_EPOCH, topic_name_error
+from odradek.broker.context import RequestContext
+from odradek.broker.storage.log import PartitionLog
+from odradek.config import BROKER_CONFIGS, validate_topic_configs
+from odradek.wire import ErrorCode
+
+NO_EPOCH = -1
+NO_OFFSET = -1
+NO_TIMESTAMP = -1
+# Kafka's controller refuses a single operation writing more than this many metadata records;
+# we apply it to partitions created by one request so a huge count cannot stall the loop.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+
+
+class ApiError(Exception):
+    """An error code plus message for one resource of a request."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message or code.name)
+        self.code = code
+        self.message = message
+
+
+# -- leader epochs ------------------------------------------------------------------------------
+
+
+def check_current_leader_epoch(requested: int) -> ErrorCode:
+    """-1 (not given) always passes; older than ours is fenced, newer is unknown to us."""
+    if requested in (NO_EPOCH, LEADER_EPOCH):
+        return ErrorCode.NONE
+    return ErrorCode.FENCED_LEADER_EPOCH if requested < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+def epoch_entries(plog: PartitionLog) -> list[tuple[int, int]]:
+    """(epoch, start offset) pairs, oldest first, including the current leader epoch."""
+    entries = plog.epochs.entries
+    if not entries or entries[-1][0] < LEADER_EPOCH:
+        entries.append((LEADER_EPOCH, plog.log_end_offset))
+    return entries
+
+
+def end_offset_for_epoch(entries: list[tuple[int, int]], requested: int,
+                         log_end_offset: int) -> tuple[int, int]:
+    """Kafka's LeaderEpochFileCache.endOffsetFor: the largest known epoch <= `requested` and
+    the offset where the epoch after it starts (the log end for the latest epoch)."""
+    if requested == NO_EPOCH or not entries:
+        return NO_EPOCH, NO_OFFSET
+    if requested == entries[-1][0]:
+        return requested, log_end_offset
+    epochs = [e for e, _ in entries]
+    higher = bisect_right(epochs, requested)
+    if higher >= len(entries):
+        return NO_EPOCH, NO_OFFSET
+    if higher == 0:
+        # Older than every epoch still known: the data is gone; point at the first known one.
+        return requested, entries[0][1]
+    return epochs[higher - 1], entries[higher][1]
+
+
+def epoch_at(entries: list[tuple[int, int]], offset: int) -> int:
+    """The epoch that was current when `offset` was written (-1 when unknown)."""
+    slot = bisect_right([s for _, s in entries], offset) - 1
+    return entries[slot][0] if slot >= 0 else NO_EPOCH
+
+
+# -- config resources ---------------------------------------------------------------------------
+
+
+class ResourceType(enum.IntEnum):
+    """Kafka's ConfigResource.Type ids."""
+
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
+
+def resource_type_name(type_id: int) -> str:
+    try:
+        return ResourceType(type_id).name
+    except ValueError:
+        return str(type_id)
+
+
+def check_broker_name(ctx: RequestContext, name: str) -> None:
+    """A BROKER resource names this node (or is "" for the cluster-wide defaults)."""
+    if not name:
+        return
+    try:
+        node = int(name)
+    except ValueError:
+        raise ApiError(ErrorCode.INVALID_REQUEST,
+                       f"Node id must be an integer, but it is: {name}") from None
+    if node != ctx.broker.node_id:
+        raise ApiError(ErrorCode.INVALID_REQUEST,
+                       f"Unexpected broker id, expected {ctx.broker.node_id}, but received {name}")
+
+
+def refuse_broker_changes(names: list[str]) -> None:
+    """Broker settings are static here: every change to a BROKER resource is refused, with
+    Kafka's message for the settings Kafka cannot change at run time either."""
+    if not names:
+        return
+    static = sorted(n for n in names if n in BROKER_CONFIGS and BROKER_CONFIGS[n].read_only)
+    if static:
+        raise ApiError(ErrorCode.INVALID_REQUEST,
+                       f"Cannot update these configs dynamically: Set({', '.join(static)})")
+    raise ApiError(ErrorCode.INVALID_REQUEST,
+                   "Dynamic broker configs are not supported by this broker; change "
+                   f"server.properties and restart: {', '.join(sorted(names))}")
+
+
+def check_duplicate_keys(names: list[str]) -> None:
+    if len(set(names)) != len(names):
+        raise ApiError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+
+
+def apply_topic_configs(ctx: RequestContext, topic: str, new_configs: Mapping[str, str | None],
+                        validate_only: bool) -> None:
+    """Replace a topic's whole set of overrides, checked as Kafka's controller checks them
+    (name, null values, each value, then existence); takes effect on the logs at once."""
+    if not topic:
+        raise ApiError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+    reason = topic_name_error(topic)
+    if reason:
+        raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
+    nulls = [k for k, v in new_configs.items() if v is None]
+    if nulls:
+        raise ApiError(ErrorCode.INVALID_CONFIG,
+                       f"Null value not supported for topic configs: {','.join(nulls)}")
+    reason = validate_topic_configs(new_configs, ctx.broker.config)
+    if reason:
+        raise ApiError(ErrorCode.INVALID_CONFIG, reason)
+    if ctx.broker.cluster.get(topic) is None:
+        raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
+    clean = {k: v for k, v in new_configs.items() if v is not None}
+    ctx.broker.cluster.set_configs(topic, clean, validate_only=validate_only)

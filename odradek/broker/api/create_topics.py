@@ -1,0 +1,170 @@
+"""CreateTopics (key 19), versions 0-7.
+
+- Creation is synchronous: when the answer is sent, the topic's partition logs exist and
+  Metadata lists it; `timeout_ms` is therefore ignored.
+- Checks per topic, in Kafka's order: a name given twice in the request (INVALID_REQUEST,
+  one result for that name), illegal or colliding names (INVALID_TOPIC_EXCEPTION), existing
+  topics (TOPIC_ALREADY_EXISTS), null or invalid configs (INVALID_CONFIG), then partitions
+  and replication.
+- num_partitions -1 takes `num.partitions`; replication_factor -1 takes
+  `default.replication.factor`. With one broker only a factor of 1 can be met; more is
+  INVALID_REPLICATION_FACTOR with Kafka's replica placer message.
+- Manual assignments (num_partitions and replication_factor must then be -1): partitions
+  0..n-1, each with exactly this node as replica; anything else is INVALID_REPLICA_ASSIGNMENT
+  or INVALID_REQUEST, as Kafka words them.
+- validate_only (v1+) runs every check and creates nothing; the result carries a zero topic
+  id (Kafka returns a random id that never exists).
+- v5+ results carry the partition count, replication factor 1 and every effective topic
+  config (value, read-only, source, sensitive); v7+ the topic id.
+- More than 10,000 new partitions in one request are refused with POLICY_VIOLATION (Kafka's
+  controller refuses such an oversized batch too).
+Not implemented: create-topic policies, controller mutation quotas (throttle_time_ms 0),
+authorization.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import structlog
+
+from odradek.broker.api._common import MAX_PARTITIONS_PER_REQUEST, ApiError
+from odradek.broker.cluster import ClusterError
+from odradek.broker.context import RequestContext
+from odradek.config import describe_topic_config
+from odradek.wire import ErrorCode
+from odradek.wire._generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from odradek.wire.primitives import ZERO_UUID
+
+log = structlog.get_logger("odradek.admin")
+
+Resp = CreateTopicsResponse
+Topic = CreateTopicsRequest.CreatableTopic
+
+
+def _partition_count(ctx: RequestContext, topic: Topic) -> int:
+    """The number of partitions to create; raises ApiError when the layout is refused."""
+    node = ctx.broker.node_id
+    if topic.assignments:
+        if topic.replication_factor != -1:
+            raise ApiError(ErrorCode.INVALID_REQUEST,
+                           "A manual partition assignment was specified, but replication "
+                           "factor was not set to -1.")
+        if topic.num_partitions != -1:
+            raise ApiError(ErrorCode.INVALID_REQUEST,
+                           "A manual partition assignment was specified, but numPartitions "
+                           "was not set to -1.")
+        seen: set[int] = set()
+        for a in topic.assignments:
+            if a.partition_index in seen:
+                raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                               "Found multiple manual partition assignments for partition "
+                               f"{a.partition_index}")
+            seen.add(a.partition_index)
+            _check_replicas(a.broker_ids, node)
+        if seen != set(range(len(seen))):
+            raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           "partitions should be a consecutive 0-based integer sequence")
+        return len(seen)
+    rf = topic.replication_factor
+    if rf < -1 or rf == 0:
+        raise ApiError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                       "Replication factor must be larger than 0, or -1 to use the default value.")
+    if topic.num_partitions < -1 or topic.num_partitions == 0:
+        raise ApiError(ErrorCode.INVALID_PARTITIONS,
+                       "Number of partitions was set to an invalid non-positive value.")
+    if rf == -1:
+        rf = ctx.broker.config.default_replication_factor
+    if rf > 1:
+        raise ApiError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                       f"Unable to replicate the partition {rf} time(s): The target replication "
+                       f"factor of {rf} cannot be reached because only 1 broker(s) are registered.")
+    if topic.num_partitions == -1:
+        return ctx.broker.config.num_partitions
+    return topic.num_partitions
+
+
+def _check_replicas(broker_ids: list[int], node: int) -> None:
+    """Kafka's validateManualPartitionAssignment, with one registered broker: this node."""
+    if not broker_ids:
+        raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                       "The manual partition assignment includes an empty replica list.")
+    for b in sorted(broker_ids):
+        if b != node:
+            raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           f"The manual partition assignment includes broker {b}, but no such "
+                           "broker is registered.")
+    if len(broker_ids) > 1:
+        raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                       f"The manual partition assignment includes the broker {node} more than "
+                       "once.")
+
+
+def _config_entries(ctx: RequestContext, configs: dict[str, str]) -> list[Resp.CreatableTopicConfigs]:
+    return [Resp.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
+                                       config_source=e.source, is_sensitive=e.sensitive)
+            for e in describe_topic_config(configs, ctx.broker.config, include_synonyms=False)]
+
+
+def _create_one(ctx: RequestContext, topic: Topic, validate_only: bool,
+                budget: int) -> Resp.CreatableTopicResult:
+    cluster = ctx.broker.cluster
+    name = topic.name
+    nulls = [c.name for c in topic.configs if c.value is None]
+    configs = {c.name: c.value for c in topic.configs if c.value is not None}
+    # Name, existence, collisions and config values first, as Kafka's controller orders them.
+    try:
+        cluster.check_new_topic(name, 1, configs)
+    except ClusterError as e:
+        if e.code != ErrorCode.INVALID_CONFIG or not nulls:
+            raise ApiError(e.code, e.message) from None
+    if nulls:
+        raise ApiError(ErrorCode.INVALID_CONFIG,
+                       f"Null value not supported for topic configs: {','.join(nulls)}")
+    partitions = _partition_count(ctx, topic)
+    if partitions > budget:
+        raise ApiError(ErrorCode.POLICY_VIOLATION,
+                       "Unable to perform excessively large batch operation.")
+    topic_id = ZERO_UUID
+    if not validate_only:
+        try:
+            created = cluster.create_topic(name, partitions, configs)
+        except ClusterError as e:
+            raise ApiError(e.code, e.message) from None
+        topic_id = created.topic_id
+        log.info("topic created", topic=name, partitions=partitions, topic_id=str(topic_id),
+                 configs=configs or None, client=ctx.client_id)
+    return Resp.CreatableTopicResult(
+        name=name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
+        num_partitions=partitions, replication_factor=1,
+        configs=_config_entries(ctx, configs))
+
+
+def _error(name: str, code: ErrorCode, message: str | None) -> Resp.CreatableTopicResult:
+    return Resp.CreatableTopicResult(name=name, error_code=code, error_message=message)
+
+
+async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    counts = Counter(t.name for t in request.topics)
+    validate_only = ctx.api_version >= 1 and request.validate_only
+    budget = MAX_PARTITIONS_PER_REQUEST
+    results: list[Resp.CreatableTopicResult] = []
+    answered: set[str] = set()
+    for topic in request.topics:
+        if topic.name in answered:
+            continue
+        answered.add(topic.name)
+        if counts[topic.name] > 1:
+            results.append(_error(topic.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+            continue
+        try:
+            result = _create_one(ctx, topic, validate_only, budget)
+        except ApiError as e:
+            log.info("topic not created", topic=topic.name, error=e.code.name, reason=e.message,
+                     validate_only=validate_only)
+            results.append(_error(topic.name, e.code, e.message))
+            continue
+        budget -= result.num_partitions
+        results.append(result)
+    return CreateTopicsResponse(topics=results)
+
