@@ -1,0 +1,202 @@
+"""The brokers the matrix runs against: Odradek (the product) and Apache Kafka (the oracle).
+
+Odradek: `python -m odradek serve` on port 0 with a temp data dir; ready when stderr logs the
+`listening` event with the bound port.
+Kafka: a single-node KRaft broker+controller from the Maven Central jars resolved into
+`java/target/cp-clients-4.1.txt` (kafka_2.13 4.1.x): storage formatted with
+`kafka.tools.StorageTool`, then `kafka.Kafka server.properties`, loopback only; ready when a
+Metadata request answers with the broker in it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+JAVA_DIR = HERE / "java"
+KAFKA_VERSION = "4.1.2"
+LISTENING = re.compile(r"listening.*\bport=(\d+)|\"event\": \"listening\".*\"port\": (\d+)")
+
+# Settings both targets get: no 3 s wait before the first rebalance of a new group.
+COMMON_OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
+
+
+def java_classpath(name: str) -> str:
+    """The classpath file that `mvn dependency:build-classpath` wrote (see java/pom.xml)."""
+    path = JAVA_DIR / "target" / f"cp-{name}.txt"
+    if not path.exists():
+        raise RuntimeError(f"{path} missing: run compat_tests/setup.sh first")
+    return path.read_text().strip()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Broker:
+    name = "?"
+    version = "?"
+    port = 0
+    data_dir: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def log_dirs(self) -> list[Path]:
+        return [self.data_dir]
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def __enter__(self) -> Broker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class OdradekBroker(Broker):
+    name = "odradek"
+
+    def __init__(self, data_dir: Path, log_path: Path) -> None:
+        self.data_dir = data_dir
+        self.log_path = log_path
+        try:
+            from odradek import __version__ as v  # type: ignore[attr-defined]
+            self.version = str(v)
+        except Exception:
+            self.version = "dev"
+        self.lines: list[str] = []
+
+    def start(self, timeout: float = 30.0) -> None:
+        argv = [sys.executable, "-m", "odradek", "serve",
+                "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+                "--override", f"log.dirs={self.data_dir}"]
+        for k, v in COMMON_OVERRIDES.items():
+            argv += ["--override", f"{k}={v}"]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, env=env)
+        found = threading.Event()
+        log = self.log_path.open("w")
+
+        def reader() -> None:
+            assert self.proc is not None and self.proc.stderr is not None
+            for raw in self.proc.stderr:
+                line = raw.decode(errors="replace")
+                log.write(line)
+                log.flush()
+                if not found.is_set():
+                    m = LISTENING.search(line)
+                    if m:
+                        self.port = int(m.group(1) or m.group(2))
+                        found.set()
+            log.close()
+            found.set()
+
+        threading.Thread(target=reader, daemon=True).start()
+        found.wait(timeout)
+        if not self.port:
+            self.stop()
+            raise RuntimeError(f"odradek did not start; see {self.log_path}")
+
+
+class KafkaBroker(Broker):
+    name = "apache-kafka"
+    version = KAFKA_VERSION
+
+    def __init__(self, data_dir: Path, log_path: Path) -> None:
+        self.data_dir = data_dir
+        self.log_path = log_path
+
+    def log_dirs(self) -> list[Path]:
+        return [self.data_dir / "logs"]
+
+    def start(self, timeout: float = 90.0) -> None:
+        cp = java_classpath("clients-4.1")
+        self.port, cport = free_port(), free_port()
+        props = self.data_dir / "server.properties"
+        (self.data_dir / "logs").mkdir(parents=True, exist_ok=True)
+        settings = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{cport}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{cport}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.data_dir / "logs"),
+            "num.partitions": "1",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "3",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            **COMMON_OVERRIDES,
+        }
+        props.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        java = ["java", "-Xmx1g", "-XX:+UseG1GC", "-cp", cp]
+        log = self.log_path.open("w")
+        fmt = subprocess.run(java + ["kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(props)],
+                             stdout=log, stderr=subprocess.STDOUT, timeout=120)
+        if fmt.returncode != 0:
+            raise RuntimeError(f"kafka storage format failed; see {self.log_path}")
+        self.proc = subprocess.Popen(java + ["kafka.Kafka", str(props)], stdin=subprocess.DEVNULL,
+                                     stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"kafka exited with {self.proc.returncode}; see {self.log_path}")
+            try:
+                md = admin.list_topics(timeout=2)
+                if md.brokers:
+                    return
+            except Exception:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"kafka did not answer Metadata within {timeout}s; see {self.log_path}")
+
+
+def _cluster_id() -> str:
+    # Kafka's cluster ids are 16 random bytes in url-safe base64 without padding.
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def make_broker(target: str, workdir: Path) -> Broker:
+    data = Path(tempfile.mkdtemp(prefix=f"compat-{target}-", dir=workdir))
+    log = workdir / f"broker-{target}.log"
+    if target == "odradek":
+        return OdradekBroker(data, log)
+    if target == "kafka":
+        return KafkaBroker(data, log)
+    raise ValueError(f"unknown target {target!r}")

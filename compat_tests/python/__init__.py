@@ -1,0 +1,1 @@
+"""The Python-hosted drivers: confluent-kafka, kafka-python, aiokafka and kcat."""

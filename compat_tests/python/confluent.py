@@ -1,0 +1,423 @@
+"""confluent-kafka (librdkafka) driver: every scenario through the Python binding."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import confluent_kafka
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+)
+
+from compat_tests.python.common import (
+    LARGE_TOPIC_MAX,
+    Ctx,
+    ScenarioFailed,
+    check,
+    check_produce_consume,
+    compressible_values,
+    keyed_records,
+    large_value,
+    main,
+)
+
+CLIENT = "confluent-kafka"
+VERSION = f"{confluent_kafka.version()} (librdkafka {confluent_kafka.libversion()[0]})"
+
+
+def admin(ctx: Ctx) -> AdminClient:
+    return AdminClient({"bootstrap.servers": ctx.bootstrap})
+
+
+def create_topic(ctx: Ctx, name: str, partitions: int, config: dict[str, str] | None = None) -> None:
+    a = admin(ctx)  # kept referenced: a collected client cancels its futures
+    fut = a.create_topics([NewTopic(name, partitions, 1, config=config or {})], operation_timeout=10)
+    fut[name].result(timeout=ctx.remaining())
+    # Wait until metadata shows every partition with a leader.
+
+    def ready() -> bool:
+        md = a.list_topics(name, timeout=5).topics.get(name)
+        return md is not None and md.error is None and len(md.partitions) == partitions and all(p.leader >= 0 for p in md.partitions.values())
+
+    ctx.wait_for(ready, f"topic {name} in metadata")
+
+
+def producer(ctx: Ctx, **conf: Any) -> Producer:
+    base = {"bootstrap.servers": ctx.bootstrap, "acks": "all", "linger.ms": 5}
+    base.update({k.replace("_", "."): v for k, v in conf.items()})
+    return Producer(base)
+
+
+def produce_all(ctx: Ctx, p: Producer, topic: str, records: list[dict[str, Any]]) -> list[Message]:
+    delivered: list[Message] = []
+    errors: list[str] = []
+
+    def cb(err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            errors.append(str(err))
+        else:
+            delivered.append(msg)
+
+    for r in records:
+        p.produce(topic, on_delivery=cb, **r)
+        p.poll(0)
+    left = p.flush(ctx.remaining())
+    check(not errors, f"delivery failed: {errors[:3]}")
+    check(left == 0, f"{left} records not delivered")
+    return delivered
+
+
+def consumer(ctx: Ctx, **conf: Any) -> Consumer:
+    base = {
+        "bootstrap.servers": ctx.bootstrap,
+        "group.id": ctx.group("assign"),
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    }
+    base.update({k.replace("_", "."): v for k, v in conf.items()})
+    return Consumer(base)
+
+
+def read_all(ctx: Ctx, topic: str, partitions: int, count: int, **conf: Any) -> list[Message]:
+    c = consumer(ctx, **conf)
+    try:
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        got: list[Message] = []
+
+        def step() -> None:
+            for m in c.consume(100, timeout=0.2):
+                if m.error() is not None:
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise ScenarioFailed(f"consume error: {m.error()}")
+                got.append(m)
+
+        ctx.wait_for(lambda: len(got) >= count, f"{count} records (have {len(got)})", step)
+        return got
+    finally:
+        c.close()
+
+
+# ------------------------------------------------------------------ scenarios
+
+def produce_consume(ctx: Ctx) -> None:
+    t = ctx.topic()
+    create_topic(ctx, t, 3)
+    sent = keyed_records()
+    produce_all(ctx, producer(ctx), t, [{"key": k, "value": v} for k, v in sent])
+    got = read_all(ctx, t, 3, len(sent))
+    check_produce_consume(sent, [(m.partition(), m.offset(), m.key(), m.value()) for m in got])
+
+
+def compression(codec: str):
+    def run(ctx: Ctx) -> None:
+        t = ctx.topic()
+        create_topic(ctx, t, 1)
+        values = compressible_values()
+        p = producer(ctx, compression_type=codec, linger_ms=100)
+        produce_all(ctx, p, t, [{"value": v} for v in values])
+        got = read_all(ctx, t, 1, len(values))
+        check([m.value() for m in got] == values, "values differ after the round trip")
+        check([m.offset() for m in got] == list(range(len(values))), "offsets not 0..n-1")
+    return run
+
+
+def headers_and_nulls(ctx: Ctx) -> str:
+    t = ctx.topic()
+    create_topic(ctx, t, 1)
+    recs = [
+        {"key": None, "value": b"v-null-key", "headers": [("h", b"1"), ("h", b"2"), ("empty", b"")]},
+        {"key": b"k-tombstone", "value": None},
+        {"key": b"", "value": b""},
+        {"key": b"k", "value": b"v", "headers": [("nullhdr", None)]},
+    ]
+    produce_all(ctx, producer(ctx), t, recs)
+    got = read_all(ctx, t, 1, len(recs))
+    check([(m.key(), m.value()) for m in got] == [(r["key"], r["value"]) for r in recs], f"keys/values differ: {[(m.key(), m.value()) for m in got]}")
+    check(got[0].headers() == [("h", b"1"), ("h", b"2"), ("empty", b"")], f"headers differ: {got[0].headers()}")
+    check(not got[1].headers() and not got[2].headers(), "unexpected headers")
+    check(got[3].headers() == [("nullhdr", None)], f"null header value differs: {got[3].headers()}")
+    return "null header value included"
+
+
+def large_message(ctx: Ctx) -> None:
+    t = ctx.topic()
+    create_topic(ctx, t, 1, {"max.message.bytes": LARGE_TOPIC_MAX})
+    value = large_value()
+    produce_all(ctx, producer(ctx, message_max_bytes=5_000_000), t, [{"value": value}])
+    got = read_all(ctx, t, 1, 1)
+    check(got[0].value() == value, "value differs")
+
+
+def list_offsets(ctx: Ctx) -> None:
+    t = ctx.topic()
+    create_topic(ctx, t, 1)
+    t0 = int(time.time() * 1000) - 60_000
+    produce_all(ctx, producer(ctx), t, [{"value": f"r{i}".encode(), "timestamp": t0 + 1000 * i} for i in range(3)])
+    a = admin(ctx)
+    tp = TopicPartition(t, 0)
+
+    def lo(spec: OffsetSpec) -> int:
+        res = a.list_offsets({tp: spec}, request_timeout=10)
+        return int(res[tp].result(timeout=ctx.remaining()).offset)
+
+    check(lo(OffsetSpec.earliest()) == 0, "earliest != 0")
+    check(lo(OffsetSpec.latest()) == 3, "latest != 3")
+    check(lo(OffsetSpec.for_timestamp(t0 + 500)) == 1, "by time T+500 != 1")
+    check(lo(OffsetSpec.for_timestamp(t0 + 1000)) == 1, "by time T+1000 != 1")
+    after = lo(OffsetSpec.for_timestamp(t0 + 10_000))
+    check(after == -1, f"by time after the last record: {after}, expected -1 (none)")
+    # The consumer API path (ListOffsets from the consumer) too.
+    c = consumer(ctx)
+    try:
+        lo_w, hi_w = c.get_watermark_offsets(tp, timeout=10)
+        check((lo_w, hi_w) == (0, 3), f"watermarks {(lo_w, hi_w)}")
+        r = c.offsets_for_times([TopicPartition(t, 0, t0 + 1500)], timeout=10)
+        check(r[0].offset == 2, f"consumer offsets_for_times(T+1500) = {r[0].offset}")
+    finally:
+        c.close()
+
+
+def admin_topics(ctx: Ctx) -> None:
+    a = admin(ctx)
+    t = ctx.topic()
+    a.create_topics([NewTopic(t, 2, 1, config={"retention.ms": "3600000"})])[t].result(timeout=ctx.remaining())
+    again = a.create_topics([NewTopic(t, 2, 1)])[t]
+    try:
+        again.result(timeout=ctx.remaining())
+        raise ScenarioFailed("creating an existing topic succeeded")
+    except KafkaException as exc:
+        check(exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS, f"create again: {exc}")
+
+    def partitions() -> int:
+        md = a.list_topics(t, timeout=5).topics[t]
+        check(md.error is None or md.error.code() == KafkaError.LEADER_NOT_AVAILABLE, f"metadata error {md.error}")
+        return len([p for p in md.partitions.values() if p.leader >= 0])
+
+    ctx.wait_for(lambda: partitions() == 2, "2 partitions with leaders")
+    res = ConfigResource(ConfigResource.Type.TOPIC, t)
+    cfg = a.describe_configs([res])[res].result(timeout=ctx.remaining())
+    check(cfg["retention.ms"].value == "3600000", f"retention.ms = {cfg['retention.ms'].value}")
+    alter = ConfigResource(ConfigResource.Type.TOPIC, t, incremental_configs=[
+        ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)])
+    a.incremental_alter_configs([alter])[alter].result(timeout=ctx.remaining())
+    ctx.wait_for(lambda: a.describe_configs([res])[res].result(timeout=5)["retention.ms"].value == "7200000", "altered retention.ms")
+    a.create_partitions([NewPartitions(t, 4)])[t].result(timeout=ctx.remaining())
+    ctx.wait_for(lambda: partitions() == 4, "4 partitions")
+    try:
+        a.create_partitions([NewPartitions(t, 3)])[t].result(timeout=ctx.remaining())
+        raise ScenarioFailed("decreasing partitions succeeded")
+    except KafkaException as exc:
+        check(exc.args[0].code() == KafkaError.INVALID_PARTITIONS, f"decrease: {exc}")
+    a.delete_topics([t], operation_timeout=10)[t].result(timeout=ctx.remaining())
+    ctx.wait_for(lambda: t not in a.list_topics(timeout=5).topics, "topic gone")
+
+
+def consumer_group(ctx: Ctx) -> None:
+    t = ctx.topic()
+    create_topic(ctx, t, 4)
+    g = ctx.group()
+    conf = {"group.id": g, "session.timeout.ms": 10000, "heartbeat.interval.ms": 500}
+    a = consumer(ctx, **conf)
+    b = consumer(ctx, **conf)
+    got: dict[str, list[Message]] = {"a": [], "b": []}
+
+    def poll(name: str, c: Consumer) -> None:
+        m = c.poll(0.1)
+        if m is not None:
+            if m.error() is not None:
+                if m.error().code() != KafkaError._PARTITION_EOF:
+                    raise ScenarioFailed(f"consume error: {m.error()}")
+            else:
+                got[name].append(m)
+
+    def parts(c: Consumer) -> set[int]:
+        return {tp.partition for tp in c.assignment()}
+
+    a.subscribe([t])
+    ctx.wait_for(lambda: parts(a) == {0, 1, 2, 3}, "A owns all 4 partitions", lambda: poll("a", a))
+    b.subscribe([t])
+
+    def split() -> bool:
+        pa, pb = parts(a), parts(b)
+        return len(pa) == 2 and len(pb) == 2 and pa | pb == {0, 1, 2, 3}
+
+    ctx.wait_for(split, "A and B 2+2", lambda: (poll("a", a), poll("b", b)))
+    pa, pb = parts(a), parts(b)
+    produce_all(ctx, producer(ctx), t, [{"value": f"p{p}-{i}".encode(), "partition": p} for p in range(4) for i in range(10)])
+    ctx.wait_for(lambda: len(got["a"]) + len(got["b"]) >= 40, "40 records", lambda: (poll("a", a), poll("b", b)))
+    check(len(got["a"]) + len(got["b"]) == 40, "duplicates")
+    check({m.partition() for m in got["a"]} <= pa and {m.partition() for m in got["b"]} <= pb, "record from a partition the member does not own")
+    a.commit(asynchronous=False)
+    b.commit(asynchronous=False)
+    b.close()
+    got["a"].clear()
+    ctx.wait_for(lambda: parts(a) == {0, 1, 2, 3}, "A owns all 4 after B left", lambda: poll("a", a))
+    produce_all(ctx, producer(ctx), t, [{"value": f"p{p}-x{i}".encode(), "partition": p} for p in range(4) for i in range(2)])
+    ctx.wait_for(lambda: len(got["a"]) >= 8, "8 new records on A", lambda: poll("a", a))
+    check(sorted(m.value() for m in got["a"]) == sorted(f"p{p}-x{i}".encode() for p in range(4) for i in range(2)),
+          f"A did not resume at the commits: {[m.value() for m in got['a']][:10]}")
+    a.commit(asynchronous=False)
+    a.close()
+    produce_all(ctx, producer(ctx), t, [{"value": f"p{p}-y".encode(), "partition": p} for p in range(4)])
+    c = consumer(ctx, **conf)
+    got["c"] = []
+    c.subscribe([t])
+    try:
+        ctx.wait_for(lambda: len(got["c"]) >= 4, "4 records on C", lambda: poll("c", c))
+        check(sorted(m.value() for m in got["c"]) == sorted(f"p{p}-y".encode() for p in range(4)),
+              f"C did not resume at A's commits: {[m.value() for m in got['c']]}")
+        committed = c.committed([TopicPartition(t, p) for p in range(4)], timeout=10)
+        check([tp.offset for tp in committed] == [12, 12, 12, 12], f"committed {[tp.offset for tp in committed]}")
+    finally:
+        c.close()
+
+
+def idempotent(ctx: Ctx) -> None:
+    t = ctx.topic()
+    create_topic(ctx, t, 1)
+    p = producer(ctx, enable_idempotence=True, max_in_flight_requests_per_connection=5)
+    values = [f"i{i:03d}".encode() for i in range(100)]
+    produce_all(ctx, p, t, [{"value": v} for v in values])
+    got = read_all(ctx, t, 1, 100)
+    check([m.offset() for m in got] == list(range(100)), "offsets not contiguous 0..99")
+    check([m.value() for m in got] == values, "values duplicated, lost or reordered")
+
+
+def tx_producer(ctx: Ctx, txn_id: str) -> Producer:
+    p = producer(ctx, transactional_id=txn_id, transaction_timeout_ms=60000)
+    p.init_transactions(ctx.remaining())
+    return p
+
+
+def transactions(ctx: Ctx) -> None:
+    t = ctx.topic()
+    create_topic(ctx, t, 1)
+    p = tx_producer(ctx, ctx.txn_id())
+    batches = [("c1", True), ("a", False), ("c2", True)]
+    for tag, commit in batches:
+        p.begin_transaction()
+        for i in range(5):
+            p.produce(t, value=f"{tag}-{i}".encode())
+        p.flush(ctx.remaining())
+        if commit:
+            p.commit_transaction(ctx.remaining())
+        else:
+            p.abort_transaction(ctx.remaining())
+    committed = [f"{tag}-{i}".encode() for tag, c in batches if c for i in range(5)]
+    allv = [f"{tag}-{i}".encode() for tag, _ in batches for i in range(5)]
+    rc = read_all(ctx, t, 1, 10, isolation_level="read_committed")
+    check([m.value() for m in rc] == committed, f"read_committed saw {[m.value() for m in rc]}")
+    ru = read_all(ctx, t, 1, 15, isolation_level="read_uncommitted")
+    check([m.value() for m in ru] == allv, f"read_uncommitted saw {[m.value() for m in ru]}")
+
+
+def consume_transform_produce(ctx: Ctx) -> None:
+    src, dst = ctx.topic("in"), ctx.topic("out")
+    create_topic(ctx, src, 1)
+    create_topic(ctx, dst, 1)
+    g = ctx.group()
+    produce_all(ctx, producer(ctx), src, [{"value": f"in-{i}".encode()} for i in range(10)])
+    c = consumer(ctx, **{"group.id": g, "isolation.level": "read_committed"})
+    p = tx_producer(ctx, ctx.txn_id())
+    c.subscribe([src])
+    try:
+        def process(n: int, commit: bool) -> None:
+            msgs: list[Message] = []
+
+            def step() -> None:
+                m = c.poll(0.1)
+                if m is not None and m.error() is None:
+                    msgs.append(m)
+            ctx.wait_for(lambda: len(msgs) >= n, f"{n} inputs", step)
+            check(len(msgs) == n, f"read {len(msgs)} inputs, expected {n}")
+            p.begin_transaction()
+            for m in msgs:
+                p.produce(dst, value=(m.value() or b"").upper())
+            last = msgs[-1]
+            p.send_offsets_to_transaction([TopicPartition(src, 0, last.offset() + 1)], c.consumer_group_metadata(), ctx.remaining())
+            if commit:
+                p.commit_transaction(ctx.remaining())
+            else:
+                p.abort_transaction(ctx.remaining())
+
+        process(10, True)
+        committed = c.committed([TopicPartition(src, 0)], timeout=10)[0].offset
+        check(committed == 10, f"committed offset {committed} after the committed transaction")
+        produce_all(ctx, producer(ctx), src, [{"value": f"in-{i}".encode()} for i in range(10, 15)])
+        process(5, False)
+        committed = c.committed([TopicPartition(src, 0)], timeout=10)[0].offset
+        check(committed == 10, f"committed offset {committed} after the aborted transaction")
+    finally:
+        c.close()
+    out = read_all(ctx, dst, 1, 10, isolation_level="read_committed")
+    check([m.value() for m in out] == [f"IN-{i}".encode() for i in range(10)], f"outputs {[m.value() for m in out]}")
+    # Nothing from the aborted transaction becomes visible: the LSO passed its marker.
+    c2 = consumer(ctx, isolation_level="read_committed")
+    try:
+        _, hi = c2.get_watermark_offsets(TopicPartition(dst, 0), timeout=10)
+        check(hi == 17, f"output high watermark {hi}, expected 17 (10 + marker + 5 + marker)")
+    finally:
+        c2.close()
+
+
+def fencing(ctx: Ctx) -> None:
+    t = ctx.topic()
+    create_topic(ctx, t, 1)
+    txn = ctx.txn_id()
+    p1 = tx_producer(ctx, txn)
+    p1.begin_transaction()
+    p1.produce(t, value=b"from-p1")
+    p1.flush(ctx.remaining())
+    p2 = tx_producer(ctx, txn)
+    try:
+        p1.produce(t, value=b"from-p1-again")
+        p1.flush(5)
+        p1.commit_transaction(ctx.remaining())
+        raise ScenarioFailed("the fenced producer committed")
+    except KafkaException as exc:
+        err = exc.args[0]
+        check(err.fatal() or err.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH),
+              f"unexpected error for the fenced producer: {err}")
+    p2.begin_transaction()
+    p2.produce(t, value=b"from-p2")
+    p2.commit_transaction(ctx.remaining())
+    got = read_all(ctx, t, 1, 1, isolation_level="read_committed")
+    check([m.value() for m in got] == [b"from-p2"], f"read_committed saw {[m.value() for m in got]}")
+
+
+SCENARIOS = {
+    "produce-consume": produce_consume,
+    "compression-gzip": compression("gzip"),
+    "compression-snappy": compression("snappy"),
+    "compression-lz4": compression("lz4"),
+    "compression-zstd": compression("zstd"),
+    "headers-and-nulls": headers_and_nulls,
+    "large-message": large_message,
+    "list-offsets": list_offsets,
+    "admin-topics": admin_topics,
+    "consumer-group": consumer_group,
+    "idempotent-producer": idempotent,
+    "transactions": transactions,
+    "consume-transform-produce": consume_transform_produce,
+    "fencing": fencing,
+}
+
+if __name__ == "__main__":
+    main(CLIENT, VERSION, SCENARIOS)

@@ -1,0 +1,71 @@
+"""The scenario names every driver implements, in report order, with what each one checks.
+
+The text here is the contract each driver follows (Java, Go, Node and Python alike) and is
+quoted in docs/compat.md.
+"""
+
+from __future__ import annotations
+
+SCENARIOS: dict[str, str] = {
+    "produce-consume": (
+        "3-partition topic; 30 keyed records (10 keys), acks=all; read back by assignment from "
+        "the beginning: every record once, one partition per key, produce order kept per partition"
+    ),
+    "compression-gzip": "1-partition topic; 50 batched records with gzip; read back intact",
+    "compression-snappy": "as compression-gzip with snappy",
+    "compression-lz4": "as compression-gzip with lz4",
+    "compression-zstd": "as compression-gzip with zstd",
+    "headers-and-nulls": (
+        "null key, null value (tombstone), empty key and value, repeated and empty header "
+        "values (a null header value where the client can send one) survive the round trip"
+    ),
+    "large-message": (
+        "topic with max.message.bytes=4194304; one 2 MiB record produced and fetched with the "
+        "client's default fetch sizes (KIP-74: an oversized first batch is still returned)"
+    ),
+    "list-offsets": (
+        "3 records with CreateTime T, T+1000, T+2000: earliest=0, latest=3, by time T+500 -> 1, "
+        "by time T+1000 -> 1, by a time after the last record -> none"
+    ),
+    "admin-topics": (
+        "create with 2 partitions and retention.ms; describe (partitions, leader); create again "
+        "-> TOPIC_ALREADY_EXISTS; describe configs; alter a config; create-partitions to 4; "
+        "decrease to 3 rejected (INVALID_PARTITIONS); delete and see it gone"
+    ),
+    "consumer-group": (
+        "4 partitions; members A and B split them (2+2, disjoint); 40 records consumed once and "
+        "committed; B leaves -> A owns all 4 and resumes at the commits; a new member after A "
+        "closes resumes at A's commits"
+    ),
+    "idempotent-producer": (
+        "enable.idempotence, acks=all: 100 records to one partition -> offsets 0..99 contiguous, "
+        "no duplicates, in order"
+    ),
+    "transactions": (
+        "commit 5, abort 5, commit 5 in one transactional producer: read_committed sees the 10 "
+        "committed in order, read_uncommitted sees all 15"
+    ),
+    "consume-transform-produce": (
+        "read 10 inputs in a group, write 10 outputs and the group's offsets in one committed "
+        "transaction (committed offset 10, 10 outputs visible); a second transaction over 5 "
+        "more inputs is aborted (offset stays 10, outputs stay 10)"
+    ),
+    "fencing": (
+        "a second producer with the same transactional.id fences the first: the first one's "
+        "commit fails as fenced, its open transaction is aborted, the second one commits"
+    ),
+}
+
+# Extra scenarios of the Java driver: Kafka's own command-line tools run by main class.
+CLI_SCENARIOS: dict[str, str] = {
+    "cli-topics": "TopicCommand --create/--describe/--alter --partitions/--list/--delete",
+    "cli-console": (
+        "ConsoleProducer then ConsoleConsumer --isolation-level read_committed --from-beginning"
+    ),
+    "cli-consumer-groups": "ConsumerGroupCommand --list/--describe/--reset-offsets",
+    "cli-transactions": "TransactionsCommand list/describe on a committed transactional.id",
+    "cli-perf": "ProducerPerformance 20000 records, then ConsumerPerformance reads them",
+    "cli-dump-log-segments": "DumpLogSegments --deep-iteration on the broker's own segment files",
+}
+
+ALL_SCENARIOS: dict[str, str] = {**SCENARIOS, **CLI_SCENARIOS}
