@@ -1,0 +1,77 @@
+"""AlterConfigs (key 33), versions 0-2: the legacy whole-set replacement.
+
+- TOPIC resources: the given configs become the topic's whole set of overrides (any override
+  not listed is removed), checked as Kafka's controller checks them (INVALID_CONFIG for an
+  unknown name or a bad value, UNKNOWN_TOPIC_OR_PARTITION for a missing topic). They take
+  effect at once on the partition logs (retention, segment size, max message size...).
+- BROKER resources (name "" or this node's id): broker settings are static here, so any change
+  is INVALID_REQUEST (Kafka's message for settings it cannot change at run time either); an
+  empty list of changes succeeds.
+- Each resource at most once, each key at most once, no null values (INVALID_REQUEST, as
+  Kafka's broker-side checks). BROKER_LOGGER and unknown types: INVALID_REQUEST.
+- validate_only runs every check and changes nothing.
+Not implemented: dynamic broker configs, group and client-metrics configs, alter-config
+policies, authorization.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import structlog
+
+from odradek.broker.api._common import (
+    ApiError,
+    ResourceType,
+    apply_topic_configs,
+    check_broker_name,
+    check_duplicate_keys,
+    refuse_broker_changes,
+)
+from odradek.broker.cluster import ClusterError
+from odradek.broker.context import RequestContext
+from odradek.wire import ErrorCode
+from odradek.wire._generated.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+
+log = structlog.get_logger("odradek.admin")
+
+Result = AlterConfigsResponse.AlterConfigsResourceResponse
+Resource = AlterConfigsRequest.AlterConfigsResource
+
+
+def _alter(ctx: RequestContext, resource: Resource, validate_only: bool) -> None:
+    names = [c.name for c in resource.configs]
+    check_duplicate_keys(names)
+    nulls = [c.name for c in resource.configs if c.value is None]
+    if nulls:
+        raise ApiError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(nulls)}")
+    kind, name = resource.resource_type, resource.resource_name
+    if kind == ResourceType.BROKER:
+        check_broker_name(ctx, name)
+        refuse_broker_changes(names)
+        return
+    if kind != ResourceType.TOPIC:
+        raise ApiError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")
+    configs = {c.name: c.value for c in resource.configs}
+    try:
+        apply_topic_configs(ctx, name, configs, validate_only)
+    except ClusterError as e:
+        raise ApiError(e.code, e.message) from None
+    if not validate_only:
+        log.info("topic configs replaced", topic=name, configs=configs, client=ctx.client_id)
+
+
+async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
+    seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
+    results: list[Result] = []
+    for resource in request.resources:
+        out = Result(resource_type=resource.resource_type, resource_name=resource.resource_name,
+                     error_code=ErrorCode.NONE, error_message=None)
+        try:
+            if seen[(resource.resource_type, resource.resource_name)] > 1:
+                raise ApiError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+            _alter(ctx, resource, request.validate_only)
+        except ApiError as e:
+            out.error_code, out.error_message = e.code, e.message
+        results.append(out)
+    return AlterConfigsResponse(responses=results)
