@@ -47,12 +47,14 @@ SCENARIOS: dict[str, str] = {
     ),
     "consume-transform-produce": (
         "read 10 inputs in a group, write 10 outputs and the group's offsets in one committed "
-        "transaction (committed offset 10, 10 outputs visible); a second transaction over 5 "
-        "more inputs is aborted (offset stays 10, outputs stay 10)"
+        "transaction (committed offset 10, 10 outputs visible); a second transaction writes 5 "
+        "more outputs (flushed) and offsets, then aborts: offset stays 10, read_committed still "
+        "sees 10 outputs, the output log ends at 17 (10 + marker + 5 + marker)"
     ),
     "fencing": (
-        "a second producer with the same transactional.id fences the first: the first one's "
-        "commit fails as fenced, its open transaction is aborted, the second one commits"
+        "P1 begins a transaction and writes a record; P2 initialises the same transactional.id "
+        "(aborting P1's transaction); P1's commit fails as fenced; P2 commits; read_committed "
+        "sees only P2's record"
     ),
 }
 

@@ -1,0 +1,376 @@
+"""kafka-python driver (pure-Python client, 3.x line: transactions, KIP-848-era admin)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import kafka
+import kafka.errors as Errors
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+from compat_tests.python.common import (
+    LARGE_TOPIC_MAX,
+    Ctx,
+    ScenarioFailed,
+    check,
+    check_produce_consume,
+    compressible_values,
+    keyed_records,
+    large_value,
+    main,
+)
+
+CLIENT = "kafka-python"
+VERSION = kafka.__version__
+
+
+def admin(ctx: Ctx) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=ctx.bootstrap, request_timeout_ms=15000)
+
+
+def create_topic(ctx: Ctx, name: str, partitions: int, config: dict[str, str] | None = None) -> None:
+    a = admin(ctx)
+    try:
+        a.create_topics({name: {"num_partitions": partitions, "replication_factor": 1, "configs": config or {}}},
+                        timeout_ms=10000, wait_for_metadata=True)
+    finally:
+        a.close()
+
+
+def producer(ctx: Ctx, **conf: Any) -> KafkaProducer:
+    base: dict[str, Any] = {"bootstrap_servers": ctx.bootstrap, "acks": "all", "linger_ms": 5}
+    base.update(conf)
+    return KafkaProducer(**base)
+
+
+def produce_all(ctx: Ctx, p: KafkaProducer, topic: str, records: list[dict[str, Any]], close: bool = True) -> list[Any]:
+    futs = [p.send(topic, **r) for r in records]
+    p.flush(timeout=ctx.remaining())
+    md = [f.get(timeout=ctx.remaining()) for f in futs]
+    if close:
+        p.close(timeout=5)
+    return md
+
+
+def consumer(ctx: Ctx, **conf: Any) -> KafkaConsumer:
+    base: dict[str, Any] = {
+        "bootstrap_servers": ctx.bootstrap,
+        "enable_auto_commit": False,
+        "auto_offset_reset": "earliest",
+    }
+    base.update(conf)
+    return KafkaConsumer(**base)
+
+
+def read_all(ctx: Ctx, topic: str, partitions: int, count: int, **conf: Any) -> list[Any]:
+    c = consumer(ctx, **conf)
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        c.assign(tps)
+        c.seek_to_beginning(*tps)
+        got: list[Any] = []
+
+        def step() -> None:
+            for recs in c.poll(timeout_ms=200).values():
+                got.extend(recs)
+
+        ctx.wait_for(lambda: len(got) >= count, f"{count} records (have {len(got)})", step)
+        return got
+    finally:
+        c.close()
+
+
+def produce_consume(ctx: Ctx) -> None:
+    t = ctx.topic()
+    create_topic(ctx, t, 3)
+    sent = keyed_records()
+    produce_all(ctx, producer(ctx), t, [{"key": k, "value": v} for k, v in sent])
+    got = read_all(ctx, t, 3, len(sent))
+    check_produce_consume(sent, [(r.partition, r.offset, r.key, r.value) for r in got])
+
+
+def compression(codec: str):
+    def run(ctx: Ctx) -> None:
+        t = ctx.topic()
+        create_topic(ctx, t, 1)
+        values = compressible_values()
+        produce_all(ctx, producer(ctx, compression_type=codec, linger_ms=100), t, [{"value": v} for v in values])
+        got = read_all(ctx, t, 1, len(values))
+        check([r.value for r in got] == values, "values differ after the round trip")
+        check([r.offset for r in got] == list(range(len(values))), "offsets not 0..n-1")
+    return run
+
+
+def headers_and_nulls(ctx: Ctx) -> str:
+    t = ctx.topic()
+    create_topic(ctx, t, 1)
+    recs = [
+        {"key": None, "value": b"v-null-key", "headers": [("h", b"1"), ("h", b"2"), ("empty", b"")]},
+        {"key": b"k-tombstone", "value": None},
+        {"key": b"", "value": b""},
+    ]
+    produce_all(ctx, producer(ctx), t, recs)
+    got = read_all(ctx, t, 1, len(recs))
+    check([(r.key, r.value) for r in got] == [(r["key"], r["value"]) for r in recs], f"keys/values differ: {[(r.key, r.value) for r in got]}")
+    check(list(got[0].headers) == [("h", b"1"), ("h", b"2"), ("empty", b"")], f"headers differ: {got[0].headers}")
+    check(not got[1].headers and not got[2].headers, "unexpected headers")
+    return "no null header value: the client's send() rejects one"
+
+
+def large_message(ctx: Ctx) -> None:
+    t = ctx.topic()
+    create_topic(ctx, t, 1, {"max.message.bytes": LARGE_TOPIC_MAX})
+    value = large_value()
+    produce_all(ctx, producer(ctx, max_request_size=5_000_000), t, [{"value": value}])
+    got = read_all(ctx, t, 1, 1)
+    check(got[0].value == value, "value differs")
+
+
+def list_offsets(ctx: Ctx) -> None:
+    t = ctx.topic()
+    create_topic(ctx, t, 1)
+    t0 = int(time.time() * 1000) - 60_000
+    produce_all(ctx, producer(ctx), t, [{"value": f"r{i}".encode(), "timestamp_ms": t0 + 1000 * i} for i in range(3)])
+    c = consumer(ctx)
+    tp = TopicPartition(t, 0)
+    try:
+        check(c.beginning_offsets([tp])[tp] == 0, "earliest != 0")
+        check(c.end_offsets([tp])[tp] == 3, "latest != 3")
+        by = c.offsets_for_times({tp: t0 + 500})[tp]
+        check(by is not None and by.offset == 1, f"by time T+500: {by}")
+        by = c.offsets_for_times({tp: t0 + 1000})[tp]
+        check(by is not None and by.offset == 1, f"by time T+1000: {by}")
+        by = c.offsets_for_times({tp: t0 + 10_000})[tp]
+        check(by is None, f"by time after the last record: {by}, expected none")
+    finally:
+        c.close()
+
+
+def admin_topics(ctx: Ctx) -> None:
+    a = admin(ctx)
+    t = ctx.topic()
+    try:
+        a.create_topics({t: {"num_partitions": 2, "replication_factor": 1, "configs": {"retention.ms": "3600000"}}}, timeout_ms=10000, wait_for_metadata=True)
+        try:
+            a.create_topics({t: {"num_partitions": 2, "replication_factor": 1}}, timeout_ms=10000)
+            raise ScenarioFailed("creating an existing topic succeeded")
+        except Errors.TopicAlreadyExistsError:
+            pass
+
+        def partitions() -> int:
+            d = a.describe_topics([t])
+            return len([p for p in d[0]["partitions"] if p["leader_id"] >= 0])
+
+        ctx.wait_for(lambda: partitions() == 2, "2 partitions with leaders")
+
+        def retention() -> str:
+            r = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t)], config_filter="all")
+            entry = r["topic"][t]["retention.ms"]
+            return str(entry["value"] if isinstance(entry, dict) else entry)
+
+        check(retention() == "3600000", f"retention.ms = {retention()}")
+        a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, t, {"retention.ms": "7200000"})], incremental=True)
+        ctx.wait_for(lambda: retention() == "7200000", "altered retention.ms")
+        a.create_partitions({t: 4}, timeout_ms=10000)
+        ctx.wait_for(lambda: partitions() == 4, "4 partitions")
+        try:
+            a.create_partitions({t: 3}, timeout_ms=10000)
+            raise ScenarioFailed("decreasing partitions succeeded")
+        except Errors.InvalidPartitionsError:
+            pass
+        a.delete_topics([t], timeout_ms=10000)
+        ctx.wait_for(lambda: t not in a.list_topics(), "topic gone")
+    finally:
+        a.close()
+
+
+def consumer_group(ctx: Ctx) -> None:
+    t = ctx.topic()
+    create_topic(ctx, t, 4)
+    g = ctx.group()
+    conf = {"group_id": g, "session_timeout_ms": 10000, "heartbeat_interval_ms": 500}
+    a = consumer(ctx, **conf)
+    b = consumer(ctx, **conf)
+    got: dict[str, list[Any]] = {"a": [], "b": [], "c": []}
+
+    def poll(name: str, c: KafkaConsumer) -> None:
+        for recs in c.poll(timeout_ms=100).values():
+            got[name].extend(recs)
+
+    def parts(c: KafkaConsumer) -> set[int]:
+        return {tp.partition for tp in c.assignment()}
+
+    a.subscribe([t])
+    ctx.wait_for(lambda: parts(a) == {0, 1, 2, 3}, "A owns all 4 partitions", lambda: poll("a", a))
+    b.subscribe([t])
+
+    def split() -> bool:
+        pa, pb = parts(a), parts(b)
+        return len(pa) == 2 and len(pb) == 2 and pa | pb == {0, 1, 2, 3}
+
+    ctx.wait_for(split, "A and B 2+2", lambda: (poll("a", a), poll("b", b)))
+    pa, pb = parts(a), parts(b)
+    produce_all(ctx, producer(ctx), t, [{"value": f"p{p}-{i}".encode(), "partition": p} for p in range(4) for i in range(10)])
+    ctx.wait_for(lambda: len(got["a"]) + len(got["b"]) >= 40, "40 records", lambda: (poll("a", a), poll("b", b)))
+    check(len(got["a"]) + len(got["b"]) == 40, "duplicates")
+    check({r.partition for r in got["a"]} <= pa and {r.partition for r in got["b"]} <= pb, "record from a partition the member does not own")
+    a.commit()
+    b.commit()
+    b.close()
+    got["a"].clear()
+    ctx.wait_for(lambda: parts(a) == {0, 1, 2, 3}, "A owns all 4 after B left", lambda: poll("a", a))
+    produce_all(ctx, producer(ctx), t, [{"value": f"p{p}-x{i}".encode(), "partition": p} for p in range(4) for i in range(2)])
+    ctx.wait_for(lambda: len(got["a"]) >= 8, "8 new records on A", lambda: poll("a", a))
+    check(sorted(r.value for r in got["a"]) == sorted(f"p{p}-x{i}".encode() for p in range(4) for i in range(2)),
+          f"A did not resume at the commits: {[r.value for r in got['a']][:10]}")
+    a.commit()
+    a.close()
+    produce_all(ctx, producer(ctx), t, [{"value": f"p{p}-y".encode(), "partition": p} for p in range(4)])
+    c = consumer(ctx, **conf)
+    c.subscribe([t])
+    try:
+        ctx.wait_for(lambda: len(got["c"]) >= 4, "4 records on C", lambda: poll("c", c))
+        check(sorted(r.value for r in got["c"]) == sorted(f"p{p}-y".encode() for p in range(4)),
+              f"C did not resume at A's commits: {[r.value for r in got['c']]}")
+        committed = [c.committed(TopicPartition(t, p)) for p in range(4)]
+        check(committed == [12, 12, 12, 12], f"committed {committed}")
+    finally:
+        c.close()
+
+
+def idempotent(ctx: Ctx) -> None:
+    t = ctx.topic()
+    create_topic(ctx, t, 1)
+    values = [f"i{i:03d}".encode() for i in range(100)]
+    produce_all(ctx, producer(ctx, enable_idempotence=True), t, [{"value": v} for v in values])
+    got = read_all(ctx, t, 1, 100)
+    check([r.offset for r in got] == list(range(100)), "offsets not contiguous 0..99")
+    check([r.value for r in got] == values, "values duplicated, lost or reordered")
+
+
+def tx_producer(ctx: Ctx, txn_id: str) -> KafkaProducer:
+    p = producer(ctx, transactional_id=txn_id, transaction_timeout_ms=60000)
+    p.init_transactions()
+    return p
+
+
+def transactions(ctx: Ctx) -> None:
+    t = ctx.topic()
+    create_topic(ctx, t, 1)
+    p = tx_producer(ctx, ctx.txn_id())
+    batches = [("c1", True), ("a", False), ("c2", True)]
+    for tag, commit in batches:
+        p.begin_transaction()
+        for i in range(5):
+            p.send(t, value=f"{tag}-{i}".encode())
+        p.flush(timeout=ctx.remaining())
+        if commit:
+            p.commit_transaction()
+        else:
+            p.abort_transaction()
+    p.close(timeout=5)
+    committed = [f"{tag}-{i}".encode() for tag, c in batches if c for i in range(5)]
+    allv = [f"{tag}-{i}".encode() for tag, _ in batches for i in range(5)]
+    rc = read_all(ctx, t, 1, 10, isolation_level="read_committed")
+    check([r.value for r in rc] == committed, f"read_committed saw {[r.value for r in rc]}")
+    ru = read_all(ctx, t, 1, 15, isolation_level="read_uncommitted")
+    check([r.value for r in ru] == allv, f"read_uncommitted saw {[r.value for r in ru]}")
+
+
+def consume_transform_produce(ctx: Ctx) -> None:
+    src, dst = ctx.topic("in"), ctx.topic("out")
+    create_topic(ctx, src, 1)
+    create_topic(ctx, dst, 1)
+    g = ctx.group()
+    produce_all(ctx, producer(ctx), src, [{"value": f"in-{i}".encode()} for i in range(10)])
+    c = consumer(ctx, group_id=g, isolation_level="read_committed")
+    p = tx_producer(ctx, ctx.txn_id())
+    c.subscribe([src])
+    tp = TopicPartition(src, 0)
+    try:
+        def process(n: int, commit: bool) -> None:
+            msgs: list[Any] = []
+
+            def step() -> None:
+                for recs in c.poll(timeout_ms=100).values():
+                    msgs.extend(recs)
+            ctx.wait_for(lambda: len(msgs) >= n, f"{n} inputs", step)
+            check(len(msgs) == n, f"read {len(msgs)} inputs, expected {n}")
+            p.begin_transaction()
+            for m in msgs:
+                p.send(dst, value=(m.value or b"").upper())
+            from kafka.structs import OffsetAndMetadata
+            p.send_offsets_to_transaction({tp: OffsetAndMetadata(msgs[-1].offset + 1, "", -1)}, c.group_metadata())
+            p.flush(timeout=ctx.remaining())  # the outputs reach the log before the abort
+            if commit:
+                p.commit_transaction()
+            else:
+                p.abort_transaction()
+
+        process(10, True)
+        # The group coordinator applies transactional offsets when the commit marker lands.
+        ctx.wait_for(lambda: c.committed(tp) == 10, "committed offset 10 after the commit")
+        produce_all(ctx, producer(ctx), src, [{"value": f"in-{i}".encode()} for i in range(10, 15)])
+        process(5, False)
+        c2 = consumer(ctx, group_id=g)
+        committed = c2.committed(tp)
+        c2.close()
+        check(committed == 10, f"committed offset {committed} after the aborted transaction")
+    finally:
+        c.close()
+        p.close(timeout=5)
+    out = read_all(ctx, dst, 1, 10, isolation_level="read_committed")
+    check([r.value for r in out] == [f"IN-{i}".encode() for i in range(10)], f"outputs {[r.value for r in out]}")
+    c3 = consumer(ctx, isolation_level="read_committed")
+    try:
+        end = c3.end_offsets([TopicPartition(dst, 0)])[TopicPartition(dst, 0)]
+        check(end == 17, f"output end offset {end}, expected 17 (10 + marker + 5 + marker)")
+    finally:
+        c3.close()
+
+
+def fencing(ctx: Ctx) -> None:
+    t = ctx.topic()
+    create_topic(ctx, t, 1)
+    txn = ctx.txn_id()
+    p1 = tx_producer(ctx, txn)
+    p1.begin_transaction()
+    p1.send(t, value=b"from-p1").get(timeout=ctx.remaining())
+    p2 = tx_producer(ctx, txn)
+    try:
+        p1.commit_transaction()
+        raise ScenarioFailed("the fenced producer committed")
+    except (Errors.ProducerFencedError, Errors.InvalidProducerEpochError, Errors.KafkaError) as exc:
+        check(not isinstance(exc, ScenarioFailed), str(exc))
+        check("fenced" in type(exc).__name__.lower() or "epoch" in type(exc).__name__.lower() or "fenced" in str(exc).lower(),
+              f"unexpected error for the fenced producer: {exc!r}")
+    p1.close(timeout=5)
+    p2.begin_transaction()
+    p2.send(t, value=b"from-p2")
+    p2.commit_transaction()
+    p2.close(timeout=5)
+    got = read_all(ctx, t, 1, 1, isolation_level="read_committed")
+    check([r.value for r in got] == [b"from-p2"], f"read_committed saw {[r.value for r in got]}")
+
+
+SCENARIOS = {
+    "produce-consume": produce_consume,
+    "compression-gzip": compression("gzip"),
+    "compression-snappy": compression("snappy"),
+    "compression-lz4": compression("lz4"),
+    "compression-zstd": compression("zstd"),
+    "headers-and-nulls": headers_and_nulls,
+    "large-message": large_message,
+    "list-offsets": list_offsets,
+    "admin-topics": admin_topics,
+    "consumer-group": consumer_group,
+    "idempotent-producer": idempotent,
+    "transactions": transactions,
+    "consume-transform-produce": consume_transform_produce,
+    "fencing": fencing,
+}
+
+if __name__ == "__main__":
+    main(CLIENT, VERSION, SCENARIOS)
