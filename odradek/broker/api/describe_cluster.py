@@ -1,0 +1,51 @@
+"""DescribeCluster (key 60), versions 0-1.
+
+- The cluster id, this node as controller, and this node as the only broker with the
+  advertised endpoint of the listener the client connected to (rack null).
+- endpoint_type (v1): 1 (brokers) is answered; 2 (controllers) gets MISMATCHED_ENDPOINT_TYPE
+  and any other value UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker answers (this node has no
+  separate controller listener). In v0 those cases would be INVALID_REQUEST, but v0 cannot
+  carry an endpoint type.
+- cluster_authorized_operations: INT32_MIN unless requested; when requested, every cluster
+  operation (there is no authorizer).
+Not implemented: racks, ACLs.
+"""
+
+from __future__ import annotations
+
+from odradek.broker.api.metadata import AUTHORIZED_OPS_NOT_REQUESTED, CLUSTER_OPS_ALL
+from odradek.broker.context import RequestContext
+from odradek.wire import ErrorCode
+from odradek.wire._generated.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+
+BROKERS = 1
+CONTROLLERS = 2
+
+
+async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
+    broker = ctx.broker
+    wanted = request.endpoint_type if ctx.api_version >= 1 else BROKERS
+    if wanted != BROKERS:
+        v0 = ctx.api_version == 0
+        if wanted == CONTROLLERS:
+            return DescribeClusterResponse(
+                error_code=ErrorCode.INVALID_REQUEST if v0 else ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+                error_message="The request was sent to an endpoint of type BROKER, but we "
+                              "wanted an endpoint of type CONTROLLER",
+                endpoint_type=wanted)
+        return DescribeClusterResponse(
+            error_code=ErrorCode.INVALID_REQUEST if v0 else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+            error_message=f"Unsupported endpoint type {wanted}", endpoint_type=wanted)
+    host, port = broker.advertised_endpoint(ctx.client.listener)
+    ops = (CLUSTER_OPS_ALL if request.include_cluster_authorized_operations
+           else AUTHORIZED_OPS_NOT_REQUESTED)
+    return DescribeClusterResponse(
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        endpoint_type=BROKERS,
+        cluster_id=broker.cluster.cluster_id,
+        controller_id=broker.node_id,
+        brokers=[DescribeClusterResponse.DescribeClusterBroker(
+            broker_id=broker.node_id, host=host, port=port, rack=None)],
+        cluster_authorized_operations=ops,
+    )
