@@ -1,0 +1,1161 @@
+"""The classic group coordinator as a sans-IO state machine (Kafka's GroupCoordinator).
+
+No sockets, files, tasks or clock reads of its own: time comes from the injected `Clock`
+(and the `now` given to `on_timer`), writes go out as `Append`s the shell drains with
+`take_appends()` and acknowledges through `Append.on_done`, and responses that wait (a
+JoinGroup until the join phase ends, a follower's SyncGroup until the leader's assignment is
+stored, a commit until its record is written) are `Pending` handles. The shell asks
+`next_deadline()` when to call `on_timer(now)`.
+
+Behaviour follows Kafka's classic protocol (states and transitions in `state.py`), with one
+deliberate difference: the join phase of a new (Empty) group ends as soon as every known
+member has joined and no member id handed out with MEMBER_ID_REQUIRED is still outstanding,
+instead of always waiting `group.initial.rebalance.delay.ms`. A lone consumer is answered at
+once; consumers that start together still land in one generation because their pending
+member ids hold the phase open, for up to the initial delay (extended in steps of the delay
+while new members keep arriving, capped by the rebalance timeout, as Kafka's
+InitialDelayedJoin does).
+
+Timers (keys of `Timers`): ("hb", group, member) session expiry (or the 5-minute new-member
+join timeout), ("pending", group, member) expiry of an unclaimed MEMBER_ID_REQUIRED id,
+("join", group) end of the join phase, ("sync", group) members that got a JoinGroup answer
+but never sent SyncGroup, ("expire",) the periodic offset-retention pass.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from odradek.coordinator.group.model import (
+    CommittedOffset,
+    FetchedOffset,
+    Group,
+    GroupDescription,
+    GroupOverview,
+    JoinMember,
+    JoinResult,
+    LeaveMemberResult,
+    LeaveResult,
+    LeavingMember,
+    Member,
+    MemberDescription,
+    Pending,
+    SyncResult,
+    Timers,
+    TopicPartition,
+)
+from odradek.coordinator.group.records import (
+    GroupKey,
+    OffsetAndMetadata,
+    OffsetKey,
+    group_metadata_key,
+    group_metadata_value,
+    offset_commit_key,
+    offset_commit_value,
+    parse_group_value,
+    parse_key,
+    parse_offset_value,
+    partition_for,
+)
+from odradek.coordinator.group.state import (
+    COMMIT_ANSWER,
+    HEARTBEAT_ANSWER,
+    SYNC_ANSWER,
+    GroupState,
+)
+from odradek.wire import ErrorCode, ProtocolError
+from odradek.wire._generated.data import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+from odradek.wire._generated.internal import GroupMetadataValue
+from odradek.wire.records import CONTROL_COMMIT, RecordBatch
+
+E = GroupState.EMPTY
+P = GroupState.PREPARING_REBALANCE
+C = GroupState.COMPLETING_REBALANCE
+S = GroupState.STABLE
+D = GroupState.DEAD
+
+# A new member's JoinGroup may wait this long before the member is dropped (Kafka's value):
+# it cannot heartbeat yet, and a client that gave up would otherwise linger forever.
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+
+_I16 = struct.Struct(">h")
+# What a consumer receives when the leader sent nothing for it: a valid empty assignment
+# (version 0, no partitions, null user data), which every client decodes.
+EMPTY_CONSUMER_ASSIGNMENT = _I16.pack(0) + b"".join(ConsumerProtocolAssignment().encode(0))
+
+TimerKey = tuple[str, ...]
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    initial_rebalance_delay_ms: int = 3000
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1_800_000
+    max_size: int = 2**31 - 1
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    offsets_retention_check_interval_ms: int = 600_000
+    offset_metadata_max_bytes: int = 4096
+    offsets_topic_partitions: int = 50
+
+
+@dataclass(slots=True)
+class Append:
+    """Records for one `__consumer_offsets` partition; the shell appends them as one batch
+    and calls `on_done(error, base_offset)` (error NONE on success)."""
+
+    partition: int
+    records: list[tuple[bytes, bytes | None]]
+    on_done: Callable[[ErrorCode, int], None]
+    producer_id: int = -1
+    producer_epoch: int = -1
+    transactional: bool = False
+
+
+@dataclass(slots=True)
+class JoinRequest:
+    group_id: str
+    member_id: str
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    group_instance_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    require_known_member_id: bool = True  # JoinGroup v4+ for dynamic members
+    support_skip_assignment: bool = False  # JoinGroup v9+
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class SyncRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+    protocol_type: str | None = None  # v5+
+    protocol_name: str | None = None  # v5+
+    assignments: dict[str, bytes] = field(default_factory=dict)
+
+
+_COMMIT_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+}
+_STORE_GROUP_ERRORS = {
+    **_COMMIT_ERRORS,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.REBALANCE_IN_PROGRESS,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+
+
+def _no_log(event: str, **kw: Any) -> None:
+    pass
+
+
+def _join_error(error: ErrorCode, member_id: str = "") -> Pending[JoinResult]:
+    return Pending.resolved(JoinResult(error, member_id))
+
+
+class _Loader:
+    """State collected while replaying `__consumer_offsets` (Kafka's doLoadGroupsAndOffsets)."""
+
+    def __init__(self) -> None:
+        self.offsets: dict[tuple[str, TopicPartition], CommittedOffset] = {}
+        self.pending: dict[int, dict[tuple[str, TopicPartition], CommittedOffset]] = {}
+        self.groups: dict[str, tuple[int, GroupMetadataValue]] = {}
+        self.removed: set[str] = set()
+        self.unknown_keys = 0
+
+
+class GroupCoordinator:
+    def __init__(self, config: GroupConfig, clock: Clock, *,
+                 new_uuid: Callable[[], str] = lambda: str(uuid.uuid4()),
+                 log: Callable[..., None] = _no_log) -> None:
+        self.config = config
+        self._clock = clock
+        self._new_uuid = new_uuid
+        self._log = log
+        self.groups: dict[str, Group] = {}
+        self._timers: Timers[TimerKey] = Timers()
+        self._appends: list[Append] = []
+        self._loader: _Loader | None = None
+        self._timers.set(("expire",), clock.now_ms() + config.offsets_retention_check_interval_ms)
+
+    # -- shell interface ----------------------------------------------------------------------
+
+    def now(self) -> int:
+        return self._clock.now_ms()
+
+    def next_deadline(self) -> int | None:
+        return self._timers.next_deadline()
+
+    def take_appends(self) -> list[Append]:
+        out, self._appends = self._appends, []
+        return out
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.config.offsets_topic_partitions)
+
+    def on_timer(self, now: int | None = None) -> None:
+        """Fire every timer due at `now` (default: the clock)."""
+        now = self.now() if now is None else now
+        while (key := self._timers.pop_due(now)) is not None:
+            kind = key[0]
+            if kind == "expire":
+                self._timers.set(("expire",), now + self.config.offsets_retention_check_interval_ms)
+                self.expire_offsets(now)
+                continue
+            group = self.groups.get(key[1])
+            if group is None or group.is_(D):
+                continue
+            if kind == "hb":
+                self._on_session_timeout(group, key[2], now)
+            elif kind == "pending":
+                if key[2] in group.pending_members:
+                    self._log("pending member expired", group=group.group_id, member=key[2])
+                    self._remove_pending_member(group, key[2], now)
+            elif kind == "join":
+                if group.is_(P):
+                    self._on_join_timer(group, now)
+            elif kind == "sync":
+                self._on_sync_timeout(group, now)
+
+    # -- JoinGroup ----------------------------------------------------------------------------
+
+    def join_group(self, req: JoinRequest) -> Pending[JoinResult]:
+        now = self.now()
+        if not req.group_id:
+            return _join_error(ErrorCode.INVALID_GROUP_ID, req.member_id)
+        if not (self.config.min_session_timeout_ms <= req.session_timeout_ms
+                <= self.config.max_session_timeout_ms):
+            return _join_error(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id)
+        is_unknown = req.member_id == ""
+        group = self.groups.get(req.group_id)
+        if group is None:
+            if not is_unknown:
+                return _join_error(ErrorCode.UNKNOWN_MEMBER_ID, req.member_id)
+            group = self._add_group(req.group_id, now)
+        pending: Pending[JoinResult] = Pending()
+        if not self._accept_joining_member(group, req.member_id):
+            self._drop_member(group, req.member_id)
+            pending.resolve(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, ""))
+        elif is_unknown:
+            self._join_new_member(group, req, pending, now)
+        else:
+            self._join_current_member(group, req, pending, now)
+        if group.is_(P):
+            self._try_complete_join(group, now)
+        return pending
+
+    def _accept_joining_member(self, group: Group, member_id: str) -> bool:
+        if group.state in (E, D):
+            return True
+        member = group.members.get(member_id)
+        if group.is_(P):
+            return ((member is not None and member.awaiting_join)
+                    or group.num_awaiting_join < self.config.max_size)
+        return member is not None or len(group.members) < self.config.max_size
+
+    def _join_new_member(self, group: Group, req: JoinRequest, pending: Pending[JoinResult],
+                         now: int) -> None:
+        if group.is_(D):
+            pending.resolve(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, ""))
+            return
+        if not group.supports_protocols(req.protocol_type, req.protocols):
+            pending.resolve(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ""))
+            return
+        new_id = f"{req.group_instance_id or req.client_id}-{self._new_uuid()}"
+        instance_id = req.group_instance_id
+        if instance_id is not None:
+            old_id = group.static_members.get(instance_id)
+            if old_id is not None:
+                self._log("static member rejoins with a new member id", group=group.group_id,
+                          instance=instance_id, old=old_id, new=new_id)
+                self._update_static_member(group, old_id, new_id, req, pending, now)
+            else:
+                self._add_member_and_rebalance(group, new_id, req, pending, now)
+        elif req.require_known_member_id:
+            # KIP-394: hand out the id first, admit the member when it comes back with it.
+            group.pending_members.add(new_id)
+            self._timers.set(("pending", group.group_id, new_id), now + req.session_timeout_ms)
+            pending.resolve(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_id))
+        else:
+            self._add_member_and_rebalance(group, new_id, req, pending, now)
+
+    def _join_current_member(self, group: Group, req: JoinRequest,
+                             pending: Pending[JoinResult], now: int) -> None:
+        member_id = req.member_id
+        if group.is_(D):
+            pending.resolve(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
+            return
+        if not group.supports_protocols(req.protocol_type, req.protocols):
+            pending.resolve(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            return
+        if member_id in group.pending_members:
+            if req.group_instance_id is not None:
+                # Pending ids are only handed to dynamic members.
+                pending.resolve(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+                return
+            self._timers.cancel(("pending", group.group_id, member_id))
+            self._add_member_and_rebalance(group, member_id, req, pending, now)
+            return
+        error = self._validate_member(group, member_id, req.group_instance_id)
+        if error is not None:
+            pending.resolve(JoinResult(error, member_id))
+            return
+        member = group.members[member_id]
+        if group.is_(P):
+            self._update_member_and_rebalance(group, member, req, pending, now)
+        elif group.is_(C):
+            if member.matches(req.protocols):
+                # A retry of a JoinGroup whose answer was lost: repeat the answer.
+                pending.resolve(self._join_answer(group, member_id))
+            else:
+                self._update_member_and_rebalance(group, member, req, pending, now)
+        elif group.is_(S):
+            if group.is_leader(member_id) or not member.matches(req.protocols):
+                # A leader's JoinGroup always rebalances (it may have seen metadata change).
+                self._update_member_and_rebalance(group, member, req, pending, now)
+            else:
+                pending.resolve(self._join_answer(group, member_id, with_members=False))
+        else:
+            pending.resolve(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+
+    def _join_answer(self, group: Group, member_id: str, *, with_members: bool = True,
+                     leader_id: str | None = None, skip_assignment: bool = False) -> JoinResult:
+        members: list[JoinMember] = []
+        if with_members and group.is_leader(member_id):
+            members = self._member_metadata(group)
+        return JoinResult(
+            ErrorCode.NONE, member_id, group.generation_id, group.protocol_type,
+            group.protocol_name, (group.leader_id or "") if leader_id is None else leader_id,
+            skip_assignment, members)
+
+    @staticmethod
+    def _member_metadata(group: Group) -> list[JoinMember]:
+        protocol = group.protocol_name or ""
+        return [JoinMember(m.member_id, m.group_instance_id, m.metadata(protocol))
+                for m in group.members.values()]
+
+    def _validate_member(self, group: Group, member_id: str,
+                         instance_id: str | None) -> ErrorCode | None:
+        """A static member must map to this member id (else fenced); a dynamic one must exist."""
+        if instance_id is not None:
+            current = group.static_members.get(instance_id)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                self._log("static member fenced", group=group.group_id, instance=instance_id,
+                          member=member_id, current=current)
+                return ErrorCode.FENCED_INSTANCE_ID
+            return None
+        return None if group.has(member_id) else ErrorCode.UNKNOWN_MEMBER_ID
+
+    def _add_member_and_rebalance(self, group: Group, member_id: str, req: JoinRequest,
+                                  pending: Pending[JoinResult], now: int) -> None:
+        member = Member(member_id, req.group_instance_id, req.client_id, req.client_host,
+                        req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type,
+                        list(req.protocols), join_waiter=pending, is_new=True)
+        if group.is_(P) and group.generation_id == 0:
+            group.new_member_added = True
+        group.add(member)
+        self._timers.set(("hb", group.group_id, member_id), now + NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self._maybe_prepare_rebalance(group, now, f"adding member {member_id}")
+
+    def _update_member_and_rebalance(self, group: Group, member: Member, req: JoinRequest,
+                                     pending: Pending[JoinResult], now: int) -> None:
+        group.update_protocols(member, list(req.protocols))
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
+        self._set_join_waiter(member, pending)
+        self._maybe_prepare_rebalance(group, now, f"member {member.member_id} rejoins")
+
+    @staticmethod
+    def _set_join_waiter(member: Member, pending: Pending[JoinResult]) -> None:
+        old = member.join_waiter
+        if old is not None and old is not pending and not old.done:
+            # An earlier JoinGroup (a retry on another connection) must not hang forever.
+            old.resolve(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+        member.join_waiter = pending
+
+    def _update_static_member(self, group: Group, old_id: str, new_id: str, req: JoinRequest,
+                              pending: Pending[JoinResult], now: int) -> None:
+        instance_id = req.group_instance_id
+        assert instance_id is not None
+        current_leader = group.leader_id
+        old = group.members[old_id]
+        # Whoever still holds the old id is a zombie or duplicate: fence its waiting calls.
+        self._resolve_join(old, JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
+        self._resolve_sync(old, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+        member = group.replace_static_member(instance_id, old_id, new_id)
+        self._timers.cancel(("hb", group.group_id, old_id))
+        self._schedule_heartbeat(group, member, now)
+        old_protocols = member.protocols
+        old_timeouts = (member.rebalance_timeout_ms, member.session_timeout_ms)
+        group.update_protocols(member, list(req.protocols))
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
+        member.join_waiter = pending
+        if group.is_(S):
+            if group.protocol_name == group.select_protocol():
+                # KIP-345: same protocol, no rebalance; persist the new member id only.
+                generation = group.generation_id
+
+                def stored(error: ErrorCode) -> None:
+                    if error != ErrorCode.NONE:
+                        group.update_protocols(member, old_protocols)
+                        member.rebalance_timeout_ms, member.session_timeout_ms = old_timeouts
+                        member.join_waiter = None
+                        if group.has(new_id):
+                            back = group.replace_static_member(instance_id, new_id, old_id)
+                            self._timers.cancel(("hb", group.group_id, new_id))
+                            self._schedule_heartbeat(group, back, now)
+                        pending.resolve(JoinResult(
+                            error, "", generation, group.protocol_type, group.protocol_name,
+                            current_leader or ""))
+                    elif req.support_skip_assignment:
+                        # v9: the leader learns it leads, but must not run its assignor.
+                        is_leader = group.is_leader(new_id)
+                        self._resolve_join(member, self._join_answer(
+                            group, new_id, with_members=is_leader, skip_assignment=is_leader))
+                    else:
+                        # Older clients: report the old leader id so a returning leader does
+                        # not compute an assignment the stable group would ignore.
+                        self._resolve_join(member, self._join_answer(
+                            group, new_id, with_members=False, leader_id=current_leader or ""))
+
+                self._store_group(group, {m.member_id: m.assignment
+                                          for m in group.members.values()}, stored)
+            else:
+                self._maybe_prepare_rebalance(group, now, "static member changed protocols")
+        elif group.is_(C):
+            # The leader may already be assigning with the old id: start over.
+            self._prepare_rebalance(group, now, f"static member {instance_id} rejoined")
+        # PreparingRebalance: the member simply waits for the join phase to end.
+
+    # -- rebalance ------------------------------------------------------------------------------
+
+    def _maybe_prepare_rebalance(self, group: Group, now: int, reason: str) -> None:
+        if group.can_rebalance:
+            self._prepare_rebalance(group, now, reason)
+
+    def _prepare_rebalance(self, group: Group, now: int, reason: str) -> None:
+        if group.is_(C):
+            self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS, now)
+        self._clear_pending_sync(group)
+        if group.is_(E):
+            delay = self.config.initial_rebalance_delay_ms
+            group.initial_join = True
+            group.initial_remaining_ms = max(group.rebalance_timeout_ms - delay, 0)
+            deadline = now + delay
+        else:
+            group.initial_join = False
+            deadline = now + group.rebalance_timeout_ms
+        self._log("preparing to rebalance", group=group.group_id, state=group.state.value,
+                  generation=group.generation_id, reason=reason)
+        group.transition_to(P, now)
+        self._timers.set(("join", group.group_id), deadline)
+        self._try_complete_join(group, now)
+
+    def _try_complete_join(self, group: Group, now: int) -> None:
+        if group.is_(P) and group.all_members_joined:
+            self._complete_join(group, now)
+
+    def _on_join_timer(self, group: Group, now: int) -> None:
+        if group.initial_join and group.new_member_added and group.initial_remaining_ms > 0:
+            group.new_member_added = False
+            delay = min(self.config.initial_rebalance_delay_ms, group.initial_remaining_ms)
+            group.initial_remaining_ms = max(group.initial_remaining_ms - delay, 0)
+            self._timers.set(("join", group.group_id), now + delay)
+            return
+        self._complete_join(group, now)
+
+    def _complete_join(self, group: Group, now: int) -> None:
+        gid = group.group_id
+        self._timers.cancel(("join", gid))
+        group.initial_join = group.new_member_added = False
+        for member in [m for m in group.members.values() if not m.awaiting_join and not m.is_static]:
+            self._log("member did not rejoin in time", group=gid, member=member.member_id)
+            self._drop_member(group, member.member_id)
+        if not group.maybe_elect_new_joined_leader() and group.members:
+            # Nobody rejoined (only static members remain): wait for their session timeouts.
+            self._timers.set(("join", gid), now + group.rebalance_timeout_ms)
+            return
+        self._init_next_generation(group, now)
+        if group.is_(E):
+            self._log("group is now empty", group=gid, generation=group.generation_id)
+            self._store_group(group, {}, lambda error: None)
+            return
+        self._log("group rebalanced", group=gid, generation=group.generation_id,
+                  protocol=group.protocol_name, leader=group.leader_id,
+                  members=len(group.members))
+        for member in group.members.values():
+            self._resolve_join(member, self._join_answer(group, member.member_id))
+            self._schedule_heartbeat(group, member, now)
+            member.is_new = False
+            group.pending_sync.add(member.member_id)
+        self._timers.set(("sync", gid), now + group.rebalance_timeout_ms)
+
+    def _init_next_generation(self, group: Group, now: int) -> None:
+        group.generation_id += 1
+        if group.members:
+            group.protocol_name = group.select_protocol()
+            group.subscribed_topics = _subscribed_topics(group)
+            group.transition_to(C, now)
+        else:
+            group.protocol_name = None
+            group.subscribed_topics = _subscribed_topics(group)
+            group.transition_to(E, now)
+        group.pending_sync.clear()
+
+    def _clear_pending_sync(self, group: Group) -> None:
+        group.pending_sync.clear()
+        self._timers.cancel(("sync", group.group_id))
+
+    def _on_sync_timeout(self, group: Group, now: int) -> None:
+        if group.state not in (C, S) or not group.pending_sync:
+            return
+        missing = sorted(group.pending_sync)
+        self._log("members never sent SyncGroup; removing them", group=group.group_id,
+                  members=missing)
+        for member_id in missing:
+            self._drop_member(group, member_id)
+        self._prepare_rebalance(group, now, f"no SyncGroup from {missing}")
+
+    def _on_session_timeout(self, group: Group, member_id: str, now: int) -> None:
+        member = group.members.get(member_id)
+        if member is None:
+            return
+        if not member.is_new and (member.awaiting_join or member.awaiting_sync):
+            return  # waiting in a rebalance counts as alive; rescheduled when answered
+        self._log("member session expired" if not member.is_new else "new member join timed out",
+                  group=group.group_id, member=member_id)
+        self._remove_member_and_update_group(group, member, now)
+
+    def _schedule_heartbeat(self, group: Group, member: Member, now: int) -> None:
+        self._timers.set(("hb", group.group_id, member.member_id), now + member.session_timeout_ms)
+
+    # -- waiters ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _resolve_join(member: Member, result: JoinResult) -> None:
+        waiter, member.join_waiter = member.join_waiter, None
+        if waiter is not None and not waiter.done:
+            waiter.resolve(result)
+
+    @staticmethod
+    def _resolve_sync(member: Member, result: SyncResult) -> bool:
+        waiter, member.sync_waiter = member.sync_waiter, None
+        if waiter is not None and not waiter.done:
+            waiter.resolve(result)
+            return True
+        return False
+
+    def _reset_and_propagate_assignment_error(self, group: Group, error: ErrorCode,
+                                              now: int) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+        self._propagate_assignment(group, error, now)
+
+    def _propagate_assignment(self, group: Group, error: ErrorCode, now: int) -> None:
+        ok = error == ErrorCode.NONE
+        for member in group.members.values():
+            result = SyncResult(error, group.protocol_type if ok else None,
+                                group.protocol_name if ok else None, member.assignment)
+            if self._resolve_sync(member, result):
+                self._schedule_heartbeat(group, member, now)
+
+    # -- members leaving ----------------------------------------------------------------------
+
+    def _drop_member(self, group: Group, member_id: str) -> None:
+        """Remove without rebalancing (the caller decides what happens next)."""
+        member = group.remove(member_id)
+        self._timers.cancel(("hb", group.group_id, member_id))
+        self._timers.cancel(("pending", group.group_id, member_id))
+        if member is not None:
+            self._resolve_join(member, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, ""))
+            self._resolve_sync(member, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+
+    def _remove_member_and_update_group(self, group: Group, member: Member, now: int) -> None:
+        self._drop_member(group, member.member_id)
+        if group.state in (S, C):
+            self._maybe_prepare_rebalance(group, now, f"member {member.member_id} left")
+        elif group.is_(P):
+            self._try_complete_join(group, now)
+
+    def _remove_pending_member(self, group: Group, member_id: str, now: int) -> None:
+        self._drop_member(group, member_id)
+        if group.is_(P):
+            self._try_complete_join(group, now)
+
+    # -- SyncGroup ------------------------------------------------------------------------------
+
+    def sync_group(self, req: SyncRequest) -> Pending[SyncResult]:
+        now = self.now()
+        if not req.group_id:
+            return Pending.resolved(SyncResult(ErrorCode.INVALID_GROUP_ID))
+        group = self.groups.get(req.group_id)
+        if group is None:
+            return Pending.resolved(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        if group.is_(D):
+            return Pending.resolved(SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        error = self._validate_member(group, req.member_id, req.group_instance_id)
+        if error is None and req.generation_id != group.generation_id:
+            error = ErrorCode.ILLEGAL_GENERATION
+        if error is None and (
+                (req.protocol_type is not None and req.protocol_type != group.protocol_type)
+                or (req.protocol_name is not None and req.protocol_name != group.protocol_name)):
+            error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        if error is None:
+            error = SYNC_ANSWER[group.state]
+        if error is not None:
+            return Pending.resolved(SyncResult(error))
+        member = group.members[req.member_id]
+        if group.is_(S):
+            self._remove_pending_sync(group, req.member_id)
+            self._schedule_heartbeat(group, member, now)
+            return Pending.resolved(SyncResult(ErrorCode.NONE, group.protocol_type,
+                                               group.protocol_name, member.assignment))
+        # CompletingRebalance: park until the leader's assignment is stored.
+        pending: Pending[SyncResult] = Pending()
+        if member.sync_waiter is not None and not member.sync_waiter.done:
+            member.sync_waiter.resolve(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        member.sync_waiter = pending
+        self._remove_pending_sync(group, req.member_id)
+        if group.is_leader(req.member_id):
+            self._on_leader_sync(group, req.assignments)
+        return pending
+
+    def _remove_pending_sync(self, group: Group, member_id: str) -> None:
+        group.pending_sync.discard(member_id)
+        if not group.pending_sync:
+            self._timers.cancel(("sync", group.group_id))
+
+    def _on_leader_sync(self, group: Group, assignments: dict[str, bytes]) -> None:
+        filler = EMPTY_CONSUMER_ASSIGNMENT if group.is_consumer_group else b""
+        assignment = {member_id: assignments.get(member_id, filler) for member_id in group.members}
+        missing = [m for m in group.members if m not in assignments]
+        if missing:
+            self._log("leader sent no assignment for some members", group=group.group_id,
+                      members=missing)
+        generation = group.generation_id
+
+        def stored(error: ErrorCode) -> None:
+            now = self.now()
+            if not (group.is_(C) and group.generation_id == generation):
+                return  # something rejoined or left meanwhile; that rebalance answers everyone
+            if error != ErrorCode.NONE:
+                self._reset_and_propagate_assignment_error(group, error, now)
+                self._maybe_prepare_rebalance(group, now, f"storing the assignment failed: "
+                                                          f"{error.name}")
+            else:
+                for member in group.members.values():
+                    member.assignment = assignment[member.member_id]
+                self._propagate_assignment(group, ErrorCode.NONE, now)
+                group.transition_to(S, now)
+
+        self._store_group(group, assignment, stored)
+
+    # -- Heartbeat ------------------------------------------------------------------------------
+
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
+                  generation_id: int) -> ErrorCode:
+        now = self.now()
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_(D):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        error = self._validate_member(group, member_id, group_instance_id)
+        if error is not None:
+            return error
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        if group.state in (P, C, S):
+            self._schedule_heartbeat(group, group.members[member_id], now)
+        return HEARTBEAT_ANSWER[group.state]
+
+    # -- LeaveGroup -----------------------------------------------------------------------------
+
+    def leave_group(self, group_id: str, leaving: list[LeavingMember]) -> LeaveResult:
+        now = self.now()
+        if not group_id:
+            return LeaveResult(ErrorCode.INVALID_GROUP_ID)
+        group = self.groups.get(group_id)
+        if group is None:
+            return LeaveResult(ErrorCode.NONE, [
+                LeaveMemberResult(m.member_id, m.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID)
+                for m in leaving])
+        if group.is_(D):
+            return LeaveResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        results = []
+        for m in leaving:
+            error = ErrorCode.NONE
+            if m.member_id == "":
+                # Admin removal of a static member by its instance id (KIP-345).
+                current = (group.static_members.get(m.group_instance_id)
+                           if m.group_instance_id is not None else None)
+                if current is None:
+                    error = ErrorCode.UNKNOWN_MEMBER_ID
+                else:
+                    self._leave(group, current, m.reason, now)
+            elif m.member_id in group.pending_members:
+                self._remove_pending_member(group, m.member_id, now)
+            else:
+                found = self._validate_member(group, m.member_id, m.group_instance_id)
+                if found is not None:
+                    error = found
+                else:
+                    self._leave(group, m.member_id, m.reason, now)
+            results.append(LeaveMemberResult(m.member_id, m.group_instance_id, error))
+        return LeaveResult(ErrorCode.NONE, results)
+
+    def _leave(self, group: Group, member_id: str, reason: str | None, now: int) -> None:
+        self._log("member left", group=group.group_id, member=member_id, reason=reason)
+        self._remove_member_and_update_group(group, group.members[member_id], now)
+
+    # -- offsets --------------------------------------------------------------------------------
+
+    def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
+                       generation_id: int, offsets: dict[TopicPartition, OffsetAndMetadata],
+                       ) -> Pending[dict[TopicPartition, ErrorCode]]:
+        now = self.now()
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                # A commit from an older incarnation of a group that no longer exists.
+                return _all(offsets, ErrorCode.ILLEGAL_GENERATION)
+            group = self._add_group(group_id, now)  # a "simple" group: offsets only
+        error = self._validate_commit(group, generation_id, member_id, group_instance_id,
+                                      transactional=False)
+        if error is None:
+            error = COMMIT_ANSWER[group.state]
+        if error is not None:
+            return _all(offsets, error)
+        if group.state in (S, P):
+            self._schedule_heartbeat(group, group.members[member_id], now)
+        return self._store_offsets(group, offsets)
+
+    def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                           member_id: str, group_instance_id: str | None, generation_id: int,
+                           offsets: dict[TopicPartition, OffsetAndMetadata],
+                           ) -> Pending[dict[TopicPartition, ErrorCode]]:
+        """TxnOffsetCommit: staged until `complete_txn` (the transaction's marker)."""
+        group = self.groups.get(group_id) or self._add_group(group_id, self.now())
+        error = self._validate_commit(group, generation_id, member_id, group_instance_id,
+                                      transactional=True)
+        if error is not None:
+            return _all(offsets, error)
+        return self._store_offsets(group, offsets, producer_id, producer_epoch)
+
+    def _validate_commit(self, group: Group, generation_id: int, member_id: str,
+                         instance_id: str | None, *, transactional: bool) -> ErrorCode | None:
+        if group.is_(D):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_(E):
+            return None  # admin tools and consumers without group management
+        if generation_id >= 0 or member_id != "" or instance_id is not None:
+            error = self._validate_member(group, member_id, instance_id)
+            if error is None and generation_id != group.generation_id:
+                error = ErrorCode.ILLEGAL_GENERATION
+            return error
+        if not transactional and not group.is_(E):
+            return ErrorCode.UNKNOWN_MEMBER_ID  # only members commit to a non-empty group
+        return None
+
+    def _store_offsets(self, group: Group, offsets: dict[TopicPartition, OffsetAndMetadata],
+                       producer_id: int = -1, producer_epoch: int = -1,
+                       ) -> Pending[dict[TopicPartition, ErrorCode]]:
+        limit = self.config.offset_metadata_max_bytes
+        accepted = {tp: om for tp, om in offsets.items() if len(om.metadata) <= limit}
+        if not accepted:
+            return _all(offsets, ErrorCode.OFFSET_METADATA_TOO_LARGE)
+        transactional = producer_id >= 0
+        gid = group.group_id
+        if transactional:
+            staged = group.pending_txn_offsets.setdefault(producer_id, {})
+            for tp, om in accepted.items():
+                staged[tp] = CommittedOffset(om, None)
+        else:
+            group.pending_offset_commits.update(accepted)
+        pending: Pending[dict[TopicPartition, ErrorCode]] = Pending()
+
+        def done(error: ErrorCode, base_offset: int) -> None:
+            if error == ErrorCode.NONE:
+                if not group.is_(D):
+                    for tp, om in accepted.items():
+                        if transactional:
+                            self._on_txn_commit_append(group, producer_id, tp, om, base_offset)
+                        else:
+                            self._on_commit_append(group, tp, om, base_offset)
+                answer = ErrorCode.NONE
+            else:
+                if not group.is_(D):
+                    for tp, om in accepted.items():
+                        if transactional:
+                            txn = group.pending_txn_offsets.get(producer_id, {})
+                            txn.pop(tp, None)
+                            if not txn:
+                                group.pending_txn_offsets.pop(producer_id, None)
+                        elif group.pending_offset_commits.get(tp) is om:
+                            del group.pending_offset_commits[tp]
+                answer = _COMMIT_ERRORS.get(error, error)
+            pending.resolve({tp: answer if tp in accepted else ErrorCode.OFFSET_METADATA_TOO_LARGE
+                             for tp in offsets})
+
+        records: list[tuple[bytes, bytes | None]] = [
+            (offset_commit_key(gid, tp[0], tp[1]), offset_commit_value(om))
+            for tp, om in accepted.items()]
+        self._appends.append(Append(self.partition_for(gid), records, done, producer_id,
+                                    producer_epoch, transactional))
+        return pending
+
+    @staticmethod
+    def _on_commit_append(group: Group, tp: TopicPartition, om: OffsetAndMetadata,
+                          record_offset: int) -> None:
+        if tp in group.pending_offset_commits:  # not deleted while being written
+            committed = CommittedOffset(om, record_offset)
+            if _newer(committed, group.offsets.get(tp)):
+                group.offsets[tp] = committed
+        if group.pending_offset_commits.get(tp) is om:
+            del group.pending_offset_commits[tp]
+
+    @staticmethod
+    def _on_txn_commit_append(group: Group, producer_id: int, tp: TopicPartition,
+                              om: OffsetAndMetadata, record_offset: int) -> None:
+        staged = group.pending_txn_offsets.get(producer_id, {}).get(tp)
+        if staged is not None and staged.value is om:
+            staged.record_offset = record_offset
+
+    def complete_txn(self, producer_id: int, commit: bool) -> None:
+        """A transaction's marker was written: its staged offsets become committed (or go)."""
+        for group in self.groups.values():
+            staged = group.pending_txn_offsets.pop(producer_id, None)
+            if not staged or not commit:
+                continue
+            for tp, committed in staged.items():
+                if committed.record_offset is None:
+                    continue  # its record never made it to the log
+                if _newer(committed, group.offsets.get(tp)):
+                    group.offsets[tp] = committed
+
+    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
+                      require_stable: bool = False,
+                      ) -> tuple[ErrorCode, dict[TopicPartition, FetchedOffset]]:
+        """Committed offsets (-1 where none) of `partitions`, or of every partition with one."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_(D):
+            return ErrorCode.NONE, {tp: FetchedOffset() for tp in partitions or []}
+        tps = sorted(group.offsets) if partitions is None else partitions
+        out: dict[TopicPartition, FetchedOffset] = {}
+        for tp in tps:
+            if require_stable and group.has_pending_commit(tp):
+                out[tp] = FetchedOffset(error=ErrorCode.UNSTABLE_OFFSET_COMMIT)
+                continue
+            committed = group.offsets.get(tp)
+            if committed is None:
+                out[tp] = FetchedOffset()
+            else:
+                om = committed.value
+                out[tp] = FetchedOffset(om.offset, om.leader_epoch, om.metadata)
+        return ErrorCode.NONE, out
+
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition],
+                       ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_(D):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        errors: dict[TopicPartition, ErrorCode] = {}
+        if group.is_(E):
+            eligible = list(partitions)
+        elif group.is_consumer_group:
+            eligible = []
+            for tp in partitions:
+                if group.is_subscribed_to(tp[0]):
+                    errors[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    eligible.append(tp)
+        else:
+            return ErrorCode.NON_EMPTY_GROUP, {}
+        if eligible:
+            self._cleanup([group], lambda g: g.remove_offsets(eligible), self.now())
+            for tp in eligible:
+                errors[tp] = ErrorCode.NONE
+        return ErrorCode.NONE, {tp: errors[tp] for tp in partitions}
+
+    def expire_offsets(self, now: int) -> int:
+        """Drop offsets past `offsets.retention.ms` and groups left with nothing (Kafka's rules:
+        an Empty group's clock starts when it became empty; a Stable consumer group keeps the
+        offsets of topics it is subscribed to; other states keep everything)."""
+        return self._cleanup(list(self.groups.values()),
+                             lambda g: self._expired_offsets(g, now), now)
+
+    def _expired_offsets(self, group: Group, now: int) -> list[TopicPartition]:
+        retention = self.config.offsets_retention_ms
+
+        def expired(base: Callable[[CommittedOffset], int],
+                    keep_topics: set[str] | frozenset[str] = frozenset()) -> list[TopicPartition]:
+            out = []
+            for tp, committed in group.offsets.items():
+                if tp[0] in keep_topics or tp in group.pending_offset_commits:
+                    continue
+                expire_at = committed.value.expire_timestamp
+                if (now >= expire_at if expire_at is not None
+                        else now - base(committed) >= retention):
+                    out.append(tp)
+            return out
+
+        if group.protocol_type is not None and group.is_(E):
+            state_ts = group.state_timestamp
+            return group.remove_offsets(expired(
+                lambda c: state_ts if state_ts is not None else c.value.commit_timestamp))
+        if group.is_consumer_group and group.subscribed_topics is not None and group.is_(S):
+            return group.remove_offsets(expired(lambda c: c.value.commit_timestamp,
+                                                group.subscribed_topics))
+        if group.protocol_type is None:
+            return group.remove_offsets(expired(lambda c: c.value.commit_timestamp))
+        return []
+
+    def _cleanup(self, groups: Iterable[Group], select: Callable[[Group], list[TopicPartition]],
+                 now: int) -> int:
+        """Remove the offsets `select` picks, write their tombstones; an Empty group left
+        without offsets dies (with a tombstone for its metadata if it ever had a generation)."""
+        removed_total = 0
+        for group in groups:
+            gid = group.group_id
+            removed = select(group)
+            if group.is_(E) and not group.has_offsets():
+                group.transition_to(D, now)
+            tombstones: list[tuple[bytes, bytes | None]] = [
+                (offset_commit_key(gid, t, p), None) for t, p in removed]
+            if group.is_(D) and self.groups.get(gid) is group:
+                self._forget_group(group)
+                if group.generation_id > 0:
+                    tombstones.append((group_metadata_key(gid), None))
+            if tombstones:
+                # Fire and forget, as in Kafka: a lost tombstone is written again next pass.
+                self._appends.append(Append(self.partition_for(gid), tombstones,
+                                            lambda error, offset: None))
+            removed_total += len(removed)
+        return removed_total
+
+    def _forget_group(self, group: Group) -> None:
+        gid = group.group_id
+        del self.groups[gid]
+        self._timers.cancel(("join", gid))
+        self._timers.cancel(("sync", gid))
+        for member_id in list(group.members) + list(group.pending_members):
+            self._timers.cancel(("hb", gid, member_id))
+            self._timers.cancel(("pending", gid, member_id))
+
+    # -- group admin ----------------------------------------------------------------------------
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        group = self.groups.get(group_id)
+        if group is None:
+            return GroupDescription(ErrorCode.NONE, group_id, D.wire_name, "", "")
+        stable = group.is_(S)
+        protocol = (group.protocol_name or "") if stable else ""
+        members = [
+            MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                              m.metadata(protocol) if stable else b"",
+                              m.assignment if stable else b"")
+            for m in group.members.values()]
+        return GroupDescription(ErrorCode.NONE, group_id, group.state.wire_name,
+                                group.protocol_type or "", protocol, members)
+
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = (),
+                    ) -> list[GroupOverview]:
+        wanted_states = {s.lower() for s in states}
+        wanted_types = {t.lower() for t in types}
+        if wanted_types and "classic" not in wanted_types:
+            return []  # every group here is a classic group
+        return [GroupOverview(g.group_id, g.protocol_type or "", g.state.wire_name)
+                for g in self.groups.values()
+                if not wanted_states or g.state.wire_name.lower() in wanted_states]
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
+        now = self.now()
+        results: dict[str, ErrorCode] = {}
+        eligible: list[Group] = []
+        for gid in group_ids:
+            group = self.groups.get(gid)
+            if group is None or group.is_(D):
+                results[gid] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif group.is_(E):
+                group.transition_to(D, now)
+                eligible.append(group)
+            else:
+                results[gid] = ErrorCode.NON_EMPTY_GROUP
+        if eligible:
+            self._cleanup(eligible, lambda g: g.remove_offsets(list(g.offsets)), now)
+            for group in eligible:
+                results[group.group_id] = ErrorCode.NONE
+        return results
+
+    def _add_group(self, group_id: str, now: int) -> Group:
+        group = Group(group_id, E, now)
+        self.groups[group_id] = group
+        return group
+
+    # -- persistence ----------------------------------------------------------------------------
+
+    def _store_group(self, group: Group, assignment: dict[str, bytes],
+                     callback: Callable[[ErrorCode], None]) -> None:
+        protocol = group.protocol_name
+        value = GroupMetadataValue(
+            protocol_type=group.protocol_type or "",
+            generation=group.generation_id,
+            protocol=protocol,
+            leader=group.leader_id,
+            current_state_timestamp=-1 if group.state_timestamp is None else group.state_timestamp,
+            members=[GroupMetadataValue.MemberMetadata(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout=m.rebalance_timeout_ms,
+                session_timeout=m.session_timeout_ms,
+                subscription=m.metadata(protocol or ""),
+                assignment=assignment[m.member_id],
+            ) for m in group.members.values()],
+        )
+        record = (group_metadata_key(group.group_id), group_metadata_value(value))
+        self._appends.append(Append(
+            self.partition_for(group.group_id), [record],
+            lambda error, offset: callback(_STORE_GROUP_ERRORS.get(error, error))))
+
+    def begin_load(self) -> None:
+        self._loader = _Loader()
+
+    def load_batch(self, batch: RecordBatch) -> None:
+        """Replay one batch of `__consumer_offsets` (between `begin_load` and `finish_load`)."""
+        loader = self._loader
+        if loader is None:
+            raise RuntimeError("load_batch outside begin_load/finish_load")
+        if batch.is_control:
+            staged = loader.pending.pop(batch.producer_id, {})
+            if batch.control_type() == CONTROL_COMMIT:
+                for gtp, committed in staged.items():
+                    if _newer(committed, loader.offsets.get(gtp)):
+                        loader.offsets[gtp] = committed
+            return
+        transactional = batch.is_transactional
+        for record in batch.records():
+            if record.key is None:
+                raise ProtocolError(f"__consumer_offsets record at offset "
+                                    f"{batch.base_offset + record.offset_delta} has no key")
+            key = parse_key(record.key)
+            if isinstance(key, OffsetKey):
+                gtp = (key.group, (key.topic, key.partition))
+                target = (loader.pending.setdefault(batch.producer_id, {}) if transactional
+                          else loader.offsets)
+                if record.value is None:
+                    target.pop(gtp, None)
+                else:
+                    target[gtp] = CommittedOffset(parse_offset_value(record.value),
+                                                  batch.base_offset)
+            elif isinstance(key, GroupKey):
+                if record.value is None:
+                    loader.groups.pop(key.group, None)
+                    loader.removed.add(key.group)
+                else:
+                    loader.groups[key.group] = parse_group_value(record.value)
+                    loader.removed.discard(key.group)
+            else:
+                loader.unknown_keys += 1
+
+    def finish_load(self) -> None:
+        loader, self._loader = self._loader, None
+        if loader is None:
+            raise RuntimeError("finish_load without begin_load")
+        now = self.now()
+        for gid, (version, value) in loader.groups.items():
+            self.groups[gid] = self._group_from_record(gid, version, value, now)
+        for (gid, tp), committed in loader.offsets.items():
+            group = self.groups.get(gid) or self._add_group(gid, now)
+            group.offsets[tp] = committed
+        for producer_id, staged in loader.pending.items():
+            for (gid, tp), committed in staged.items():
+                group = self.groups.get(gid) or self._add_group(gid, now)
+                group.pending_txn_offsets.setdefault(producer_id, {})[tp] = committed
+        for group in self.groups.values():
+            for member in group.members.values():
+                # Members of a loaded group keep their ids: they get a session to come back.
+                self._schedule_heartbeat(group, member, now)
+        if loader.unknown_keys:
+            self._log("skipped records with unknown key versions", count=loader.unknown_keys)
+
+    @staticmethod
+    def _group_from_record(gid: str, version: int, value: GroupMetadataValue, now: int) -> Group:
+        group = Group(gid, S if value.members else E, now)
+        group.generation_id = value.generation
+        group.protocol_type = value.protocol_type or None
+        group.protocol_name = value.protocol
+        group.leader_id = value.leader
+        group.state_timestamp = (None if value.current_state_timestamp == -1
+                                 else value.current_state_timestamp)
+        protocol = value.protocol or ""
+        for m in value.members:
+            group.add(Member(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                m.session_timeout if version == 0 else m.rebalance_timeout, m.session_timeout,
+                value.protocol_type, [(protocol, m.subscription)], m.assignment))
+        if value.leader is None and group.members:
+            group.leader_id = next(iter(group.members))
+        group.subscribed_topics = _subscribed_topics(group)
+        return group
+
+
+def _newer(candidate: CommittedOffset, current: CommittedOffset | None) -> bool:
+    """Whether `candidate` supersedes `current`: the later record in the log wins."""
+    if current is None or current.record_offset is None:
+        return True
+    return candidate.record_offset is not None and candidate.record_offset > current.record_offset
+
+
+def _all(offsets: dict[TopicPartition, OffsetAndMetadata],
+         error: ErrorCode) -> Pending[dict[TopicPartition, ErrorCode]]:
+    return Pending.resolved(dict.fromkeys(offsets, error))
+
+
+def _subscribed_topics(group: Group) -> set[str] | None:
+    """Topics a consumer group's members subscribe to (None: not a consumer group, or the
+    metadata does not parse; then every topic counts as subscribed)."""
+    if group.protocol_type != "consumer":
+        return None
+    if not group.members:
+        return set()
+    if group.protocol_name is None:
+        return None
+    topics: set[str] = set()
+    try:
+        for member in group.members.values():
+            data = member.metadata(group.protocol_name)
+            # Every version of the subscription starts with version 0's fields.
+            sub, _ = ConsumerProtocolSubscription.decode(data, 0, 2)
+            topics.update(sub.topics)
+    except (ProtocolError, ValueError):
+        return None
+    return topics

@@ -1,0 +1,434 @@
+"""The group coordinator's data: pending completions, timers, members, groups, results.
+
+Nothing here does I/O or reads a clock: deadlines are plain millisecond numbers that the
+coordinator computes from the `now` it is given.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from odradek.coordinator.group.records import OffsetAndMetadata
+from odradek.coordinator.group.state import GroupState, can_enter
+from odradek.wire import ErrorCode
+
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+
+TopicPartition = tuple[str, int]
+
+
+class Pending(Generic[T]):
+    """A response the coordinator completes now or later (JoinGroup, SyncGroup, commits).
+
+    The shell registers `on_resolved` (e.g. setting an anyio Event); callbacks must not call
+    back into the coordinator.
+    """
+
+    __slots__ = ("_callbacks", "_done", "_value")
+
+    def __init__(self) -> None:
+        self._done = False
+        self._value: T | None = None
+        self._callbacks: list[Callable[[T], None]] = []
+
+    @classmethod
+    def resolved(cls, value: T) -> Pending[T]:
+        p: Pending[T] = cls()
+        p.resolve(value)
+        return p
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def result(self) -> T:
+        if not self._done:
+            raise RuntimeError("pending response not resolved yet")
+        return self._value  # type: ignore[return-value]
+
+    def resolve(self, value: T) -> None:
+        if self._done:
+            raise RuntimeError("pending response resolved twice")
+        self._done, self._value = True, value
+        callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            cb(value)
+
+    def on_resolved(self, cb: Callable[[T], None]) -> None:
+        if self._done:
+            cb(self._value)  # type: ignore[arg-type]
+        else:
+            self._callbacks.append(cb)
+
+
+class Timers(Generic[K]):
+    """Keyed deadlines: setting a key again moves it; lazily-deleted heap entries."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, K]] = []
+        self._live: dict[K, tuple[int, int]] = {}
+        self._seq = 0
+
+    def set(self, key: K, deadline: int) -> None:
+        self._seq += 1
+        self._live[key] = (deadline, self._seq)
+        heapq.heappush(self._heap, (deadline, self._seq, key))
+
+    def cancel(self, key: K) -> None:
+        self._live.pop(key, None)
+
+    def deadline(self, key: K) -> int | None:
+        entry = self._live.get(key)
+        return None if entry is None else entry[0]
+
+    def __contains__(self, key: K) -> bool:
+        return key in self._live
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def _prune(self) -> None:
+        heap = self._heap
+        while heap:
+            deadline, seq, key = heap[0]
+            if self._live.get(key) == (deadline, seq):
+                return
+            heapq.heappop(heap)
+
+    def next_deadline(self) -> int | None:
+        self._prune()
+        return self._heap[0][0] if self._heap else None
+
+    def pop_due(self, now: int) -> K | None:
+        """The earliest key due at `now` (removed), or None."""
+        self._prune()
+        if not self._heap or self._heap[0][0] > now:
+            return None
+        _, _, key = heapq.heappop(self._heap)
+        del self._live[key]
+        return key
+
+
+# -- results -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class JoinMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(slots=True)
+class JoinResult:
+    error: ErrorCode
+    member_id: str
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str = ""
+    skip_assignment: bool = False
+    members: list[JoinMember] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SyncResult:
+    error: ErrorCode
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(slots=True)
+class LeavingMember:
+    member_id: str
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class LeaveMemberResult:
+    member_id: str
+    group_instance_id: str | None
+    error: ErrorCode
+
+
+@dataclass(slots=True)
+class LeaveResult:
+    error: ErrorCode
+    members: list[LeaveMemberResult] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class FetchedOffset:
+    offset: int = -1
+    leader_epoch: int = -1
+    metadata: str = ""
+    error: ErrorCode = ErrorCode.NONE
+
+
+@dataclass(slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(slots=True)
+class GroupDescription:
+    error: ErrorCode
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[MemberDescription] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class GroupOverview:
+    group_id: str
+    protocol_type: str
+    state: str
+
+
+# -- members and groups --------------------------------------------------------------------------
+
+
+@dataclass(eq=False, slots=True)
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    assignment: bytes = b""
+    join_waiter: Pending[JoinResult] | None = None
+    sync_waiter: Pending[SyncResult] | None = None
+    # A member added by this rebalance: it may time out while its JoinGroup waits (Kafka's
+    # new-member join timeout), unlike rejoining members whose waiting counts as liveness.
+    is_new: bool = False
+
+    @property
+    def is_static(self) -> bool:
+        return self.group_instance_id is not None
+
+    @property
+    def awaiting_join(self) -> bool:
+        return self.join_waiter is not None
+
+    @property
+    def awaiting_sync(self) -> bool:
+        return self.sync_waiter is not None
+
+    def metadata(self, protocol: str) -> bytes:
+        for name, data in self.protocols:
+            if name == protocol:
+                return data
+        raise ValueError(f"member {self.member_id} does not support protocol {protocol!r}")
+
+    def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
+        return self.protocols == protocols
+
+    def vote(self, candidates: set[str]) -> str:
+        """The member's most preferred protocol among `candidates`."""
+        for name, _ in self.protocols:
+            if name in candidates:
+                return name
+        raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
+
+
+@dataclass(slots=True)
+class CommittedOffset:
+    value: OffsetAndMetadata
+    # Offset of the record in __consumer_offsets: the later record wins when regular and
+    # transactional commits interleave (None while a transactional commit is being written).
+    record_offset: int | None
+
+
+class Group:
+    """One classic group: members, generation, protocol, committed offsets."""
+
+    def __init__(self, group_id: str, state: GroupState, now: int) -> None:
+        self.group_id = group_id
+        self.state = state
+        self.state_timestamp: int | None = now
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
+        self.generation_id = 0
+        self.leader_id: str | None = None
+        self.members: dict[str, Member] = {}
+        self.static_members: dict[str, str] = {}  # group.instance.id -> member id
+        self.pending_members: set[str] = set()  # ids handed out with MEMBER_ID_REQUIRED
+        self.pending_sync: set[str] = set()
+        self.supported_protocols: Counter[str] = Counter()
+        self.subscribed_topics: set[str] | None = None
+        # Initial-join bookkeeping (Kafka's InitialDelayedJoin): another step of delay is
+        # granted while new members keep arriving, up to the rebalance timeout.
+        self.new_member_added = False
+        self.initial_join = False
+        self.initial_remaining_ms = 0
+        self.offsets: dict[TopicPartition, CommittedOffset] = {}
+        self.pending_offset_commits: dict[TopicPartition, OffsetAndMetadata] = {}
+        self.pending_txn_offsets: dict[int, dict[TopicPartition, CommittedOffset]] = {}
+
+    def __repr__(self) -> str:
+        return (f"Group({self.group_id!r}, {self.state.value}, gen={self.generation_id}, "
+                f"leader={self.leader_id!r}, members={list(self.members)})")
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def is_(self, state: GroupState) -> bool:
+        return self.state is state
+
+    def transition_to(self, target: GroupState, now: int) -> None:
+        if not can_enter(target, self.state):
+            raise RuntimeError(f"group {self.group_id}: illegal transition {self.state.value} -> "
+                               f"{target.value}")
+        self.state = target
+        self.state_timestamp = now
+
+    @property
+    def can_rebalance(self) -> bool:
+        return can_enter(GroupState.PREPARING_REBALANCE, self.state)
+
+    # -- members ------------------------------------------------------------------------------------
+
+    def has(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    @property
+    def num_awaiting_join(self) -> int:
+        return sum(1 for m in self.members.values() if m.join_waiter is not None)
+
+    @property
+    def all_members_joined(self) -> bool:
+        return not self.pending_members and all(
+            m.join_waiter is not None for m in self.members.values())
+
+    @property
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def add(self, member: Member) -> None:
+        if member.group_instance_id is not None:
+            if member.group_instance_id in self.static_members:
+                raise RuntimeError(f"static member {member.group_instance_id} is already in "
+                                   f"group {self.group_id}")
+            self.static_members[member.group_instance_id] = member.member_id
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+        self.members[member.member_id] = member
+        self.supported_protocols.update(name for name, _ in member.protocols)
+        self.pending_members.discard(member.member_id)
+
+    def remove(self, member_id: str) -> Member | None:
+        member = self.members.pop(member_id, None)
+        if member is not None:
+            self.supported_protocols.subtract(name for name, _ in member.protocols)
+            if member.group_instance_id is not None:
+                self.static_members.pop(member.group_instance_id, None)
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        self.pending_members.discard(member_id)
+        self.pending_sync.discard(member_id)
+        return member
+
+    def update_protocols(self, member: Member, protocols: list[tuple[str, bytes]]) -> None:
+        self.supported_protocols.subtract(name for name, _ in member.protocols)
+        member.protocols = protocols
+        self.supported_protocols.update(name for name, _ in protocols)
+
+    def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> Member:
+        member = self.members.pop(old_id)
+        member.member_id = new_id
+        self.members[new_id] = member
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        self.static_members[instance_id] = new_id
+        if old_id in self.pending_sync:
+            self.pending_sync.discard(old_id)
+            self.pending_sync.add(new_id)
+        return member
+
+    def maybe_elect_new_joined_leader(self) -> bool:
+        """Keep the leader if it rejoined, else pick a member that did; False if none did."""
+        if self.leader_id is None:
+            return False
+        leader = self.members.get(self.leader_id)
+        if leader is not None and leader.awaiting_join:
+            return True
+        for member_id, member in self.members.items():
+            if member.awaiting_join:
+                self.leader_id = member_id
+                return True
+        return False
+
+    # -- protocols ----------------------------------------------------------------------------
+
+    def candidate_protocols(self) -> set[str]:
+        n = len(self.members)
+        return {name for name, count in self.supported_protocols.items() if count == n}
+
+    def supports_protocols(self, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
+        names = {name for name, _ in protocols}
+        if self.is_(GroupState.EMPTY):
+            return bool(protocol_type) and bool(names)
+        n = len(self.members)
+        return (self.protocol_type == protocol_type
+                and any(self.supported_protocols[name] == n for name in names))
+
+    def select_protocol(self) -> str:
+        """The protocol every member supports with the most first-choice votes; ties go to
+        the one the earliest-joined member prefers."""
+        candidates = self.candidate_protocols()
+        if not candidates:
+            raise RuntimeError(f"group {self.group_id} has no protocol all members support")
+        votes: Counter[str] = Counter(m.vote(candidates) for m in self.members.values())
+        best = max(votes.values())
+        first = next(iter(self.members.values()))
+        for name, _ in first.protocols:
+            if votes.get(name) == best:
+                return name
+        return max(votes, key=lambda name: votes[name])  # pragma: no cover - first covers all
+
+    @property
+    def is_consumer_group(self) -> bool:
+        return self.protocol_type == "consumer"
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        return True if self.subscribed_topics is None else topic in self.subscribed_topics
+
+    # -- offsets ------------------------------------------------------------------------------
+
+    def has_offsets(self) -> bool:
+        return bool(self.offsets or self.pending_offset_commits or self.pending_txn_offsets)
+
+    def has_pending_commit(self, tp: TopicPartition) -> bool:
+        return tp in self.pending_offset_commits or any(
+            tp in offsets for offsets in self.pending_txn_offsets.values())
+
+    def remove_offsets(self, tps: list[TopicPartition]) -> list[TopicPartition]:
+        removed = []
+        for tp in tps:
+            self.pending_offset_commits.pop(tp, None)
+            for offsets in self.pending_txn_offsets.values():
+                offsets.pop(tp, None)
+            if self.offsets.pop(tp, None) is not None:
+                removed.append(tp)
+        return removed
