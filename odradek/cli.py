@@ -68,7 +68,10 @@ def _serve(args: argparse.Namespace) -> int:
     log = structlog.get_logger("odradek.cli")
     for key in sorted(config.unknown):
         log.warning("unknown config ignored", key=key)
-    log.info("starting", version=__version__, config_file=str(args.config) if args.config else None)
+    if args.config is not None:
+        log.info("starting", version=__version__, config_file=str(args.config))
+    else:
+        log.info("starting", version=__version__)
 
     from odradek.broker.server import serve  # lazily: keeps --version and errors fast
 
@@ -81,7 +84,6 @@ def _serve(args: argparse.Namespace) -> int:
         return _config_error(exc)
     except KeyboardInterrupt:  # the server handles SIGINT itself; this is a second ^C
         return EXIT_INTERRUPTED
-    log.info("stopped")
     return EXIT_OK
 
 
