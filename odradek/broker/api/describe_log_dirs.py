@@ -19,7 +19,10 @@ from pathlib import Path
 
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
-from odradek.wire._generated.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from odradek.wire._generated.describe_log_dirs import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
 
 Resp = DescribeLogDirsResponse
 
