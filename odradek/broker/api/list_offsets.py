@@ -1,0 +1,123 @@
+"""ListOffsets (key 2), versions 1-10.
+
+Per partition, by the requested timestamp:
+- -1 LATEST: the high watermark, or with isolation_level 1 (read_committed, v2+) the last
+  stable offset (the log's `last_stable_offset` when it tracks one, else the high watermark);
+  a request from a replica (replica_id != -1) gets the log end. Timestamp -1, leader epoch the
+  current one.
+- -2 EARLIEST and -4 EARLIEST_LOCAL (v8+; no tiered storage, so the same): the log start
+  offset, timestamp -1, the epoch of the oldest leader epoch entry when it covers the start.
+- -3 MAX_TIMESTAMP (v7+): the first record carrying the largest timestamp in the log, with
+  that timestamp and the epoch of its batch.
+- -5 LATEST_TIERED (v9+): no tiered storage, so offset -1, timestamp -1, epoch -1 (Kafka's
+  answer without remote storage).
+- t >= 0: the first record with timestamp >= t, found through the time index, with its
+  timestamp and the leader epoch of its batch; none (or only beyond the last fetchable
+  offset): offset -1, timestamp -1.
+Errors per partition: UNKNOWN_TOPIC_OR_PARTITION; current_leader_epoch (v4+) older than ours
+FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH; a partition named twice INVALID_REQUEST (one
+result for it); a negative timestamp unknown at this version UNSUPPORTED_VERSION.
+Results are grouped by topic in the order topics first appear.
+Not implemented: v0 (old-style offset lists; Kafka 4 dropped it), tiered storage, authorization.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from odradek.broker.api._common import (
+    NO_EPOCH,
+    NO_OFFSET,
+    NO_TIMESTAMP,
+    check_current_leader_epoch,
+    epoch_at,
+    epoch_entries,
+)
+from odradek.broker.cluster import LEADER_EPOCH
+from odradek.broker.context import RequestContext
+from odradek.broker.storage.log import PartitionLog
+from odradek.wire import ErrorCode
+from odradek.wire._generated.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+
+Resp = ListOffsetsResponse
+Part = Resp.ListOffsetsPartitionResponse
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+# The first version that knows each special timestamp (Kafka's ReplicaManager table).
+_MIN_VERSION = {EARLIEST: 1, LATEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
+CONSUMER_REPLICA_ID = -1
+READ_COMMITTED = 1
+
+
+def _last_stable_offset(plog: PartitionLog) -> int:
+    lso = getattr(plog, "last_stable_offset", None)
+    return plog.high_watermark if lso is None else int(lso)
+
+
+def _lookup(plog: PartitionLog, timestamp: int, last_fetchable: int) -> tuple[int, int, int]:
+    """(offset, timestamp, leader epoch) answered for `timestamp`."""
+    if timestamp == LATEST:
+        return last_fetchable, NO_TIMESTAMP, LEADER_EPOCH
+    entries = epoch_entries(plog)
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        start = plog.log_start_offset
+        epoch = entries[0][0] if entries and entries[0][1] <= start else NO_EPOCH
+        return start, NO_TIMESTAMP, epoch
+    if timestamp == LATEST_TIERED:
+        return NO_OFFSET, NO_TIMESTAMP, NO_EPOCH
+    found = plog.max_timestamp_offset() if timestamp == MAX_TIMESTAMP else (
+        plog.offset_for_timestamp(timestamp, upper_bound=last_fetchable))
+    if found is None or found[0] >= last_fetchable:
+        return NO_OFFSET, NO_TIMESTAMP, NO_EPOCH
+    offset, ts = found
+    return offset, ts, epoch_at(entries, offset)
+
+
+def _partition(ctx: RequestContext, request: ListOffsetsRequest, topic: str,
+               want: ListOffsetsRequest.ListOffsetsPartition) -> Part:
+    def error(code: ErrorCode) -> Part:
+        return Part(partition_index=want.partition_index, error_code=code)
+
+    version = ctx.api_version
+    ts = want.timestamp
+    if ts < 0 and version < _MIN_VERSION.get(ts, version + 1):
+        return error(ErrorCode.UNSUPPORTED_VERSION)
+    plog = ctx.broker.partition_log(topic, want.partition_index)
+    if plog is None or not ctx.broker.cluster.has_partition(topic, want.partition_index):
+        return error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    fenced = check_current_leader_epoch(want.current_leader_epoch)
+    if fenced != ErrorCode.NONE:
+        return error(fenced)
+    if request.replica_id != CONSUMER_REPLICA_ID:
+        last_fetchable = plog.log_end_offset
+    elif request.isolation_level == READ_COMMITTED:
+        last_fetchable = _last_stable_offset(plog)
+    else:
+        last_fetchable = plog.high_watermark
+    offset, found_ts, epoch = _lookup(plog, ts, last_fetchable)
+    return Part(partition_index=want.partition_index, error_code=ErrorCode.NONE,
+                timestamp=found_ts, offset=offset, leader_epoch=epoch)
+
+
+async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    by_topic: dict[str, list[Part]] = {}
+    answered: set[tuple[str, int]] = set()
+    for t in request.topics:
+        parts = by_topic.setdefault(t.name, [])
+        for want in t.partitions:
+            key = (t.name, want.partition_index)
+            if key in answered:
+                continue
+            answered.add(key)
+            if counts[key] > 1:
+                parts.append(Part(partition_index=want.partition_index,
+                                  error_code=ErrorCode.INVALID_REQUEST))
+            else:
+                parts.append(_partition(ctx, request, t.name, want))
+    return ListOffsetsResponse(topics=[Resp.ListOffsetsTopicResponse(name=n, partitions=ps)
+                                       for n, ps in by_topic.items()])

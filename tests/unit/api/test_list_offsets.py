@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from admin_testutil import call, open_broker, produce
+
+from odradek.broker.broker import Broker
+from odradek.wire import ApiKey, ErrorCode
+from odradek.wire._generated.list_offsets import ListOffsetsRequest
+
+Req = ListOffsetsRequest
+KEY = ApiKey.LIST_OFFSETS
+LATEST, EARLIEST, MAX_TS, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[Broker]:
+    b = open_broker(tmp_path)
+    b.cluster.create_topic("t", 2, {"segment.bytes": "200"})
+    produce(b, "t", 0, [1000, 1001, 1002])  # offsets 0-2
+    produce(b, "t", 0, [2000, 1500])  # 3-4: timestamps out of order inside a batch
+    produce(b, "t", 0, [3000])  # 5
+    produce(b, "t", 0, [2500, 3000])  # 6-7: the max timestamp again, later
+    yield b
+    b.close()
+
+
+def query(broker: Broker, version: int, *parts: tuple[str, int, int], epoch: int = -1,
+          isolation: int = 0, replica: int = -1) -> dict[tuple[str, int], object]:
+    topics: dict[str, list[Req.ListOffsetsPartition]] = {}
+    for name, p, ts in parts:
+        topics.setdefault(name, []).append(
+            Req.ListOffsetsPartition(partition_index=p, timestamp=ts, current_leader_epoch=epoch))
+    req = Req(replica_id=replica, isolation_level=isolation,
+              topics=[Req.ListOffsetsTopic(name=n, partitions=ps) for n, ps in topics.items()])
+    resp = call(broker, KEY, version, req)
+    return {(t.name, p.partition_index): p for t in resp.topics for p in t.partitions}
+
+
+def one(broker: Broker, version: int, ts: int, partition: int = 0, **kw: int):  # type: ignore[no-untyped-def]
+    [p] = query(broker, version, ("t", partition, ts), **kw).values()
+    return p
+
+
+@pytest.mark.parametrize("version", range(1, 11))
+def test_latest_and_earliest(broker: Broker, version: int) -> None:
+    latest, earliest = one(broker, version, LATEST), one(broker, version, EARLIEST)
+    assert (latest.error_code, latest.offset, latest.timestamp) == (ErrorCode.NONE, 8, -1)
+    assert (earliest.error_code, earliest.offset, earliest.timestamp) == (ErrorCode.NONE, 0, -1)
+    if version >= 4:
+        assert latest.leader_epoch == earliest.leader_epoch == 0
+    empty = one(broker, version, LATEST, partition=1)
+    assert (empty.offset, one(broker, version, EARLIEST, partition=1).offset) == (0, 0)
+
+
+@pytest.mark.parametrize(("ts", "offset", "found_ts"), [
+    (0, 0, 1000), (1000, 0, 1000), (1001, 1, 1001), (1003, 3, 2000), (1600, 3, 2000),
+    (2001, 5, 3000), (2400, 5, 3000), (3000, 5, 3000), (3001, -1, -1)])
+def test_by_timestamp(broker: Broker, ts: int, offset: int, found_ts: int) -> None:
+    p = one(broker, 5, ts)
+    assert (p.error_code, p.offset, p.timestamp) == (ErrorCode.NONE, offset, found_ts)
+    assert p.leader_epoch == (0 if offset >= 0 else -1)
+
+
+def test_by_timestamp_after_log_start_moved(broker: Broker) -> None:
+    broker.partition_log("t", 0).delete_records_before(4)  # type: ignore[union-attr]
+    assert one(broker, 4, 1000).offset == 4  # record 4 (ts 1500) is the first one left >= 1000
+    assert one(broker, 4, EARLIEST).offset == 4
+
+
+@pytest.mark.parametrize("version", [7, 10])
+def test_max_timestamp(broker: Broker, version: int) -> None:
+    p = one(broker, version, MAX_TS)
+    assert (p.error_code, p.offset, p.timestamp, p.leader_epoch) == (ErrorCode.NONE, 5, 3000, 0)
+    empty = one(broker, version, MAX_TS, partition=1)
+    assert (empty.error_code, empty.offset, empty.timestamp) == (ErrorCode.NONE, -1, -1)
+
+
+def test_leader_epoch_is_the_batchs(broker: Broker) -> None:
+    broker.cluster.create_topic("e", 1, {})
+    produce(broker, "e", 0, [100], epoch=0)
+    produce(broker, "e", 0, [200], epoch=3)
+    [first] = query(broker, 6, ("e", 0, 100)).values()
+    [second] = query(broker, 6, ("e", 0, 150)).values()
+    [earliest] = query(broker, 6, ("e", 0, EARLIEST)).values()
+    assert (first.offset, first.leader_epoch) == (0, 0)  # type: ignore[attr-defined]
+    assert (second.offset, second.leader_epoch) == (1, 3)  # type: ignore[attr-defined]
+    assert earliest.leader_epoch == 0  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("version", "ts"), [(6, MAX_TS), (1, MAX_TS), (7, EARLIEST_LOCAL),
+                                             (8, LATEST_TIERED), (10, -6), (10, -100)])
+def test_timestamps_unknown_at_version(broker: Broker, version: int, ts: int) -> None:
+    p = one(broker, version, ts)
+    assert (p.error_code, p.offset) == (ErrorCode.UNSUPPORTED_VERSION, -1)
+
+
+def test_earliest_local_and_latest_tiered(broker: Broker) -> None:
+    broker.partition_log("t", 0).delete_records_before(2)  # type: ignore[union-attr]
+    local = one(broker, 8, EARLIEST_LOCAL)
+    assert (local.offset, local.timestamp, local.leader_epoch) == (2, -1, 0)
+    tiered = one(broker, 9, LATEST_TIERED)
+    assert (tiered.error_code, tiered.offset, tiered.timestamp, tiered.leader_epoch) == (
+        ErrorCode.NONE, -1, -1, -1)
+
+
+def test_unknown_partitions(broker: Broker) -> None:
+    got = query(broker, 3, ("t", 2, LATEST), ("missing", 0, LATEST), ("t", 0, LATEST))
+    assert got[("t", 2)].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[attr-defined]
+    assert got[("missing", 0)].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[attr-defined]
+    assert got[("t", 0)].error_code == ErrorCode.NONE  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("epoch", "code"), [
+    (-1, ErrorCode.NONE), (0, ErrorCode.NONE), (1, ErrorCode.UNKNOWN_LEADER_EPOCH),
+    (-2, ErrorCode.FENCED_LEADER_EPOCH)])
+def test_current_leader_epoch(broker: Broker, epoch: int, code: ErrorCode) -> None:
+    assert one(broker, 4, LATEST, epoch=epoch).error_code == code
+    # before v4 the field does not exist: never fenced
+    assert one(broker, 3, LATEST, epoch=epoch).error_code == ErrorCode.NONE
+
+
+def test_duplicate_partition(broker: Broker) -> None:
+    req = Req(replica_id=-1, topics=[
+        Req.ListOffsetsTopic(name="t", partitions=[
+            Req.ListOffsetsPartition(partition_index=0, timestamp=LATEST),
+            Req.ListOffsetsPartition(partition_index=1, timestamp=LATEST)]),
+        Req.ListOffsetsTopic(name="t", partitions=[
+            Req.ListOffsetsPartition(partition_index=0, timestamp=EARLIEST)])])
+    resp = call(broker, KEY, 5, req)
+    [t] = resp.topics
+    assert [(p.partition_index, p.error_code) for p in t.partitions] == [
+        (0, ErrorCode.INVALID_REQUEST), (1, ErrorCode.NONE)]
+
+
+def test_isolation_and_replica_bounds(broker: Broker) -> None:
+    plog = broker.partition_log("t", 0)
+    assert plog is not None
+    plog.high_watermark = 4  # as if offsets 4-7 were not yet replicated
+    assert one(broker, 2, LATEST).offset == 4
+    assert one(broker, 2, LATEST, isolation=1).offset == 4  # no transactions: LSO == HW
+    assert one(broker, 2, LATEST, replica=1).offset == 8  # a replica sees the log end
+    assert one(broker, 2, 2001).offset == -1  # offset 5 is beyond the high watermark
+    assert one(broker, 2, 2001, replica=1).offset == 5
+    assert one(broker, 7, MAX_TS).offset == -1
