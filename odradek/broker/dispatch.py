@@ -43,7 +43,7 @@ HANDLERS: dict[int, HandlerEntry] = {
     ApiKey.CREATE_TOPICS: HandlerEntry("create_topics", 0, 7),
     ApiKey.DELETE_TOPICS: HandlerEntry("delete_topics", 0, 6),
     ApiKey.DELETE_RECORDS: HandlerEntry("delete_records", 0, 2),
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: HandlerEntry("offset_for_leader_epoch", 2, 4),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: HandlerEntry("offset_for_leader_epoch", 0, 4),
     ApiKey.DESCRIBE_CONFIGS: HandlerEntry("describe_configs", 0, 4),
     ApiKey.ALTER_CONFIGS: HandlerEntry("alter_configs", 0, 2),
     ApiKey.DESCRIBE_LOG_DIRS: HandlerEntry("describe_log_dirs", 0, 4),

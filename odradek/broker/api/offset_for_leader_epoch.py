@@ -1,0 +1,54 @@
+"""OffsetForLeaderEpoch (key 23), versions 0-4.
+
+- For each partition, the end offset of the requested leader epoch, from the partition's
+  leader epoch history as Kafka's LeaderEpochFileCache answers: the current (latest) epoch
+  ends at the log end; an older epoch ends where the next known one starts, reported with the
+  largest known epoch <= the requested one; an epoch older than all known ones gets the start
+  of the first known one; an unknown newer epoch or -1 gets epoch -1 and offset -1. On this
+  single node the current epoch is 0 (see `_common.epoch_entries`), so a consumer validating
+  its position after epoch 0 gets the log end offset.
+- current_leader_epoch (v2+): -1 skips the check; older than ours FENCED_LEADER_EPOCH, newer
+  UNKNOWN_LEADER_EPOCH. Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
+- replica_id (v3+) is ignored: this node leads every partition, so followers and consumers
+  get the same answer. v0 results carry no leader epoch.
+Not implemented: authorization.
+"""
+
+from __future__ import annotations
+
+from odradek.broker.api._common import (
+    check_current_leader_epoch,
+    end_offset_for_epoch,
+    epoch_entries,
+)
+from odradek.broker.context import RequestContext
+from odradek.wire import ErrorCode
+from odradek.wire._generated.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
+
+Resp = OffsetForLeaderEpochResponse
+
+
+def _partition(ctx: RequestContext, topic: str,
+               want: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> Resp.EpochEndOffset:
+    p = want.partition
+    plog = ctx.broker.partition_log(topic, p)
+    if plog is None or not ctx.broker.cluster.has_partition(topic, p):
+        return Resp.EpochEndOffset(partition=p, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    fenced = check_current_leader_epoch(want.current_leader_epoch)
+    if fenced != ErrorCode.NONE:
+        return Resp.EpochEndOffset(partition=p, error_code=fenced)
+    epoch, end = end_offset_for_epoch(epoch_entries(plog), want.leader_epoch,
+                                      plog.log_end_offset)
+    return Resp.EpochEndOffset(partition=p, error_code=ErrorCode.NONE, leader_epoch=epoch,
+                               end_offset=end)
+
+
+async def handle(ctx: RequestContext,
+                 request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+    return OffsetForLeaderEpochResponse(topics=[
+        Resp.OffsetForLeaderTopicResult(
+            topic=t.topic, partitions=[_partition(ctx, t.topic, p) for p in t.partitions])
+        for t in request.topics])
