@@ -1,0 +1,21 @@
+"""DeleteGroups (key 42), versions 0-2.
+
+- An Empty group is deleted with its committed offsets (tombstones are written to
+  `__consumer_offsets`); a group with members answers NON_EMPTY_GROUP; an unknown group
+  GROUP_ID_NOT_FOUND. A group named twice is answered once.
+- Not implemented yet: ACLs, quotas.
+"""
+
+from __future__ import annotations
+
+from odradek.broker import groups
+from odradek.broker.context import RequestContext
+from odradek.wire._generated.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+
+
+async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
+    names = list(dict.fromkeys(request.groups_names))
+    results = await groups.shell(ctx.broker).delete_groups(names)
+    return DeleteGroupsResponse(results=[
+        DeleteGroupsResponse.DeletableGroupResult(group_id=name, error_code=results[name])
+        for name in names])

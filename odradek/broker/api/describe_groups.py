@@ -1,0 +1,40 @@
+"""DescribeGroups (key 15), versions 0-5.
+
+- State, protocol type, and members (id, v4+ instance id, client id, host) of each group; a
+  Stable group also reports its protocol and each member's metadata and assignment (other
+  states report neither, as Kafka does). An unknown group is reported as state "Dead" with
+  no error (v0-5 behaviour).
+- v3+ authorized operations: INT32_MIN unless requested; when requested, every group
+  operation is allowed (there is no authorizer).
+- Not implemented yet: ACLs, KIP-848 consumer groups.
+"""
+
+from __future__ import annotations
+
+from odradek.broker import groups
+from odradek.broker.context import RequestContext
+from odradek.wire._generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+
+Resp = DescribeGroupsResponse
+
+AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)
+GROUP_OPS_ALL = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE (AclOperation bits)
+
+
+async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
+    shell = groups.shell(ctx.broker)
+    ops = (GROUP_OPS_ALL if ctx.api_version >= 3 and request.include_authorized_operations
+           else AUTHORIZED_OPS_NOT_REQUESTED)
+    described = []
+    for group_id in request.groups:
+        d = await shell.describe(group_id)
+        described.append(Resp.DescribedGroup(
+            error_code=d.error, group_id=d.group_id, group_state=d.state,
+            protocol_type=d.protocol_type, protocol_data=d.protocol,
+            members=[Resp.DescribedGroupMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id,
+                client_id=m.client_id, client_host=m.client_host,
+                member_metadata=m.metadata, member_assignment=m.assignment)
+                for m in d.members],
+            authorized_operations=ops))
+    return DescribeGroupsResponse(groups=described)

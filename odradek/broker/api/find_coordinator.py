@@ -1,0 +1,56 @@
+"""FindCoordinator (key 10), versions 0-6.
+
+- This node coordinates every group and every transactional id: the answer is always this
+  broker's endpoint on the listener the client used.
+- Key type 0 (group) creates `__consumer_offsets` on first use, as Kafka does, so the group
+  coordinator can write; if that fails the key gets COORDINATOR_NOT_AVAILABLE. Key type 1
+  (transaction) is answered without touching `__transaction_state` (its coordinator creates
+  it). Key type 2 (share) and unknown types: INVALID_REQUEST.
+- v0-3 look up one `key`; v4+ look up the batched `coordinator_keys`, each with its own error.
+- v1-3 carry Kafka's error message ("NONE" on success, as Kafka sends). Not implemented yet:
+  share-group coordinators (KIP-932), ACLs.
+"""
+
+from __future__ import annotations
+
+from odradek.broker import groups
+from odradek.broker.context import RequestContext
+from odradek.wire import ErrorCode
+from odradek.wire._generated.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
+
+KEY_GROUP = 0
+KEY_TRANSACTION = 1
+
+
+def _lookup(ctx: RequestContext, key_type: int) -> ErrorCode:
+    if key_type == KEY_GROUP:
+        ok = groups.shell(ctx.broker).ensure_offsets_topic()
+        return ErrorCode.NONE if ok else ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if key_type == KEY_TRANSACTION:
+        return ErrorCode.NONE
+    return ErrorCode.INVALID_REQUEST
+
+
+async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    host, port = ctx.broker.advertised_endpoint(ctx.client.listener)
+    node = ctx.broker.node_id
+    key_type = request.key_type if ctx.api_version >= 1 else KEY_GROUP
+    if ctx.api_version < 4:
+        error = _lookup(ctx, key_type)
+        if error != ErrorCode.NONE:
+            return FindCoordinatorResponse(error_code=error, error_message=error.name,
+                                           node_id=-1, host="", port=-1)
+        return FindCoordinatorResponse(error_code=ErrorCode.NONE, error_message="NONE",
+                                       node_id=node, host=host, port=port)
+    coordinators = []
+    for key in request.coordinator_keys:
+        error = _lookup(ctx, key_type)
+        ok = error == ErrorCode.NONE
+        coordinators.append(FindCoordinatorResponse.Coordinator(
+            key=key, node_id=node if ok else -1, host=host if ok else "",
+            port=port if ok else -1, error_code=error,
+            error_message=None if ok else error.name))
+    return FindCoordinatorResponse(coordinators=coordinators)

@@ -1,0 +1,21 @@
+"""Heartbeat (key 12), versions 0-4.
+
+- Keeps a member's session alive. REBALANCE_IN_PROGRESS while the group is preparing a
+  rebalance (the member must rejoin), ILLEGAL_GENERATION for another generation,
+  UNKNOWN_MEMBER_ID for a member the group does not have, FENCED_INSTANCE_ID (v3+) for a
+  static member whose instance id now belongs to a newer member id.
+- Not implemented yet: ACLs, quotas.
+"""
+
+from __future__ import annotations
+
+from odradek.broker import groups
+from odradek.broker.context import RequestContext
+from odradek.wire._generated.heartbeat import HeartbeatRequest, HeartbeatResponse
+
+
+async def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    error = await groups.shell(ctx.broker).heartbeat(
+        request.group_id, request.member_id,
+        request.group_instance_id if ctx.api_version >= 3 else None, request.generation_id)
+    return HeartbeatResponse(error_code=error)

@@ -1,0 +1,57 @@
+"""JoinGroup (key 11), versions 0-9.
+
+- Classic group protocol, coordinator in `odradek.coordinator.group`: the response waits
+  until the join phase ends (every known member joined, or the rebalance timeout), without
+  blocking other connections.
+- v4+ dynamic members first get MEMBER_ID_REQUIRED with their id (KIP-394); static members
+  (`group_instance_id`, v5+) join at once and keep their assignment across restarts
+  (KIP-345); a duplicate instance is fenced with FENCED_INSTANCE_ID.
+- A new group's join phase ends as soon as all its known members joined and no handed-out
+  member id is outstanding: a lone consumer is answered at once rather than after
+  `group.initial.rebalance.delay.ms` (which still bounds the wait for outstanding ids).
+- v0 has no rebalance timeout: the session timeout is used, as Kafka does. v7+ may return a
+  null protocol name on errors; older versions get "". v9 `skip_assignment` is set for a
+  static leader that rejoins a stable group.
+- Not implemented yet: ACLs, quotas (throttle_time_ms is 0).
+"""
+
+from __future__ import annotations
+
+from odradek.broker import groups
+from odradek.broker.context import RequestContext
+from odradek.coordinator.group.coordinator import JoinRequest
+from odradek.wire._generated.join_group import JoinGroupRequest, JoinGroupResponse
+
+
+async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
+    v = ctx.api_version
+    instance_id = request.group_instance_id if v >= 5 else None
+    result = await groups.shell(ctx.broker).join(JoinRequest(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        protocol_type=request.protocol_type,
+        protocols=[(p.name, p.metadata) for p in request.protocols],
+        session_timeout_ms=request.session_timeout_ms,
+        rebalance_timeout_ms=request.rebalance_timeout_ms if v >= 1 else request.session_timeout_ms,
+        group_instance_id=instance_id,
+        client_id=ctx.client_id or "",
+        client_host=groups.client_host(ctx.client.address),
+        require_known_member_id=v >= 4 and instance_id is None,
+        support_skip_assignment=v >= 9,
+        reason=request.reason if v >= 8 else None,
+    ))
+    protocol_name = result.protocol_name
+    if protocol_name is None and v < 7:
+        protocol_name = ""
+    return JoinGroupResponse(
+        error_code=result.error,
+        generation_id=result.generation_id,
+        protocol_type=result.protocol_type,
+        protocol_name=protocol_name,
+        leader=result.leader_id,
+        skip_assignment=result.skip_assignment,
+        member_id=result.member_id,
+        members=[JoinGroupResponse.JoinGroupResponseMember(
+            member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata)
+            for m in result.members],
+    )

@@ -1,0 +1,37 @@
+"""LeaveGroup (key 13), versions 0-5.
+
+- v0-2 remove one `member_id`; the single error is the response's error code.
+- v3+ remove a batch of members, each answered on its own; a member named only by its
+  `group_instance_id` (empty member id) is an admin removal of that static member.
+- A leaving member triggers a rebalance of the rest (or empties the group). v5 reasons are
+  logged. Not implemented yet: ACLs, quotas.
+"""
+
+from __future__ import annotations
+
+from odradek.broker import groups
+from odradek.broker.context import RequestContext
+from odradek.coordinator.group.model import LeavingMember
+from odradek.wire import ErrorCode
+from odradek.wire._generated.leave_group import LeaveGroupRequest, LeaveGroupResponse
+
+
+async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+    v = ctx.api_version
+    if v < 3:
+        leaving = [LeavingMember(request.member_id)]
+    else:
+        leaving = [LeavingMember(m.member_id, m.group_instance_id,
+                                 m.reason if v >= 5 else None) for m in request.members]
+    result = await groups.shell(ctx.broker).leave(request.group_id, leaving)
+    if v < 3:
+        error = result.error
+        if error == ErrorCode.NONE:
+            error = next((m.error for m in result.members if m.error != ErrorCode.NONE),
+                         ErrorCode.NONE)
+        return LeaveGroupResponse(error_code=error)
+    return LeaveGroupResponse(error_code=result.error, members=[
+        LeaveGroupResponse.MemberResponse(member_id=m.member_id,
+                                          group_instance_id=m.group_instance_id,
+                                          error_code=m.error)
+        for m in result.members])

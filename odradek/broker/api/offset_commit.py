@@ -1,0 +1,66 @@
+"""OffsetCommit (key 8), versions 0-9.
+
+- Offsets are written as OffsetCommit records to `__consumer_offsets` and acknowledged only
+  once the record is in the log; OffsetFetch then returns them, across broker restarts.
+- Generation and member checks as Kafka's classic coordinator: a commit with generation -1
+  and no member id is accepted while the group is Empty ("simple" groups used only for
+  offsets, created on first commit); otherwise the member must be known (UNKNOWN_MEMBER_ID,
+  FENCED_INSTANCE_ID for a stale static member) and in the current generation
+  (ILLEGAL_GENERATION). The previous generation may commit while the group prepares a
+  rebalance; REBALANCE_IN_PROGRESS once the new generation is formed but not yet synced.
+- Unknown topics or partitions: UNKNOWN_TOPIC_OR_PARTITION; metadata longer than
+  `offset.metadata.max.bytes`: OFFSET_METADATA_TOO_LARGE, per partition.
+- v1's per-partition commit timestamp (-1: now) and v2-4's retention time (an explicit
+  expiry) are kept; v6+ leader epochs round-trip. v0 (ZooKeeper-stored in old Kafka) is served
+  from the same store. v9 classic groups use `generation_id_or_member_epoch` as the
+  generation. Not implemented yet: KIP-848 consumer groups (member epochs), ACLs, quotas.
+"""
+
+from __future__ import annotations
+
+from odradek.broker import groups
+from odradek.broker.context import RequestContext
+from odradek.coordinator.group.model import TopicPartition
+from odradek.coordinator.group.records import OffsetAndMetadata
+from odradek.wire import ErrorCode
+from odradek.wire._generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+
+Resp = OffsetCommitResponse
+
+
+async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+    v = ctx.api_version
+    broker = ctx.broker
+    now = broker.now_ms()
+    expire = (now + request.retention_time_ms
+              if 2 <= v <= 4 and request.retention_time_ms != -1 else None)
+    errors: dict[TopicPartition, ErrorCode] = {}
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if not broker.cluster.has_partition(topic.name, p.partition_index):
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            commit_ts = p.commit_timestamp if v == 1 and p.commit_timestamp != -1 else now
+            offsets[tp] = OffsetAndMetadata(
+                offset=p.committed_offset,
+                leader_epoch=p.committed_leader_epoch if v >= 6 else -1,
+                metadata=p.committed_metadata or "",
+                commit_timestamp=commit_ts,
+                expire_timestamp=expire,
+            )
+    if offsets:
+        errors.update(await groups.shell(broker).commit(
+            request.group_id,
+            request.member_id if v >= 1 else "",
+            request.group_instance_id if v >= 7 else None,
+            request.generation_id_or_member_epoch if v >= 1 else -1,
+            offsets))
+    return OffsetCommitResponse(topics=[
+        Resp.OffsetCommitResponseTopic(name=topic.name, partitions=[
+            Resp.OffsetCommitResponsePartition(
+                partition_index=p.partition_index,
+                error_code=errors[(topic.name, p.partition_index)])
+            for p in topic.partitions])
+        for topic in request.topics])

@@ -1,0 +1,71 @@
+"""OffsetFetch (key 9), versions 0-9.
+
+- Committed offsets (with metadata and, v5+, leader epoch) from the group coordinator; -1
+  and empty metadata where nothing is committed, for any group or topic name, as Kafka
+  answers. Topics null (v2+) means every partition the group has an offset for.
+- v0-7 ask for one group; v8+ batch several groups, each with its own error code.
+- require_stable (v7+): a partition with a commit still being written (or, once transactions
+  land, a pending transactional commit) answers UNSTABLE_OFFSET_COMMIT so the client retries.
+- v0 (ZooKeeper-stored in old Kafka) is served from the same store. v9 member id/epoch apply
+  only to KIP-848 consumer groups and are ignored. Not implemented yet: ACLs, quotas.
+"""
+
+from __future__ import annotations
+
+from odradek.broker import groups
+from odradek.broker.context import RequestContext
+from odradek.coordinator.group.model import FetchedOffset, TopicPartition
+from odradek.wire import ErrorCode
+from odradek.wire._generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+
+Resp = OffsetFetchResponse
+
+
+def _wanted(topics: list[tuple[str, list[int]]] | None) -> list[TopicPartition] | None:
+    if topics is None:
+        return None
+    return [(name, p) for name, parts in topics for p in parts]
+
+
+def _by_topic(found: dict[TopicPartition, FetchedOffset]) -> dict[str, list[tuple[int, FetchedOffset]]]:
+    out: dict[str, list[tuple[int, FetchedOffset]]] = {}
+    for (topic, partition), fetched in found.items():
+        out.setdefault(topic, []).append((partition, fetched))
+    return out
+
+
+async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+    v = ctx.api_version
+    shell = groups.shell(ctx.broker)
+    require_stable = v >= 7 and request.require_stable
+    if v < 8:
+        topics = (None if request.topics is None and v >= 2
+                  else [(t.name, t.partition_indexes) for t in request.topics or []])
+        error, found = await shell.fetch(request.group_id, _wanted(topics), require_stable)
+        out_topics = []
+        for name, parts in _by_topic(found).items():
+            out_parts = []
+            for partition, f in parts:
+                if v < 2 and error != ErrorCode.NONE:  # no top-level error before v2
+                    f = FetchedOffset(error=error)
+                out_parts.append(Resp.OffsetFetchResponsePartition(
+                    partition_index=partition, committed_offset=f.offset,
+                    committed_leader_epoch=f.leader_epoch, metadata=f.metadata,
+                    error_code=f.error))
+            out_topics.append(Resp.OffsetFetchResponseTopic(name=name, partitions=out_parts))
+        return OffsetFetchResponse(topics=out_topics, error_code=error)
+    out_groups = []
+    for group in request.groups:
+        topics = (None if group.topics is None
+                  else [(t.name, t.partition_indexes) for t in group.topics])
+        error, found = await shell.fetch(group.group_id, _wanted(topics), require_stable)
+        out_groups.append(Resp.OffsetFetchResponseGroup(
+            group_id=group.group_id, error_code=error,
+            topics=[Resp.OffsetFetchResponseTopics(name=name, partitions=[
+                Resp.OffsetFetchResponsePartitions(
+                    partition_index=partition, committed_offset=f.offset,
+                    committed_leader_epoch=f.leader_epoch, metadata=f.metadata,
+                    error_code=f.error)
+                for partition, f in parts])
+                for name, parts in _by_topic(found).items()]))
+    return OffsetFetchResponse(groups=out_groups)

@@ -1,0 +1,33 @@
+"""SyncGroup (key 14), versions 0-5.
+
+- The leader's assignments are stored (as a GroupMetadata record in `__consumer_offsets`)
+  and every member gets exactly the bytes the leader sent for it; followers that sync first
+  wait for the leader. A member the leader left out gets an empty assignment (for protocol
+  type "consumer" a well-formed empty ConsumerProtocolAssignment, so every client decodes it).
+- ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID (v3+ static members),
+  REBALANCE_IN_PROGRESS while members are rejoining; v5 checks protocol type and name
+  (INCONSISTENT_GROUP_PROTOCOL) and returns them.
+- Not implemented yet: ACLs, quotas.
+"""
+
+from __future__ import annotations
+
+from odradek.broker import groups
+from odradek.broker.context import RequestContext
+from odradek.coordinator.group.coordinator import SyncRequest
+from odradek.wire._generated.sync_group import SyncGroupRequest, SyncGroupResponse
+
+
+async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
+    v = ctx.api_version
+    result = await groups.shell(ctx.broker).sync(SyncRequest(
+        group_id=request.group_id,
+        generation_id=request.generation_id,
+        member_id=request.member_id,
+        group_instance_id=request.group_instance_id if v >= 3 else None,
+        protocol_type=request.protocol_type if v >= 5 else None,
+        protocol_name=request.protocol_name if v >= 5 else None,
+        assignments={a.member_id: a.assignment for a in request.assignments},
+    ))
+    return SyncGroupResponse(error_code=result.error, protocol_type=result.protocol_type,
+                             protocol_name=result.protocol_name, assignment=result.assignment)
