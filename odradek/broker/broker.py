@@ -83,6 +83,8 @@ class Broker:
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         self._appended = anyio.Event()
         tg.start_soon(self._retention_loop)
+        from odradek.broker import groups  # replays __consumer_offsets, runs group timers
+        await groups.start(self, tg)
 
     async def _retention_loop(self) -> None:
         interval = self.config.log_retention_check_interval_ms / 1000

@@ -50,6 +50,17 @@ HANDLERS: dict[int, HandlerEntry] = {
     ApiKey.CREATE_PARTITIONS: HandlerEntry("create_partitions", 0, 3),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: HandlerEntry("incremental_alter_configs", 0, 1),
     ApiKey.DESCRIBE_CLUSTER: HandlerEntry("describe_cluster", 0, 1),
+    ApiKey.FIND_COORDINATOR: HandlerEntry("find_coordinator", 0, 6),
+    ApiKey.JOIN_GROUP: HandlerEntry("join_group", 0, 9),
+    ApiKey.SYNC_GROUP: HandlerEntry("sync_group", 0, 5),
+    ApiKey.HEARTBEAT: HandlerEntry("heartbeat", 0, 4),
+    ApiKey.LEAVE_GROUP: HandlerEntry("leave_group", 0, 5),
+    ApiKey.OFFSET_COMMIT: HandlerEntry("offset_commit", 0, 9),
+    ApiKey.OFFSET_FETCH: HandlerEntry("offset_fetch", 0, 9),
+    ApiKey.DESCRIBE_GROUPS: HandlerEntry("describe_groups", 0, 5),
+    ApiKey.LIST_GROUPS: HandlerEntry("list_groups", 0, 5),
+    ApiKey.DELETE_GROUPS: HandlerEntry("delete_groups", 0, 2),
+    ApiKey.OFFSET_DELETE: HandlerEntry("offset_delete", 0, 0),
 }
 
 _loaded: dict[int, Handler] = {}
