@@ -10,10 +10,14 @@
   never validated.
 - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION (Produce never auto-creates topics,
   as in Kafka); internal topics: INVALID_TOPIC_EXCEPTION.
+- Idempotent and transactional batches go through the partition's producer state (see
+  `storage/producer_state.py`): a retried batch is answered with its original offsets and not
+  written twice; OUT_OF_ORDER_SEQUENCE_NUMBER; INVALID_PRODUCER_EPOCH for an older producer
+  epoch (never a leader-epoch error: clients would retry it until they time out);
+  INVALID_TXN_STATE for a non-transactional batch inside an open transaction.
 - Appends wake long-polling fetches.
-- Not implemented yet: idempotent/transactional producer state (sequence checks, producer
-  epochs; see the exactly-once issue), quotas (throttle_time_ms is 0), KIP-890 implicit
-  partition adds (v12+ is not served), v0-2 (legacy message format).
+- Not implemented yet: quotas (throttle_time_ms is 0), KIP-890 implicit partition adds and
+  partition verification (v12+ is not served), v0-2 (legacy message format).
 """
 
 from __future__ import annotations
@@ -24,6 +28,13 @@ from odradek.broker.cluster import INTERNAL_TOPICS, LEADER_EPOCH
 from odradek.broker.context import RequestContext
 from odradek.broker.dispatch import CloseConnection
 from odradek.broker.storage.log import MessageTooLargeError
+from odradek.broker.storage.producer_state import (
+    CoordinatorFencedError,
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    ProducerStateError,
+)
 from odradek.wire import ErrorCode, RecordBatchError
 from odradek.wire._generated.produce import ProduceRequest, ProduceResponse
 from odradek.wire.records import LEGACY_MAGIC_OFFSET, RecordBatch, iter_batches
@@ -31,6 +42,13 @@ from odradek.wire.records import LEGACY_MAGIC_OFFSET, RecordBatch, iter_batches
 log = structlog.get_logger("odradek.produce")
 
 PartitionResponse = ProduceResponse.PartitionProduceResponse
+
+_PRODUCER_STATE_ERRORS: dict[type[ProducerStateError], ErrorCode] = {
+    InvalidProducerEpochError: ErrorCode.INVALID_PRODUCER_EPOCH,
+    OutOfOrderSequenceError: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+    InvalidTxnStateError: ErrorCode.INVALID_TXN_STATE,
+    CoordinatorFencedError: ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+}
 
 
 def _validate(records: memoryview, compacted: bool) -> tuple[ErrorCode, str | None, list[int]]:
@@ -76,7 +94,7 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
         return resp
     view = records if isinstance(records, memoryview) else memoryview(bytearray(records))
     try:
-        code, message, bad = _validate(view, plog.config.compacts)
+        code, message, bad = _validate(view, bool(getattr(plog.config, "compacts", False)))
         if code != ErrorCode.NONE:
             resp.error_code, resp.error_message = code, message
             resp.record_errors = [
@@ -96,6 +114,12 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
         resp.error_code, resp.error_message = ErrorCode.MESSAGE_TOO_LARGE, str(e)
         log.warning("produce rejected", topic=topic, partition=data.index,
                     error="MESSAGE_TOO_LARGE", reason=str(e), client=ctx.client_id)
+        return resp
+    except ProducerStateError as e:
+        code = _PRODUCER_STATE_ERRORS.get(type(e), ErrorCode.UNKNOWN_SERVER_ERROR)
+        resp.error_code, resp.error_message = code, str(e)
+        log.info("produce rejected", topic=topic, partition=data.index, error=code.name,
+                 reason=str(e), client=ctx.client_id)
         return resp
     resp.error_code = ErrorCode.NONE
     resp.base_offset = info.first_offset

@@ -33,6 +33,13 @@ from odradek.broker.storage import files
 from odradek.broker.storage.config import LONG_MAX, LogSettings
 from odradek.broker.storage.index_file import CorruptIndexError
 from odradek.broker.storage.leader_epoch import LeaderEpochCache
+from odradek.broker.storage.producer_state import (
+    BatchInfo,
+    BatchMetadata,
+    Origin,
+    PreparedAppend,
+    ProducerStateManager,
+)
 from odradek.broker.storage.segment import (
     BatchMeta,
     CorruptSegmentError,
@@ -79,6 +86,8 @@ class AppendInfo:
     size: int
     # Views of the appended batches with their final offsets (for producer state).
     batches: list[RecordBatch] = field(default_factory=list)
+    # A retried idempotent batch: nothing was written, the offsets are the original ones.
+    duplicate: bool = False
 
 
 class PartitionLog:
@@ -93,6 +102,7 @@ class PartitionLog:
         recovery_point: int,
         now_ms: int,
         on_log_start_offset_change: Callable[[PartitionLog], None] | None,
+        producer_state: ProducerStateManager | None = None,
     ) -> None:
         self.directory = directory
         self.topic, self.partition = files.parse_partition_dir_name(directory.name)
@@ -108,6 +118,10 @@ class PartitionLog:
         self._last_flush_ms = now_ms
         self._on_log_start_offset_change = on_log_start_offset_change
         self._closed = False
+        if producer_state is None:
+            producer_state = ProducerStateManager(directory)
+            producer_state.rebuild(segments, log_start_offset, self.log_end_offset)
+        self.producer_state = producer_state
 
     # -- opening ----------------------------------------------------------------------------
 
@@ -280,11 +294,14 @@ class PartitionLog:
         leader_epoch: int,
         now_ms: int,
         verify_crc: bool = True,
+        origin: Origin = Origin.CLIENT,
     ) -> AppendInfo:
         """Append the batches in `records` (a writable view, patched in place), assigning
         offsets from the log end. All-or-nothing: every batch is checked before any is
-        written. Raises RecordBatchError (corrupt/invalid framing or CRC) or
-        MessageTooLargeError; never iterates records."""
+        written. Raises RecordBatchError (corrupt/invalid framing or CRC),
+        MessageTooLargeError, or a `producer_state.ProducerStateError` (sequence, epoch,
+        transaction checks per `origin`); a retried idempotent batch is not written again
+        (`AppendInfo.duplicate`). Never iterates records (but reads a marker's one record)."""
         self._check_open()
         if records.readonly:
             raise ValueError("append needs a writable buffer (offsets are patched in place)")
@@ -313,7 +330,10 @@ class PartitionLog:
         max_ts, max_ts_offset = -1, first_offset
         message_count = 0
         position = 0
+        producer_batches: list[BatchInfo] = []
         for batch in found:
+            if batch.producer_id >= 0:
+                producer_batches.append(BatchInfo.of(batch, next_offset))
             set_base_offset(records, position, next_offset)
             set_partition_leader_epoch(records, position, leader_epoch)
             batch_max_ts = batch.max_timestamp
@@ -328,6 +348,11 @@ class PartitionLog:
             next_offset = last + 1
             position += batch.size
         last_offset = next_offset - 1
+        prepared = None
+        if producer_batches:
+            prepared = self.producer_state.prepare(producer_batches, origin)
+            if prepared.duplicate is not None:
+                return self._duplicate_info(prepared.duplicate)
 
         segment = self._maybe_roll(position, max_ts, last_offset, now_ms)
         latest = self.epochs.latest_epoch
@@ -336,6 +361,9 @@ class PartitionLog:
         segment.append(records[:position], metas)
         self.log_end_offset = next_offset
         self._high_watermark = next_offset  # single node: the leader is the whole ISR
+        if prepared is not None:
+            self._apply_producer_state(prepared)
+        self.producer_state.map_end_offset = next_offset
         self._unflushed_messages += message_count
         if self._unflushed_messages >= self.config.flush_messages:
             self.flush(now_ms=now_ms)
@@ -349,6 +377,38 @@ class PartitionLog:
             size=position,
             batches=list(iter_batches(records[:position])),
         )
+
+    def _duplicate_info(self, dup: BatchMetadata) -> AppendInfo:
+        return AppendInfo(
+            first_offset=dup.first_offset,
+            last_offset=dup.last_offset,
+            max_timestamp=dup.timestamp,
+            offset_of_max_timestamp=dup.last_offset,
+            log_append_time=dup.timestamp if self.config.log_append_time else -1,
+            log_start_offset=self.log_start_offset,
+            size=0,
+            duplicate=True,
+        )
+
+    def _apply_producer_state(self, prepared: PreparedAppend) -> None:
+        """Record the written batches; index the transactions their markers aborted."""
+        state = self.producer_state
+        for txn in state.apply(prepared):
+            if txn.is_aborted:
+                lso = state.last_stable_offset_after(txn)
+                self.append_aborted_txn(
+                    AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso)
+                )
+            state.complete_txn(txn)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The offset below which every transaction is decided (read_committed bound): the
+        first offset of the earliest open transaction, else the high watermark."""
+        first = self.producer_state.first_unstable_offset()
+        if first is None:
+            return self._high_watermark
+        return max(min(first, self._high_watermark), self.log_start_offset)
 
     def _maybe_roll(
         self, size: int, max_timestamp: int, last_offset: int, now_ms: int
@@ -383,6 +443,12 @@ class PartitionLog:
         )
         self._segments.append(segment)
         self._bases.append(segment.base_offset)
+        # As Kafka: a producer-state snapshot per segment base offset, so a restart after a
+        # crash only replays the active segment (no fsync: a torn snapshot fails its CRC).
+        # Unlike Kafka, none while no producer wrote here: there is nothing to restore.
+        self.producer_state.map_end_offset = self.log_end_offset
+        if self.producer_state.producers:
+            self.producer_state.take_snapshot(sync=False)
         return segment
 
     def append_aborted_txn(self, txn: AbortedTxn) -> None:
@@ -564,6 +630,7 @@ class PartitionLog:
         segment = self._segments.pop(0)
         self._bases.pop(0)
         segment.delete()
+        self.producer_state.delete_snapshots_before(self._segments[0].base_offset)
         log.info(
             "deleted segment", log=f"{self.topic}-{self.partition}", base_offset=segment.base_offset
         )
@@ -611,6 +678,9 @@ class PartitionLog:
         if self._closed:
             return
         self.flush()
+        self.producer_state.map_end_offset = self.log_end_offset
+        if self.producer_state.producers:
+            self.producer_state.take_snapshot()
         for segment in self._segments:
             segment.close()
         self._closed = True
