@@ -1,0 +1,72 @@
+"""The drivers the runner knows: how to start each one and which scenarios it implements."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compat_tests.scenarios import CLI_SCENARIOS, SCENARIOS
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Driver:
+    name: str  # the client column in the report
+    family: str
+    scenarios: tuple[str, ...] = tuple(SCENARIOS)
+    extra_scenarios: tuple[str, ...] = field(default=())
+
+    def all_scenarios(self) -> tuple[str, ...]:
+        return self.scenarios + self.extra_scenarios
+
+    def command(self) -> list[str]:
+        """argv before --bootstrap/--scenario/--topic-prefix; raises if the driver isn't built."""
+        py = [sys.executable, "-m"]
+        if self.name == "confluent-kafka":
+            return py + ["compat_tests.python.confluent"]
+        if self.name == "kafka-python":
+            return py + ["compat_tests.python.kafka_python"]
+        if self.name == "aiokafka":
+            return py + ["compat_tests.python.aiokafka_driver"]
+        if self.name == "kcat":
+            if not (shutil.which("kcat") or shutil.which("kafkacat")):
+                raise RuntimeError("kcat not installed (apt-get install kcat)")
+            return py + ["compat_tests.python.kcat"]
+        if self.name.startswith("java-"):
+            cp_name = {"java-3.9": "clients-3.9", "java-4.1": "clients-4.1"}[self.name]
+            target = HERE / "java" / "target"
+            cp_file = target / f"cp-{cp_name}.txt"
+            if not (target / "classes").is_dir() or not cp_file.exists():
+                raise RuntimeError("Java driver not built: run compat_tests/setup.sh")
+            cp = f"{target / 'classes'}:{cp_file.read_text().strip()}"
+            return ["java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp,
+                    "odradek.compat.Driver", "--client", self.name, "--classpath", cp]
+        if self.name in ("franz-go", "sarama"):
+            binary = HERE / "go" / "bin" / "compat-go"
+            if not binary.exists():
+                raise RuntimeError("Go driver not built: run compat_tests/setup.sh")
+            return [str(binary), "--client", self.name]
+        if self.name == "kafkajs":
+            if not (HERE / "node" / "node_modules" / "kafkajs").is_dir():
+                raise RuntimeError("node_modules missing: run compat_tests/setup.sh (npm ci)")
+            return ["node", str(HERE / "node" / "driver.js")]
+        raise ValueError(self.name)
+
+
+DRIVERS: dict[str, Driver] = {
+    d.name: d
+    for d in (
+        Driver("java-4.1", "Java", extra_scenarios=tuple(CLI_SCENARIOS)),
+        Driver("java-3.9", "Java"),
+        Driver("confluent-kafka", "librdkafka"),
+        Driver("kcat", "librdkafka"),
+        Driver("kafka-python", "Python"),
+        Driver("aiokafka", "Python"),
+        Driver("franz-go", "Go"),
+        Driver("sarama", "Go"),
+        Driver("kafkajs", "Node"),
+    )
+}

@@ -1,0 +1,167 @@
+"""The matrix runner: `python -m compat_tests.run [--target odradek|kafka] [--clients ..] [--scenarios ..]`.
+
+Starts one broker for the whole run (Odradek on port 0 with a temp data dir, or Apache Kafka
+4.1 in KRaft mode), runs every selected driver (a few at a time) with every selected scenario,
+collects one row per (client, scenario), stores them in docs/compat-results/<target>.json and
+rewrites docs/compat.md. A driver that dies or hangs still yields a FAIL row for each scenario
+it did not report. Exit status 0 whatever the rows say (the pytest entry judges them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from compat_tests import report
+from compat_tests.brokers import Broker, make_broker
+from compat_tests.drivers import DRIVERS, Driver
+from compat_tests.scenarios import ALL_SCENARIOS
+
+SCENARIO_TIMEOUT = 45.0
+
+
+def run_driver(driver: Driver, scenarios: list[str], broker: Broker, workdir: Path, timeout: float) -> list[dict[str, Any]]:
+    wanted = [s for s in scenarios if s in driver.all_scenarios()]
+    if not wanted:
+        return []
+    rows: dict[str, dict[str, Any]] = {}
+
+    def fail_all(reason: str) -> list[dict[str, Any]]:
+        return [rows.get(s) or {"client": driver.name, "client_version": "?", "scenario": s, "status": "FAIL", "reason": reason}
+                for s in wanted]
+
+    try:
+        argv = driver.command()
+    except RuntimeError as exc:
+        return fail_all(f"driver unavailable: {exc}")
+    argv += ["--bootstrap", broker.bootstrap, "--topic-prefix", f"{driver.name.replace('.', '')}-{uuid.uuid4().hex[:6]}",
+             "--timeout", str(timeout), "--scenario", ",".join(wanted)]
+    if driver.name.startswith("java-"):
+        argv += ["--log-dirs", ",".join(str(d) for d in broker.log_dirs())]
+    err_path = workdir / f"driver-{driver.name}.stderr"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    started = time.monotonic()
+    with err_path.open("wb") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
+                                env=env, cwd=report.REPO, start_new_session=True)
+        # The driver bounds each scenario itself; this is the backstop for a stuck process.
+        budget = len(wanted) * (timeout + 20) + 60
+        killer = threading.Timer(budget, lambda: _kill(proc))
+        killer.start()
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.decode(errors="replace").strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if row.get("scenario") in wanted:
+                row["client"] = driver.name
+                rows[row["scenario"]] = row
+        code = proc.wait()
+        killer.cancel()
+    if len(rows) < len(wanted):
+        tail = err_path.read_text(errors="replace")[-400:].strip().replace("\n", " / ")
+        elapsed = time.monotonic() - started
+        why = "timeout (driver killed)" if elapsed >= budget else f"driver exited {code} before reporting"
+        return fail_all(f"{why}: {tail}")
+    return [rows[s] for s in wanted]
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m compat_tests.run", description=__doc__.splitlines()[0])
+    ap.add_argument("--target", choices=["odradek", "kafka"], default="odradek")
+    ap.add_argument("--clients", default="", help=f"comma list of {', '.join(DRIVERS)} (default: all)")
+    ap.add_argument("--scenarios", default="", help="comma list (default: all)")
+    ap.add_argument("--jobs", type=int, default=3, help="drivers run at once")
+    ap.add_argument("--timeout", type=float, default=SCENARIO_TIMEOUT, help="seconds per scenario")
+    ap.add_argument("--bootstrap", default="", help="use a running broker instead of starting one")
+    ap.add_argument("--json", default="", help="also write the rows to this file")
+    ap.add_argument("--no-doc", action="store_true", help="leave docs/compat.md and docs/compat-results alone")
+    args = ap.parse_args(argv)
+
+    clients = [c for c in args.clients.split(",") if c] or list(DRIVERS)
+    unknown = [c for c in clients if c not in DRIVERS]
+    if unknown:
+        ap.error(f"unknown clients {unknown}")
+    all_names = [s for s in ALL_SCENARIOS if any(s in d.all_scenarios() for d in DRIVERS.values())]
+    scenarios = [s for s in args.scenarios.split(",") if s] or all_names
+    bad = [s for s in scenarios if s not in all_names]
+    if bad:
+        ap.error(f"unknown scenarios {bad}")
+
+    workdir = Path(tempfile.mkdtemp(prefix=f"compat-run-{args.target}-"))
+    started = time.monotonic()
+    broker: Broker
+    if args.bootstrap:
+        from compat_tests.brokers import OdradekBroker
+
+        broker = OdradekBroker(workdir, workdir / "none.log")
+        broker.port = int(args.bootstrap.rsplit(":", 1)[1])
+        broker.name = "external"
+    else:
+        broker = make_broker(args.target, workdir)
+        print(f"starting {broker.name} ...", file=sys.stderr)
+        broker.start()
+    print(f"{broker.name} {broker.version} at {broker.bootstrap}; work dir {workdir}", file=sys.stderr)
+    rows: list[dict[str, Any]] = []
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            futures = {c: pool.submit(run_driver, DRIVERS[c], scenarios, broker, workdir, args.timeout) for c in clients}
+            for c, fut in futures.items():
+                got = fut.result()
+                for r in got:
+                    print(f"{r['status']:13} {c:16} {r['scenario']:26} {r.get('reason', '')[:150]}", file=sys.stderr)
+                rows += got
+    finally:
+        if not args.bootstrap:
+            broker.stop()
+    seconds = time.monotonic() - started
+    run = {
+        "target": args.target,
+        "broker": broker.name,
+        "broker_version": broker.version,
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "host": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "seconds": seconds,
+        "rows": rows,
+    }
+    if args.json:
+        Path(args.json).write_text(json.dumps(run, indent=1) + "\n")
+    full = not args.clients and not args.scenarios and not args.bootstrap
+    if not args.no_doc and full:
+        report.save(args.target, run)
+        report.write()
+        print(f"wrote {report.DOC}", file=sys.stderr)
+    elif not args.no_doc:
+        print("partial run (--clients/--scenarios/--bootstrap): docs/compat.md left alone", file=sys.stderr)
+    counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("PASS", "FAIL", "NOT_SUPPORTED")}
+    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['NOT_SUPPORTED']} not supported in {seconds:.0f} s",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
