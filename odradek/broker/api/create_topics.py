@@ -2,10 +2,10 @@
 
 - Creation is synchronous: when the answer is sent, the topic's partition logs exist and
   Metadata lists it; `timeout_ms` is therefore ignored.
-- Checks per topic, in Kafka's order: a name given twice in the request (INVALID_REQUEST,
-  one result for that name), illegal or colliding names (INVALID_TOPIC_EXCEPTION), existing
-  topics (TOPIC_ALREADY_EXISTS), null or invalid configs (INVALID_CONFIG), then partitions
-  and replication.
+- Checks per topic, in Kafka's order: a name given twice in the request or the name
+  `__cluster_metadata` (INVALID_REQUEST; one result per name), illegal or colliding names
+  (INVALID_TOPIC_EXCEPTION), existing topics (TOPIC_ALREADY_EXISTS), null or invalid configs
+  (INVALID_CONFIG), then partitions and replication.
 - num_partitions -1 takes `num.partitions`; replication_factor -1 takes
   `default.replication.factor`. With one broker only a factor of 1 can be met; more is
   INVALID_REPLICATION_FACTOR with Kafka's replica placer message.
@@ -39,6 +39,7 @@ from odradek.wire.primitives import ZERO_UUID
 log = structlog.get_logger("odradek.admin")
 
 Resp = CreateTopicsResponse
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"  # KRaft's metadata log: Kafka refuses the name
 Topic = CreateTopicsRequest.CreatableTopic
 
 
@@ -156,6 +157,11 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
         answered.add(topic.name)
         if counts[topic.name] > 1:
             results.append(_error(topic.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+            continue
+        if topic.name == CLUSTER_METADATA_TOPIC:
+            results.append(_error(topic.name, ErrorCode.INVALID_REQUEST,
+                                  f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is "
+                                  "prohibited."))
             continue
         try:
             result = _create_one(ctx, topic, validate_only, budget)

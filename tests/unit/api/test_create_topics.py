@@ -102,6 +102,12 @@ def test_existing_illegal_and_colliding_names(broker: Broker) -> None:
     assert [r.name for r in results] == ["a.b", "a_b", "bad name", "", "x" * 250, "ok"]
 
 
+def test_cluster_metadata_name_refused(broker: Broker) -> None:
+    [r] = create(broker, 7, topic("__cluster_metadata"))
+    assert r.error_code == ErrorCode.INVALID_REQUEST
+    assert broker.cluster.get("__cluster_metadata") is None
+
+
 def test_duplicate_names_in_one_request(broker: Broker) -> None:
     results = create(broker, 7, topic("dup", 1), topic("dup", 2), topic("single"))
     assert [(r.name, r.error_code) for r in results] == [
