@@ -247,9 +247,12 @@ class LogSegment:
         for batch in batches:
             if batch.max_timestamp > max_ts:
                 max_ts, max_ts_offset = batch.max_timestamp, batch.last_offset
-            if bytes_since > self.index_interval_bytes:
+            # A full index (the roll check runs once per request, which may add several
+            # entries here) just gets no more entries: the data is already written.
+            if bytes_since > self.index_interval_bytes and not self.offset_index.is_full:
                 self.offset_index.append(batch.last_offset, position)
-                self.time_index.maybe_append(max_ts, max_ts_offset)
+                if not self.time_index.is_full:
+                    self.time_index.maybe_append(max_ts, max_ts_offset)
                 bytes_since = 0
             bytes_since += batch.size
             position += batch.size

@@ -473,3 +473,19 @@ def test_segment_byte_limit_counts_the_incoming_batch(tmp_path: Path) -> None:
     assert all(s.size > 0 for s in log.segments)
     log.close()
     assert all(os.path.getsize(s.log_path) == s.size for s in log.segments)
+
+
+def test_many_batches_in_one_request_never_overflow_the_index(tmp_path: Path) -> None:
+    # 3 entries fit; one request of 10 batches wants more: the data still goes in whole.
+    log = open_log(tmp_path, LogConfig(index_interval_bytes=0, segment_index_bytes=24))
+    request = bytearray()
+    for i in range(10):
+        request += batch([str(i).encode()])
+    info = log.append(memoryview(request), leader_epoch=0, now_ms=1)
+    assert (info.first_offset, info.last_offset) == (0, 9)
+    assert log.active_segment.offset_index.entries == 3
+    assert [v for _, v in values_of(log.read(0, 10**6))] == [str(i).encode() for i in range(10)]
+    append(log, [b"next"])  # the full index rolls the segment before the next append
+    assert len(log.segments) == 2
+    log.close()
+    verify_segment_files(log.directory, 0)
