@@ -85,6 +85,8 @@ class Broker:
         tg.start_soon(self._retention_loop)
         from odradek.broker import groups  # replays __consumer_offsets, runs group timers
         await groups.start(self, tg)
+        from odradek.broker import transactions  # replays __transaction_state, txn timers
+        await transactions.start(self, tg)
 
     async def _retention_loop(self) -> None:
         interval = self.config.log_retention_check_interval_ms / 1000

@@ -61,6 +61,15 @@ HANDLERS: dict[int, HandlerEntry] = {
     ApiKey.LIST_GROUPS: HandlerEntry("list_groups", 0, 5),
     ApiKey.DELETE_GROUPS: HandlerEntry("delete_groups", 0, 2),
     ApiKey.OFFSET_DELETE: HandlerEntry("offset_delete", 0, 0),
+    ApiKey.INIT_PRODUCER_ID: HandlerEntry("init_producer_id", 0, 5),
+    # Transactions: the classic protocol only (EndTxn v5 and Produce v12 are KIP-890's).
+    ApiKey.ADD_PARTITIONS_TO_TXN: HandlerEntry("add_partitions_to_txn", 0, 5),
+    ApiKey.ADD_OFFSETS_TO_TXN: HandlerEntry("add_offsets_to_txn", 0, 4),
+    ApiKey.END_TXN: HandlerEntry("end_txn", 0, 4),
+    ApiKey.TXN_OFFSET_COMMIT: HandlerEntry("txn_offset_commit", 0, 4),
+    ApiKey.DESCRIBE_PRODUCERS: HandlerEntry("describe_producers", 0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: HandlerEntry("describe_transactions", 0, 0),
+    ApiKey.LIST_TRANSACTIONS: HandlerEntry("list_transactions", 0, 1),
 }
 
 _loaded: dict[int, Handler] = {}

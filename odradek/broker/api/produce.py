@@ -92,7 +92,11 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
         resp.error_code = ErrorCode.INVALID_RECORD
         resp.error_message = "Produce request has no record batch for this partition"
         return resp
-    view = records if isinstance(records, memoryview) else memoryview(bytearray(records))
+    # Offsets are patched in place: a read-only buffer (not the server's) is copied first.
+    if isinstance(records, memoryview) and not records.readonly:
+        view = records
+    else:
+        view = memoryview(bytearray(records))
     try:
         code, message, bad = _validate(view, bool(getattr(plog.config, "compacts", False)))
         if code != ErrorCode.NONE:
