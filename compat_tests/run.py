@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=3, help="drivers run at once")
     ap.add_argument("--timeout", type=float, default=SCENARIO_TIMEOUT, help="seconds per scenario")
     ap.add_argument("--bootstrap", default="", help="use a running broker instead of starting one")
+    ap.add_argument("--log-dirs", default="", help="with --bootstrap: the broker's log dirs (for cli-dump-log-segments)")
     ap.add_argument("--json", default="", help="also write the rows to this file")
     ap.add_argument("--no-doc", action="store_true", help="leave docs/compat.md and docs/compat-results alone")
     args = ap.parse_args(argv)
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.bootstrap:
         from compat_tests.brokers import OdradekBroker
 
-        broker = OdradekBroker(workdir, workdir / "none.log")
+        broker = OdradekBroker(Path(args.log_dirs.split(",")[0]) if args.log_dirs else workdir, workdir / "none.log")
         broker.port = int(args.bootstrap.rsplit(":", 1)[1])
         broker.name = "external"
     else:
