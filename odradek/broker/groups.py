@@ -35,6 +35,11 @@ from odradek.broker.storage.log import (
     PartitionLog,
     StorageError,
 )
+from odradek.broker.storage.producer_state import (
+    InvalidProducerEpochError,
+    Origin,
+    ProducerStateError,
+)
 from odradek.coordinator.group.coordinator import (
     Append,
     GroupConfig,
@@ -237,12 +242,19 @@ class GroupShell:
         if plog is None:
             a.on_done(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)
             return False
+        # Transactional offset commits carry the producer's id and epoch but no sequence: the
+        # partition checks their epoch only (origin COORDINATOR), as Kafka's group coordinator.
         raw = build_batch(a.records, base_timestamp=now, producer_id=a.producer_id,
-                          producer_epoch=a.producer_epoch,
-                          base_sequence=0 if a.transactional else -1,
+                          producer_epoch=a.producer_epoch, base_sequence=-1,
                           is_transactional=a.transactional)
         try:
-            info = plog.append(memoryview(bytearray(raw)), leader_epoch=LEADER_EPOCH, now_ms=now)
+            info = plog.append(memoryview(bytearray(raw)), leader_epoch=LEADER_EPOCH, now_ms=now,
+                               origin=Origin.COORDINATOR)
+        except ProducerStateError as e:  # a fenced producer: an error answer, not a crash
+            log.info("__consumer_offsets append refused", partition=a.partition, error=str(e))
+            a.on_done(ErrorCode.INVALID_PRODUCER_EPOCH if isinstance(e, InvalidProducerEpochError)
+                      else ErrorCode.INVALID_TXN_STATE, -1)
+            return False
         except MessageTooLargeError as e:
             log.error("__consumer_offsets append too large", partition=a.partition, error=str(e))
             a.on_done(ErrorCode.MESSAGE_TOO_LARGE, -1)
@@ -299,6 +311,19 @@ class GroupShell:
         await self.ready()
         pending = self.coordinator.commit_offsets(group_id, member_id, group_instance_id,
                                                   generation_id, offsets)
+        self._drain()
+        return await self._wait(pending)
+
+    async def commit_txn(self, group_id: str, producer_id: int, producer_epoch: int,
+                         member_id: str, group_instance_id: str | None, generation_id: int,
+                         offsets: dict[TopicPartition, OffsetAndMetadata],
+                         ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit (called by the transaction handlers): the offsets are staged until
+        the transaction's marker reaches `__consumer_offsets`."""
+        await self.ready()
+        pending = self.coordinator.commit_txn_offsets(group_id, producer_id, producer_epoch,
+                                                      member_id, group_instance_id,
+                                                      generation_id, offsets)
         self._drain()
         return await self._wait(pending)
 
