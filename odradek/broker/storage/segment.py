@@ -504,8 +504,9 @@ class LogSegment:
     def close(self) -> None:
         if self._fd is None:
             return
-        if self.size:
-            max_ts, max_ts_offset = self.max_timestamp_and_offset
+        if self.size and self._max_ts is not None:
+            # Only when known (as Kafka): an untouched segment already ends with its maximum.
+            max_ts, max_ts_offset = self._max_ts
             self.time_index.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
         self.offset_index.close()
         self.time_index.close()
