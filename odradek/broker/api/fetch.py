@@ -10,8 +10,11 @@
   request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
 - Offsets outside [log start, log end]: OFFSET_OUT_OF_RANGE. v13+ topics are named by id
   (UNKNOWN_TOPIC_ID). current_leader_epoch above ours: UNKNOWN_LEADER_EPOCH.
-- read_committed (isolation_level 1) reads up to the last stable offset, which equals the
-  high watermark until transactions exist; aborted_transactions is then empty.
+- read_committed (isolation_level 1) reads up to the last stable offset (the first offset of
+  the earliest open transaction, else the high watermark) and lists the aborted transactions
+  overlapping the returned batches (from the `.txnindex` files), sorted by first offset, so
+  each producer's come in order; read_uncommitted gets a null list, as from Kafka.
+  Transaction markers are control batches: they occupy offsets and are returned as batches.
 - Empty records are sent as zero length, never null; preferred_read_replica is -1;
   throttle_time_ms is 0.
 - Not implemented: fetch sessions, follower fetching (replica_id >= 0 is served as a consumer),
@@ -27,8 +30,10 @@ from odradek.broker.context import RequestContext
 from odradek.broker.storage.log import OffsetOutOfRangeError, PartitionLog
 from odradek.wire import ErrorCode
 from odradek.wire._generated.fetch import FetchRequest, FetchResponse
+from odradek.wire.records import iter_batches
 
 PartitionData = FetchResponse.PartitionData
+AbortedTransaction = FetchResponse.AbortedTransaction
 READ_COMMITTED = 1
 
 Wanted = tuple[FetchRequest.FetchPartition, PartitionLog | None, ErrorCode]
@@ -76,11 +81,10 @@ def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool
                                  preferred_read_replica=-1, records=b"")
             if plog is not None:
                 hw = plog.high_watermark
-                lso = getattr(plog, "last_stable_offset", hw)
+                lso = plog.last_stable_offset
                 data.high_watermark, data.last_stable_offset = hw, lso
                 data.log_start_offset = plog.log_start_offset
-                if read_committed:
-                    data.aborted_transactions = []
+                data.aborted_transactions = [] if read_committed else None
                 if error == ErrorCode.NONE and remaining > 0:
                     bound = lso if read_committed else hw
                     try:
@@ -92,11 +96,23 @@ def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool
                         data.records = records
                         total += len(records)
                         remaining -= len(records)
+                        if read_committed and records:
+                            data.aborted_transactions = _aborted(plog, p.fetch_offset, records)
             errored = errored or data.error_code != ErrorCode.NONE
             datas.append(data)
         responses.append(FetchResponse.FetchableTopicResponse(topic=topic.topic, topic_id=topic.topic_id,
                                                               partitions=datas))
     return responses, total, errored
+
+
+def _aborted(plog: PartitionLog, fetch_offset: int, records: bytes) -> list[AbortedTransaction]:
+    """Aborted transactions overlapping the fetched batches, by first offset."""
+    upper = fetch_offset
+    for batch in iter_batches(records, allow_partial_tail=True):
+        upper = batch.next_offset
+    found = plog.collect_aborted_txns(fetch_offset, upper)
+    return [AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
+            for t in sorted(found, key=lambda t: (t.first_offset, t.producer_id))]
 
 
 async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:

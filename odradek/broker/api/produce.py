@@ -15,6 +15,11 @@
   written twice; OUT_OF_ORDER_SEQUENCE_NUMBER; INVALID_PRODUCER_EPOCH for an older producer
   epoch (never a leader-epoch error: clients would retry it until they time out);
   INVALID_TXN_STATE for a non-transactional batch inside an open transaction.
+- The first transactional batch of a transaction on a partition is verified with the
+  transaction coordinator, as Kafka 3.x does (KIP-890 part 1): the partition must have been
+  added to the producer's open transaction, else INVALID_TXN_STATE (TRANSACTION_ABORTABLE for
+  v11+); a stale epoch is INVALID_PRODUCER_EPOCH. This keeps a zombie producer from opening
+  a transaction that no marker would ever close.
 - Appends wake long-polling fetches.
 - Not implemented yet: quotas (throttle_time_ms is 0), KIP-890 implicit partition adds and
   partition verification (v12+ is not served), v0-2 (legacy message format).
@@ -24,10 +29,11 @@ from __future__ import annotations
 
 import structlog
 
+from odradek.broker import transactions
 from odradek.broker.cluster import INTERNAL_TOPICS, LEADER_EPOCH
 from odradek.broker.context import RequestContext
 from odradek.broker.dispatch import CloseConnection
-from odradek.broker.storage.log import MessageTooLargeError
+from odradek.broker.storage.log import MessageTooLargeError, PartitionLog
 from odradek.broker.storage.producer_state import (
     CoordinatorFencedError,
     InvalidProducerEpochError,
@@ -76,8 +82,26 @@ def _validate(records: memoryview, compacted: bool) -> tuple[ErrorCode, str | No
     return ErrorCode.NONE, None, []
 
 
+def _verify_transaction(ctx: RequestContext, topic: str, partition: int, plog: PartitionLog,
+                        records: memoryview, transactional_id: str | None) -> ErrorCode:
+    batch = RecordBatch(records)
+    if not batch.is_transactional or transactional_id is None:
+        return ErrorCode.NONE
+    entry = plog.producer_state.last_entry(batch.producer_id)
+    if entry is not None and entry.current_txn_first_offset is not None:
+        return ErrorCode.NONE  # its transaction is already open here
+    tp = (topic, partition)
+    error = transactions.shell(ctx.broker).coordinator.verify_partitions(
+        transactional_id, batch.producer_id, batch.producer_epoch, {tp})[tp]
+    if error == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if error == ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version <= 10:
+        return ErrorCode.INVALID_TXN_STATE
+    return error
+
+
 def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.PartitionProduceData,
-                       now_ms: int) -> PartitionResponse:
+                       now_ms: int, transactional_id: str | None) -> PartitionResponse:
     broker = ctx.broker
     resp = PartitionResponse(index=data.index, base_offset=-1, log_start_offset=-1)
     if topic in INTERNAL_TOPICS:
@@ -107,6 +131,12 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
                 for i in bad]
             log.warning("produce rejected", topic=topic, partition=data.index,
                         error=code.name, reason=message, client=ctx.client_id)
+            return resp
+        code = _verify_transaction(ctx, topic, data.index, plog, view, transactional_id)
+        if code != ErrorCode.NONE:
+            resp.error_code = code
+            log.info("produce rejected", topic=topic, partition=data.index, error=code.name,
+                     reason="transaction verification failed", client=ctx.client_id)
             return resp
         info = plog.append(view, leader_epoch=LEADER_EPOCH, now_ms=now_ms)
     except RecordBatchError as e:
@@ -143,7 +173,8 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
                 part = PartitionResponse(index=data.index, error_code=ErrorCode.INVALID_REQUIRED_ACKS,
                                          base_offset=-1)
             else:
-                part = _produce_partition(ctx, topic.name, data, now_ms)
+                part = _produce_partition(ctx, topic.name, data, now_ms,
+                                          request.transactional_id)
             appended = appended or part.error_code == ErrorCode.NONE
             failed = failed or part.error_code != ErrorCode.NONE
             parts.append(part)

@@ -1,0 +1,77 @@
+"""AddPartitionsToTxn (key 24), versions 0-5.
+
+- v0-3 (clients): one transaction, `v3_and_below_*` fields; every partition is answered with
+  the transaction's outcome. v4+ (KIP-890, meant for brokers) batches transactions, each with
+  its own result, and `verify_only` asks whether the partitions are already in the
+  transaction (TRANSACTION_ABORTABLE for those that are not) without adding them.
+- Before the coordinator is asked, every partition must exist (else
+  UNKNOWN_TOPIC_OR_PARTITION) and internal topics cannot be added directly (as Kafka's
+  authorizer: TOPIC_AUTHORIZATION_FAILED; offsets go through AddOffsetsToTxn); one bad
+  partition fails the whole transaction, the others answered OPERATION_NOT_ATTEMPTED.
+- Coordinator errors as in `coordinator/txn/coordinator.py`; PRODUCER_FENCED is sent as
+  INVALID_PRODUCER_EPOCH to v0-1 clients, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from odradek.broker import transactions
+from odradek.broker.cluster import INTERNAL_TOPICS
+from odradek.broker.context import RequestContext
+from odradek.wire import ErrorCode
+from odradek.wire._generated.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+)
+
+Req = AddPartitionsToTxnRequest
+Resp = AddPartitionsToTxnResponse
+TopicPartition = tuple[str, int]
+
+
+def _results(errors: dict[TopicPartition, ErrorCode]
+             ) -> list[Resp.AddPartitionsToTxnTopicResult]:
+    by_topic: dict[str, list[Resp.AddPartitionsToTxnPartitionResult]] = {}
+    for (topic, partition), error in errors.items():
+        by_topic.setdefault(topic, []).append(Resp.AddPartitionsToTxnPartitionResult(
+            partition_index=partition, partition_error_code=error))
+    return [Resp.AddPartitionsToTxnTopicResult(name=t, results_by_partition=ps)
+            for t, ps in by_topic.items()]
+
+
+def _one(ctx: RequestContext, txn_id: str, producer_id: int, producer_epoch: int,
+         topics: list[Req.AddPartitionsToTxnTopic], verify_only: bool
+         ) -> dict[TopicPartition, ErrorCode]:
+    broker = ctx.broker
+    wanted = [(t.name, p) for t in topics for p in t.partitions]
+    refused: dict[TopicPartition, ErrorCode] = {}
+    for topic, partition in wanted:
+        if topic in INTERNAL_TOPICS and ctx.api_version < 4:
+            refused[(topic, partition)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif not broker.cluster.has_partition(topic, partition):
+            refused[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if refused:
+        return {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
+    shell = transactions.shell(broker)
+    if verify_only:
+        return shell.coordinator.verify_partitions(txn_id, producer_id, producer_epoch,
+                                                   set(wanted))
+    error = shell.coordinator.add_partitions(txn_id, producer_id, producer_epoch, set(wanted))
+    if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return dict.fromkeys(wanted, error)
+
+
+async def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest
+                 ) -> AddPartitionsToTxnResponse:
+    if ctx.api_version < 4:
+        errors = _one(ctx, request.v3_and_below_transactional_id,
+                      request.v3_and_below_producer_id, request.v3_and_below_producer_epoch,
+                      request.v3_and_below_topics, verify_only=False)
+        return Resp(results_by_topic_v3_and_below=_results(errors))
+    results = []
+    for txn in request.transactions:
+        errors = _one(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                      txn.topics, txn.verify_only)
+        results.append(Resp.AddPartitionsToTxnResult(transactional_id=txn.transactional_id,
+                                                     topic_results=_results(errors)))
+    return Resp(error_code=ErrorCode.NONE, results_by_transaction=results)

@@ -1,0 +1,45 @@
+"""DescribeProducers (key 61), version 0.
+
+The producers each requested partition knows (from its producer state): id, epoch, last
+sequence, last timestamp, the coordinator epoch of its last marker and the first offset of
+its open transaction (-1 when none), as Kafka's TransactionsCommand shows them. Unknown topics
+or partitions: UNKNOWN_TOPIC_OR_PARTITION per partition. Not implemented: ACLs.
+"""
+
+from __future__ import annotations
+
+from odradek.broker.context import RequestContext
+from odradek.wire import ErrorCode
+from odradek.wire._generated.describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+)
+
+Resp = DescribeProducersResponse
+
+
+async def handle(ctx: RequestContext, request: DescribeProducersRequest
+                 ) -> DescribeProducersResponse:
+    broker = ctx.broker
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for index in topic.partition_indexes:
+            plog = broker.partition_log(topic.name, index)
+            if plog is None or not broker.cluster.has_partition(topic.name, index):
+                partitions.append(Resp.PartitionResponse(
+                    partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    error_message="This server does not host this topic-partition."))
+                continue
+            active = [
+                Resp.ProducerState(
+                    producer_id=pid, producer_epoch=e.producer_epoch, last_sequence=e.last_seq,
+                    last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
+                    current_txn_start_offset=(-1 if e.current_txn_first_offset is None
+                                              else e.current_txn_first_offset))
+                for pid, e in sorted(plog.producer_state.producers.items())]
+            partitions.append(Resp.PartitionResponse(partition_index=index,
+                                                     error_code=ErrorCode.NONE,
+                                                     active_producers=active))
+        topics.append(Resp.TopicResponse(name=topic.name, partitions=partitions))
+    return Resp(topics=topics)

@@ -1,0 +1,79 @@
+"""TxnOffsetCommit (key 28), versions 0-4.
+
+- The offsets are written as OffsetCommit records in a transactional batch (the producer's id
+  and epoch) to the group's `__consumer_offsets` partition and staged: OffsetFetch does not
+  return them (and answers UNSTABLE_OFFSET_COMMIT to require_stable) until EndTxn's marker
+  commits them; an abort drops them.
+- First, as Kafka's transaction verification, the group's offsets partition must be in the
+  producer's open transaction (AddOffsetsToTxn): otherwise INVALID_TXN_STATE, or
+  TRANSACTION_ABORTABLE for v4; an unknown producer id is INVALID_PRODUCER_ID_MAPPING and
+  another epoch INVALID_PRODUCER_EPOCH.
+- v3+ may name the group member (generation, member id, instance id), checked as for
+  OffsetCommit; unknown topics or partitions: UNKNOWN_TOPIC_OR_PARTITION per partition.
+"""
+
+from __future__ import annotations
+
+from odradek.broker import groups, transactions
+from odradek.broker.context import RequestContext
+from odradek.coordinator.group.model import TopicPartition
+from odradek.coordinator.group.records import OFFSETS_TOPIC, OffsetAndMetadata
+from odradek.wire import ErrorCode
+from odradek.wire._generated.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
+
+Resp = TxnOffsetCommitResponse
+
+
+def _response(errors: dict[TopicPartition, ErrorCode]) -> TxnOffsetCommitResponse:
+    by_topic: dict[str, list[Resp.TxnOffsetCommitResponsePartition]] = {}
+    for (topic, partition), error in errors.items():
+        by_topic.setdefault(topic, []).append(
+            Resp.TxnOffsetCommitResponsePartition(partition_index=partition, error_code=error))
+    return Resp(topics=[Resp.TxnOffsetCommitResponseTopic(name=t, partitions=ps)
+                        for t, ps in by_topic.items()])
+
+
+async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+    v = ctx.api_version
+    broker = ctx.broker
+    now = broker.now_ms()
+    errors: dict[TopicPartition, ErrorCode] = {}
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if not broker.cluster.has_partition(topic.name, p.partition_index):
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            offsets[tp] = OffsetAndMetadata(
+                offset=p.committed_offset,
+                leader_epoch=p.committed_leader_epoch if v >= 2 else -1,
+                metadata=p.committed_metadata or "",
+                commit_timestamp=now,
+            )
+    if offsets:
+        group_shell = groups.shell(broker)
+        if not group_shell.ensure_offsets_topic():
+            errors.update(dict.fromkeys(offsets, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return _response(errors)
+        offsets_tp = (OFFSETS_TOPIC, group_shell.coordinator.partition_for(request.group_id))
+        verified = transactions.shell(broker).coordinator.verify_partitions(
+            request.transactional_id, request.producer_id, request.producer_epoch, {offsets_tp})
+        error = verified[offsets_tp]
+        if error == ErrorCode.TRANSACTION_ABORTABLE and v < 4:
+            error = ErrorCode.INVALID_TXN_STATE
+        elif error == ErrorCode.PRODUCER_FENCED:
+            error = ErrorCode.INVALID_PRODUCER_EPOCH  # what producers expect here (as Kafka)
+        if error != ErrorCode.NONE:
+            errors.update(dict.fromkeys(offsets, error))
+        else:
+            errors.update(await group_shell.commit_txn(
+                request.group_id, request.producer_id, request.producer_epoch,
+                request.member_id if v >= 3 else "",
+                request.group_instance_id if v >= 3 else None,
+                request.generation_id if v >= 3 else -1,
+                offsets))
+    return _response(errors)
