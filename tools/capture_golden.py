@@ -1,0 +1,533 @@
+"""Capture request frames from real Kafka clients as golden bytes for the wire tests.
+
+A throwaway loopback fake broker: it records the first frame of every (api, version) a client
+sends and answers with minimal valid responses built with Odradek's generated classes (one
+broker, every topic has one partition led by it, every group/transaction call succeeds), so the
+client goes on to Produce, Fetch, JoinGroup, transactions... Each scenario drives one real client
+(librdkafka through confluent-kafka, kafka-python) for a few seconds.
+
+Frame layout recorded (the 4-byte size prefix stripped): request header v0-2 | request body.
+
+    python -m tools.capture_golden [--out tests/unit/golden] [--only SCENARIO]
+
+Writes `<scenario>__<Api>-v<N>.bin` files and `manifest.json` (client versions, api, versions).
+Needs no running Kafka; listens on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import socket
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from odradek.wire import API_SPECS
+from odradek.wire.headers import decode_request_header, response_header_version
+from odradek.wire.records import build_batch
+from odradek.wire.registry import api_classes
+
+log = logging.getLogger("capture_golden")
+
+NODE_ID = 1
+TOPIC = "golden"
+GROUP = "golden-group"
+PRODUCER_ID = 4242
+PADDING = b"golden padding " * 64
+# Versions advertised by the fake broker: everything our specs know that is stable, except
+# where the newest versions move to shapes a lone fake broker cannot sensibly answer.
+VERSION_CAPS = {
+    10: 3,  # FindCoordinator v4+ batches coordinator keys (librdkafka copes either way)
+}
+HANDLED = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 18, 19, 22, 24, 25, 26, 28, 32, 60}
+
+
+def topic_id(name: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_DNS, f"{name}.odradek.golden")
+
+
+class FakeBroker:
+    def __init__(self, scenario: str) -> None:
+        self.scenario = scenario
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self.sock.getsockname()[1]
+        self.frames: dict[tuple[int, int], bytes] = {}
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.conns: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    # -- plumbing --------------------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _recv(self, conn: socket.socket, n: int) -> bytes | None:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = conn.recv(n - len(buf))
+            if not chunk:
+                return None
+            buf += chunk
+        return bytes(buf)
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            while True:
+                head = self._recv(conn, 4)
+                if head is None:
+                    return
+                frame = self._recv(conn, struct.unpack(">i", head)[0])
+                if frame is None:
+                    return
+                out = self.handle(frame)
+                if out is not None:
+                    conn.sendall(struct.pack(">i", len(out)) + out)
+        except OSError:
+            return
+        except Exception:
+            log.exception("%s: fake broker failed; closing the connection", self.scenario)
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        self.stopping = True
+        self.sock.close()
+        for c in self.conns:
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
+            c.close()
+
+    def seen(self) -> set[int]:
+        with self.lock:
+            return {k for k, _ in self.frames}
+
+    # -- requests ----------------------------------------------------------------------------------
+
+    def handle(self, frame: bytes) -> bytes | None:
+        mv = memoryview(frame)
+        header, pos = decode_request_header(mv)
+        key, version = header.request_api_key, header.request_api_version
+        with self.lock:
+            self.frames.setdefault((key, version), frame)
+        req_cls, resp_cls = api_classes(key)
+        if key == 18 and version > API_SPECS[18].max_version:
+            resp = resp_cls(error_code=35, api_keys=self.api_versions(resp_cls))
+            body = resp.encode(0)
+            return struct.pack(">i", header.correlation_id) + b"".join(bytes(p) for p in body)
+        req, _ = req_cls.decode(mv, version, pos)
+        log.info("%s: %s v%d", self.scenario, API_SPECS[key].name, version)
+        handler: Callable[[Any, Any, int], Any] | None = getattr(self, f"on_{key}", None)
+        if key == 0 and req.acks == 0:
+            return None
+        resp = handler(req, resp_cls, version) if handler else resp_cls()
+        hv = response_header_version(key, version)
+        head = struct.pack(">i", header.correlation_id) + (b"\x00" if hv >= 1 else b"")
+        return head + b"".join(bytes(p) for p in resp.encode(version))
+
+    def api_versions(self, resp_cls: Any) -> list[Any]:
+        return [
+            resp_cls.ApiVersion(
+                api_key=k,
+                min_version=API_SPECS[k].min_version,
+                max_version=VERSION_CAPS.get(k, API_SPECS[k].max_stable_version),
+            )
+            for k in sorted(HANDLED)
+        ]
+
+    def on_18(self, req: Any, R: Any, v: int) -> Any:  # ApiVersions
+        return R(api_keys=self.api_versions(R))
+
+    def on_3(self, req: Any, R: Any, v: int) -> Any:  # Metadata
+        names = [TOPIC] if not req.topics else [t.name or TOPIC for t in req.topics]
+        part = R.MetadataResponsePartition(
+            partition_index=0, leader_id=NODE_ID, leader_epoch=0, replica_nodes=[1], isr_nodes=[1]
+        )
+        topics = [
+            R.MetadataResponseTopic(name=n, topic_id=topic_id(n), partitions=[part]) for n in names
+        ]
+        broker = R.MetadataResponseBroker(node_id=NODE_ID, host="127.0.0.1", port=self.port)
+        return R(
+            brokers=[broker], cluster_id="golden-cluster", controller_id=NODE_ID, topics=topics
+        )
+
+    def on_0(self, req: Any, R: Any, v: int) -> Any:  # Produce
+        return R(
+            responses=[
+                R.TopicProduceResponse(
+                    name=t.name,
+                    partition_responses=[
+                        R.PartitionProduceResponse(index=p.index, base_offset=0, log_start_offset=0)
+                        for p in t.partition_data
+                    ],
+                )
+                for t in req.topic_data
+            ]
+        )
+
+    def on_1(self, req: Any, R: Any, v: int) -> Any:  # Fetch
+        batch = build_batch([(b"k0", b"golden value 0"), (None, b"golden value 1")])
+        served = False
+        topics = []
+        for t in req.topics:
+            parts = []
+            for p in t.partitions:
+                records = batch if p.fetch_offset == 0 else b""
+                served = served or bool(records)
+                parts.append(
+                    R.PartitionData(
+                        partition_index=p.partition,
+                        high_watermark=2,
+                        last_stable_offset=2,
+                        log_start_offset=0,
+                        aborted_transactions=[],
+                        records=records,
+                    )
+                )
+            topics.append(
+                R.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=parts)
+            )
+        if not served:
+            time.sleep(min(req.max_wait_ms, 200) / 1000)  # a long poll, roughly
+        return R(responses=topics)
+
+    def on_2(self, req: Any, R: Any, v: int) -> Any:  # ListOffsets
+        return R(
+            topics=[
+                R.ListOffsetsTopicResponse(
+                    name=t.name,
+                    partitions=[
+                        R.ListOffsetsPartitionResponse(
+                            partition_index=p.partition_index,
+                            old_style_offsets=[0],
+                            timestamp=-1,
+                            offset=0,
+                            leader_epoch=0,
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in req.topics
+            ]
+        )
+
+    def on_10(self, req: Any, R: Any, v: int) -> Any:  # FindCoordinator
+        coords = [
+            R.Coordinator(key=k, node_id=NODE_ID, host="127.0.0.1", port=self.port)
+            for k in req.coordinator_keys
+        ]
+        return R(node_id=NODE_ID, host="127.0.0.1", port=self.port, coordinators=coords)
+
+    def on_11(self, req: Any, R: Any, v: int) -> Any:  # JoinGroup
+        member = req.member_id or "golden-member-1"
+        proto = req.protocols[0]
+        return R(
+            generation_id=1,
+            protocol_type=req.protocol_type,
+            protocol_name=proto.name,
+            leader=member,
+            member_id=member,
+            members=[R.JoinGroupResponseMember(member_id=member, metadata=proto.metadata)],
+        )
+
+    def on_14(self, req: Any, R: Any, v: int) -> Any:  # SyncGroup
+        mine = [a.assignment for a in req.assignments if a.member_id == req.member_id]
+        return R(
+            protocol_type=req.protocol_type,
+            protocol_name=req.protocol_name,
+            assignment=mine[0] if mine else b"",
+        )
+
+    def on_9(self, req: Any, R: Any, v: int) -> Any:  # OffsetFetch
+        def part(i: int) -> Any:
+            return R.OffsetFetchResponsePartition(partition_index=i, committed_offset=-1)
+
+        topics = [
+            R.OffsetFetchResponseTopic(
+                name=t.name, partitions=[part(i) for i in t.partition_indexes]
+            )
+            for t in req.topics or []
+        ]
+        groups = [
+            R.OffsetFetchResponseGroup(
+                group_id=g.group_id,
+                topics=[
+                    R.OffsetFetchResponseTopics(
+                        name=t.name,
+                        partitions=[
+                            R.OffsetFetchResponsePartitions(partition_index=i, committed_offset=-1)
+                            for i in t.partition_indexes
+                        ],
+                    )
+                    for t in g.topics or []
+                ],
+            )
+            for g in req.groups
+        ]
+        return R(topics=topics, groups=groups)
+
+    def on_8(self, req: Any, R: Any, v: int) -> Any:  # OffsetCommit
+        return R(
+            topics=[
+                R.OffsetCommitResponseTopic(
+                    name=t.name,
+                    partitions=[
+                        R.OffsetCommitResponsePartition(partition_index=p.partition_index)
+                        for p in t.partitions
+                    ],
+                )
+                for t in req.topics
+            ]
+        )
+
+    def on_28(self, req: Any, R: Any, v: int) -> Any:  # TxnOffsetCommit
+        return R(
+            topics=[
+                R.TxnOffsetCommitResponseTopic(
+                    name=t.name,
+                    partitions=[
+                        R.TxnOffsetCommitResponsePartition(partition_index=p.partition_index)
+                        for p in t.partitions
+                    ],
+                )
+                for t in req.topics
+            ]
+        )
+
+    def on_13(self, req: Any, R: Any, v: int) -> Any:  # LeaveGroup
+        return R(
+            members=[
+                R.MemberResponse(member_id=m.member_id, group_instance_id=m.group_instance_id)
+                for m in req.members
+            ]
+        )
+
+    def on_22(self, req: Any, R: Any, v: int) -> Any:  # InitProducerId
+        return R(producer_id=PRODUCER_ID, producer_epoch=0)
+
+    def on_24(self, req: Any, R: Any, v: int) -> Any:  # AddPartitionsToTxn
+        def topics(ts: list[Any]) -> list[Any]:
+            return [
+                R.AddPartitionsToTxnTopicResult(
+                    name=t.name,
+                    results_by_partition=[
+                        R.AddPartitionsToTxnPartitionResult(partition_index=i) for i in t.partitions
+                    ],
+                )
+                for t in ts
+            ]
+
+        return R(
+            results_by_topic_v3_and_below=topics(req.v3_and_below_topics),
+            results_by_transaction=[
+                R.AddPartitionsToTxnResult(
+                    transactional_id=t.transactional_id, topic_results=topics(t.topics)
+                )
+                for t in req.transactions
+            ],
+        )
+
+    def on_26(self, req: Any, R: Any, v: int) -> Any:  # EndTxn
+        return R(producer_id=PRODUCER_ID, producer_epoch=0)
+
+    def on_60(self, req: Any, R: Any, v: int) -> Any:  # DescribeCluster
+        broker = R.DescribeClusterBroker(broker_id=NODE_ID, host="127.0.0.1", port=self.port)
+        return R(cluster_id="golden-cluster", controller_id=NODE_ID, brokers=[broker])
+
+
+# -- scenarios --------------------------------------------------------------------------------------
+
+
+def _wait_for(broker: FakeBroker, keys: set[int], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not keys <= broker.seen():
+        time.sleep(0.05)
+
+
+def ck_producer(broker: FakeBroker) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{broker.port}",
+            "enable.idempotence": True,
+            "compression.type": "lz4",
+            "linger.ms": 5,
+        }
+    )
+    p.produce(TOPIC, key=b"k0", value=b"golden value 0", headers=[("h", b"v")])
+    p.produce(TOPIC, key=None, value=b"golden value 1")
+    p.produce(TOPIC, key=None, value=PADDING)  # compressible: tiny batches go uncompressed
+    p.flush(10)
+
+
+def ck_transactional(broker: FakeBroker) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    p = Producer(
+        {"bootstrap.servers": f"127.0.0.1:{broker.port}", "transactional.id": "golden-txn"}
+    )
+    p.init_transactions(10)
+    p.begin_transaction()
+    p.produce(TOPIC, key=b"k0", value=b"golden value 0")
+    c = Consumer({"bootstrap.servers": f"127.0.0.1:{broker.port}", "group.id": GROUP})
+    p.send_offsets_to_transaction([TopicPartition(TOPIC, 0, 1)], c.consumer_group_metadata(), 10)
+    p.commit_transaction(10)
+    c.close()
+
+
+def ck_consumer(broker: FakeBroker) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{broker.port}",
+            "group.id": GROUP,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    c.subscribe([TOPIC])
+    deadline = time.monotonic() + 15
+    got = 0
+    while time.monotonic() < deadline and got < 2:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got += 1
+    c.commit(offsets=[TopicPartition(TOPIC, 0, 2)], asynchronous=False)
+    c.close()
+
+
+def kp_producer(broker: FakeBroker) -> None:
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(
+        bootstrap_servers=f"127.0.0.1:{broker.port}", compression_type="gzip", linger_ms=5
+    )
+    p.send(TOPIC, key=b"k0", value=b"golden value 0", headers=[("h", b"v")])
+    p.send(TOPIC, value=b"golden value 1")
+    p.send(TOPIC, value=PADDING)
+    p.flush(10)
+    p.close(5)
+
+
+def kp_transactional(broker: FakeBroker) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.structs import OffsetAndMetadata, TopicPartition
+
+    p = KafkaProducer(bootstrap_servers=f"127.0.0.1:{broker.port}", transactional_id="golden-txn")
+    p.init_transactions()
+    p.begin_transaction()
+    p.send(TOPIC, key=b"k0", value=b"golden value 0")
+    c = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{broker.port}", group_id=GROUP)
+    p.send_offsets_to_transaction({TopicPartition(TOPIC, 0): OffsetAndMetadata(1, "", -1)}, GROUP)
+    p.commit_transaction()
+    p.close(5)
+    c.close()
+
+
+def kp_consumer(broker: FakeBroker) -> None:
+    from kafka import KafkaConsumer
+    from kafka.structs import OffsetAndMetadata, TopicPartition
+
+    c = KafkaConsumer(
+        TOPIC,
+        bootstrap_servers=f"127.0.0.1:{broker.port}",
+        group_id=GROUP,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    deadline = time.monotonic() + 15
+    got = 0
+    while time.monotonic() < deadline and got < 2:
+        got += sum(len(v) for v in c.poll(500).values())
+    c.commit({TopicPartition(TOPIC, 0): OffsetAndMetadata(2, "", -1)})
+    c.close()
+
+
+SCENARIOS: dict[str, tuple[str, Callable[[FakeBroker], None]]] = {
+    "librdkafka-producer": ("librdkafka", ck_producer),
+    "librdkafka-transactional": ("librdkafka", ck_transactional),
+    "librdkafka-consumer": ("librdkafka", ck_consumer),
+    "kafka-python-producer": ("kafka-python", kp_producer),
+    "kafka-python-transactional": ("kafka-python", kp_transactional),
+    "kafka-python-consumer": ("kafka-python", kp_consumer),
+}
+
+
+def client_versions() -> dict[str, str]:
+    import confluent_kafka
+    import kafka
+
+    return {
+        "librdkafka": f"librdkafka {confluent_kafka.libversion()[0]} "
+        f"(confluent-kafka {confluent_kafka.version()[0]})",
+        "kafka-python": f"kafka-python {kafka.__version__}",
+    }
+
+
+def run(out: Path, only: str | None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_path = out / "manifest.json"
+    manifest: dict[str, Any] = (
+        json.loads(manifest_path.read_text()) if manifest_path.exists() else {"frames": {}}
+    )
+    versions = client_versions()
+    for name, (client, fn) in SCENARIOS.items():
+        if only and name != only:
+            continue
+        broker = FakeBroker(name)
+        try:
+            fn(broker)
+        except Exception:
+            log.exception("%s: client stopped early; keeping what was captured", name)
+        finally:
+            broker.stop()
+        for old in out.glob(f"{name}__*.bin"):
+            old.unlink()
+            manifest["frames"].pop(old.name, None)
+        for (key, version), frame in sorted(broker.frames.items()):
+            api = API_SPECS[key].name
+            fname = f"{name}__{api}-v{version}.bin"
+            (out / fname).write_bytes(frame)
+            manifest["frames"][fname] = {
+                "client": versions[client],
+                "scenario": name,
+                "api_key": key,
+                "api": api,
+                "api_version": version,
+            }
+        log.warning(
+            "%s: captured %s",
+            name,
+            ", ".join(f"{API_SPECS[k].name} v{v}" for k, v in sorted(broker.frames)),
+        )
+    manifest["frames"] = dict(sorted(manifest["frames"].items()))
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m tools.capture_golden")
+    ap.add_argument("--out", type=Path, default=Path("tests/unit/golden"))
+    ap.add_argument("--only", choices=sorted(SCENARIOS))
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    run(args.out, args.only)
+
+
+if __name__ == "__main__":
+    main()
