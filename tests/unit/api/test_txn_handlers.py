@@ -6,13 +6,28 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from admin_testutil import call, open_broker
 
+from odradek.broker import transactions
 from odradek.broker.broker import Broker
+from odradek.coordinator.txn.state import TxnState
 from odradek.wire import ApiKey, ErrorCode
+from odradek.wire._generated.add_offsets_to_txn import AddOffsetsToTxnRequest
+from odradek.wire._generated.add_partitions_to_txn import AddPartitionsToTxnRequest
+from odradek.wire._generated.describe_producers import DescribeProducersRequest
+from odradek.wire._generated.describe_transactions import (
+    DescribeTransactionsRequest,
+)
+from odradek.wire._generated.end_txn import EndTxnRequest
+from odradek.wire._generated.fetch import FetchRequest
 from odradek.wire._generated.init_producer_id import InitProducerIdRequest
+from odradek.wire._generated.list_offsets import ListOffsetsRequest
+from odradek.wire._generated.list_transactions import ListTransactionsRequest
+from odradek.wire._generated.offset_fetch import OffsetFetchRequest
 from odradek.wire._generated.produce import ProduceRequest
+from odradek.wire._generated.txn_offset_commit import TxnOffsetCommitRequest
 from odradek.wire.records import build_batch
 
 
@@ -81,3 +96,235 @@ def test_produce_retries_get_the_original_offsets_and_epoch_errors(broker: Broke
     assert produce(broker, pid, epoch, 5, 1)[0] == ErrorCode.INVALID_PRODUCER_EPOCH
     plog = broker.partition_log("t", 0)
     assert plog is not None and plog.log_end_offset == 6
+
+
+# -- transactions through the handlers ------------------------------------------------------
+
+APT = AddPartitionsToTxnRequest
+
+
+def add_partitions(broker: Broker, txn_id: str, pid: int, epoch: int,
+                   parts: list[tuple[str, int]], version: int = 3) -> dict[tuple[str, int], int]:
+    topics: dict[str, list[int]] = {}
+    for t, p in parts:
+        topics.setdefault(t, []).append(p)
+    r = call(broker, ApiKey.ADD_PARTITIONS_TO_TXN, version, APT(
+        v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=pid,
+        v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=[APT.AddPartitionsToTxnTopic(name=t, partitions=ps)
+                             for t, ps in topics.items()]))
+    return {(t.name, p.partition_index): p.partition_error_code
+            for t in r.results_by_topic_v3_and_below for p in t.results_by_partition}
+
+
+def end_txn(broker: Broker, txn_id: str, pid: int, epoch: int, commit: bool,
+            version: int = 3) -> ErrorCode:
+    r = call(broker, ApiKey.END_TXN, version, EndTxnRequest(
+        transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, committed=commit))
+    return ErrorCode(r.error_code)
+
+
+def fetch(broker: Broker, isolation: int, offset: int = 0, version: int = 12) -> object:
+    F = FetchRequest
+    r = call(broker, ApiKey.FETCH, version, F(
+        max_wait_ms=0, min_bytes=0, isolation_level=isolation, topics=[F.FetchTopic(
+            topic="t", partitions=[F.FetchPartition(partition=0, fetch_offset=offset,
+                                                    partition_max_bytes=1 << 20)])]))
+    return r.responses[0].partitions[0]
+
+
+def begin_txn(broker: Broker, txn_id: str = "tx") -> tuple[int, int]:
+    error, pid, epoch = init_pid(broker, txn_id=txn_id)
+    assert error == ErrorCode.NONE
+    assert add_partitions(broker, txn_id, pid, epoch, [("t", 0)]) == {("t", 0): ErrorCode.NONE}
+    return pid, epoch
+
+
+def test_read_committed_fetch_and_list_offsets_follow_the_lso(broker: Broker) -> None:
+    plain_pid = init_pid(broker)[1]
+    produce(broker, plain_pid, 0, 0, 2)  # 0-1
+    pid, epoch = begin_txn(broker)
+    assert produce(broker, pid, epoch, 0, 3, txn_id="tx") == (ErrorCode.NONE, 2)  # 2-4
+    produce(broker, plain_pid, 0, 2, 1)  # 5
+    part = fetch(broker, 1)
+    assert (part.high_watermark, part.last_stable_offset) == (6, 2)  # type: ignore[attr-defined]
+    LO = ListOffsetsRequest
+    for isolation, want in ((0, 6), (1, 2)):
+        r = call(broker, ApiKey.LIST_OFFSETS, 5, LO(replica_id=-1, isolation_level=isolation,
+                 topics=[LO.ListOffsetsTopic(name="t", partitions=[
+                     LO.ListOffsetsPartition(partition_index=0, timestamp=-1)])]))
+        assert r.topics[0].partitions[0].offset == want
+    assert end_txn(broker, "tx", pid, epoch, commit=False) == ErrorCode.NONE  # marker at 6
+    part = fetch(broker, 1)
+    assert part.last_stable_offset == 7  # type: ignore[attr-defined]
+    assert [(a.producer_id, a.first_offset) for a in part.aborted_transactions] == [  # type: ignore[attr-defined]
+        (pid, 2)]
+    assert fetch(broker, 0).aborted_transactions is None  # type: ignore[attr-defined]
+    # a fetch starting after the aborted range lists nothing
+    assert fetch(broker, 1, offset=7).aborted_transactions == []  # type: ignore[attr-defined]
+
+
+def test_aborted_transactions_are_sorted_by_first_offset(broker: Broker) -> None:
+    a, ea = begin_txn(broker, "a")
+    b, eb = begin_txn(broker, "b")
+    produce(broker, b, eb, 0, 1, txn_id="b")  # 0
+    produce(broker, a, ea, 0, 1, txn_id="a")  # 1
+    end_txn(broker, "a", a, ea, commit=False)  # marker 2: indexed first
+    end_txn(broker, "b", b, eb, commit=False)  # marker 3
+    part = fetch(broker, 1)
+    assert [(x.producer_id, x.first_offset) for x in part.aborted_transactions] == [  # type: ignore[attr-defined]
+        (b, 0), (a, 1)]
+
+
+@pytest.mark.parametrize(("version", "code"), [
+    (9, ErrorCode.INVALID_TXN_STATE), (11, ErrorCode.TRANSACTION_ABORTABLE)])
+def test_transactional_produce_to_a_partition_not_in_the_transaction(
+        broker: Broker, version: int, code: ErrorCode) -> None:
+    pid, epoch = begin_txn(broker)
+    assert produce(broker, pid, epoch, 0, 1, partition=1, txn_id="tx",
+                   version=version)[0] == code
+    # a stale epoch is an epoch error, not a verification failure
+    assert produce(broker, pid, epoch - 1 if epoch else epoch + 5, 0, 1, txn_id="tx",
+                   version=version)[0] == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert produce(broker, pid, epoch, 0, 1, txn_id="tx", version=version)[0] == ErrorCode.NONE
+
+
+@pytest.mark.parametrize(("version", "code"), [(3, ErrorCode.INVALID_PRODUCER_EPOCH),
+                                               (4, ErrorCode.PRODUCER_FENCED)])
+def test_init_fenced_code_per_version(broker: Broker, version: int, code: ErrorCode) -> None:
+    _, pid, epoch = init_pid(broker, txn_id="tx")
+    assert init_pid(broker, version, txn_id="tx", pid=pid, epoch=epoch + 3)[0] == code
+
+
+def test_fenced_code_per_version_for_add_and_end(broker: Broker) -> None:
+    _, pid, epoch = init_pid(broker, txn_id="tx")
+    init_pid(broker, txn_id="tx")  # bump: the first instance is fenced
+    assert add_partitions(broker, "tx", pid, epoch, [("t", 0)], version=1) == {
+        ("t", 0): ErrorCode.INVALID_PRODUCER_EPOCH}
+    assert add_partitions(broker, "tx", pid, epoch, [("t", 0)], version=2) == {
+        ("t", 0): ErrorCode.PRODUCER_FENCED}
+    assert end_txn(broker, "tx", pid, epoch, True, version=1) == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert end_txn(broker, "tx", pid, epoch, True, version=2) == ErrorCode.PRODUCER_FENCED
+
+
+def test_add_partitions_refuses_unknown_and_internal_partitions(broker: Broker) -> None:
+    _, pid, epoch = init_pid(broker, txn_id="tx")
+    assert add_partitions(broker, "tx", pid, epoch, [("t", 0), ("t", 9)]) == {
+        ("t", 0): ErrorCode.OPERATION_NOT_ATTEMPTED, ("t", 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    broker.cluster.create_topic("__consumer_offsets", 1, {})
+    assert add_partitions(broker, "tx", pid, epoch, [("__consumer_offsets", 0)]) == {
+        ("__consumer_offsets", 0): ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+
+
+def test_add_partitions_v4_batches_and_verifies(broker: Broker) -> None:
+    pid, epoch = begin_txn(broker)
+    r = call(broker, ApiKey.ADD_PARTITIONS_TO_TXN, 4, APT(transactions=[
+        APT.AddPartitionsToTxnTransaction(
+            transactional_id="tx", producer_id=pid, producer_epoch=epoch, verify_only=True,
+            topics=[APT.AddPartitionsToTxnTopic(name="t", partitions=[0, 1])]),
+        APT.AddPartitionsToTxnTransaction(
+            transactional_id="nope", producer_id=1, producer_epoch=0, verify_only=False,
+            topics=[APT.AddPartitionsToTxnTopic(name="t", partitions=[1])])]))
+    got = {(x.transactional_id, p.partition_index): p.partition_error_code
+           for x in r.results_by_transaction for t in x.topic_results
+           for p in t.results_by_partition}
+    assert got == {("tx", 0): ErrorCode.NONE, ("tx", 1): ErrorCode.TRANSACTION_ABORTABLE,
+                   ("nope", 1): ErrorCode.INVALID_PRODUCER_ID_MAPPING}
+
+
+def offsets_of(broker: Broker, group: str, stable: bool) -> dict[int, tuple[int, int]]:
+    OF = OffsetFetchRequest
+    r = call(broker, ApiKey.OFFSET_FETCH, 7, OF(group_id=group, require_stable=stable, topics=[
+        OF.OffsetFetchRequestTopic(name="t", partition_indexes=[0, 1])]))
+    return {p.partition_index: (p.committed_offset, p.error_code)
+            for t in r.topics for p in t.partitions}
+
+
+def txn_commit_offsets(broker: Broker, txn_id: str, pid: int, epoch: int, group: str,
+                       offset: int, version: int = 3) -> ErrorCode:
+    T = TxnOffsetCommitRequest
+    r = call(broker, ApiKey.TXN_OFFSET_COMMIT, version, T(
+        transactional_id=txn_id, group_id=group, producer_id=pid, producer_epoch=epoch,
+        topics=[T.TxnOffsetCommitRequestTopic(name="t", partitions=[
+            T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=offset)])]))
+    return ErrorCode(r.topics[0].partitions[0].error_code)
+
+
+def test_transactional_offsets_are_invisible_until_committed(broker: Broker) -> None:
+    pid, epoch = begin_txn(broker)
+    # TxnOffsetCommit before AddOffsetsToTxn: the offsets partition is not in the transaction
+    assert txn_commit_offsets(broker, "tx", pid, epoch, "g", 5) == ErrorCode.INVALID_TXN_STATE
+    assert txn_commit_offsets(broker, "tx", pid, epoch, "g", 5,
+                              version=4) == ErrorCode.TRANSACTION_ABORTABLE
+    r = call(broker, ApiKey.ADD_OFFSETS_TO_TXN, 3, AddOffsetsToTxnRequest(
+        transactional_id="tx", producer_id=pid, producer_epoch=epoch, group_id="g"))
+    assert r.error_code == ErrorCode.NONE
+    assert txn_commit_offsets(broker, "tx", pid, epoch, "g", 5) == ErrorCode.NONE
+    assert txn_commit_offsets(broker, "tx", pid, epoch, "g", 6) == ErrorCode.NONE  # twice
+    assert offsets_of(broker, "g", stable=False)[0] == (-1, ErrorCode.NONE)
+    assert offsets_of(broker, "g", stable=True)[0] == (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+    assert end_txn(broker, "tx", pid, epoch, commit=True) == ErrorCode.NONE
+    assert offsets_of(broker, "g", stable=True)[0] == (6, ErrorCode.NONE)
+    # the next transaction's offsets are aborted: the committed ones stay
+    r = call(broker, ApiKey.ADD_OFFSETS_TO_TXN, 3, AddOffsetsToTxnRequest(
+        transactional_id="tx", producer_id=pid, producer_epoch=epoch, group_id="g"))
+    assert txn_commit_offsets(broker, "tx", pid, epoch, "g", 9) == ErrorCode.NONE
+    assert end_txn(broker, "tx", pid, epoch, commit=False) == ErrorCode.NONE
+    assert offsets_of(broker, "g", stable=True)[0] == (6, ErrorCode.NONE)
+    # a fenced producer gets an error answer
+    init_pid(broker, txn_id="tx")
+    assert txn_commit_offsets(broker, "tx", pid, epoch, "g", 10) == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_describe_producers_transactions_and_list(broker: Broker) -> None:
+    pid, epoch = begin_txn(broker)
+    produce(broker, pid, epoch, 0, 3, txn_id="tx")
+    D = DescribeProducersRequest
+    r = call(broker, ApiKey.DESCRIBE_PRODUCERS, 0, D(topics=[
+        D.TopicRequest(name="t", partition_indexes=[0, 1, 7])]))
+    parts = {p.partition_index: p for p in r.topics[0].partitions}
+    [state] = parts[0].active_producers
+    assert (state.producer_id, state.producer_epoch, state.last_sequence,
+            state.current_txn_start_offset) == (pid, epoch, 2, 0)
+    assert parts[1].active_producers == []
+    assert parts[7].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    r = call(broker, ApiKey.DESCRIBE_TRANSACTIONS, 0,
+             DescribeTransactionsRequest(transactional_ids=["tx", "missing"]))
+    tx, missing = r.transaction_states
+    assert (tx.error_code, tx.transaction_state, tx.producer_id, tx.producer_epoch) == (
+        ErrorCode.NONE, "Ongoing", pid, epoch)
+    assert [(t.topic, t.partitions) for t in tx.topics] == [("t", [0])]
+    assert missing.error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+    for version in (0, 1):
+        r = call(broker, ApiKey.LIST_TRANSACTIONS, version,
+                 ListTransactionsRequest(state_filters=["Ongoing", "Weird"]))
+        assert r.unknown_state_filters == ["Weird"]
+        assert [(s.transactional_id, s.producer_id, s.transaction_state)
+                for s in r.transaction_states] == [("tx", pid, "Ongoing")]
+
+
+def test_a_transaction_caught_in_prepare_commit_completes_after_restart(tmp_path: Path) -> None:
+    b = open_broker(tmp_path)
+    b.cluster.create_topic("t", 2, {})
+    pid, epoch = begin_txn(b)
+    produce(b, pid, epoch, 0, 2, txn_id="tx")
+    shell = transactions.shell(b)
+    # the process "dies" after PrepareCommit is durable, before any marker is written
+    shell.write_markers = lambda *args, **kw: set()  # type: ignore[method-assign]
+    assert end_txn(b, "tx", pid, epoch, commit=True) == ErrorCode.NONE
+    assert shell.coordinator.txns["tx"].state is TxnState.PREPARE_COMMIT
+    plog = b.partition_log("t", 0)
+    assert plog is not None and plog.last_stable_offset == 0
+    b.close()
+    b = open_broker(tmp_path)
+    try:
+        plog = b.partition_log("t", 0)
+        assert plog is not None and plog.last_stable_offset == 0  # still open on disk
+        shell = transactions.shell(b)
+        assert shell.coordinator.txns["tx"].state is TxnState.PREPARE_COMMIT
+        anyio.run(shell.recover)
+        assert shell.coordinator.txns["tx"].state is TxnState.COMPLETE_COMMIT
+        assert plog.last_stable_offset == plog.log_end_offset == 3  # 2 records + COMMIT
+        assert fetch(b, 1).aborted_transactions == []  # type: ignore[attr-defined]
+    finally:
+        b.close()
