@@ -80,6 +80,8 @@ _SNAP_ENTRY = struct.Struct(">qhiqiqiq")
 _CRC_START = 6  # the CRC covers everything after version and crc
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _CONTROL_VALUE = struct.Struct(">hi")
+_LOG_OVERHEAD = 12  # baseOffset and batchLength precede what batchLength counts
+_SCAN_CHUNK = 256 * 1024
 
 
 class ProducerStateError(Exception):
@@ -501,27 +503,36 @@ class ProducerStateManager:
 
 
 def _segment_batches(segment: LogSegment, start_offset: int) -> Iterable[BatchInfo]:
-    """BatchInfo of every batch in `segment` ending at or after `start_offset`, reading only
-    headers (and control batches whole)."""
+    """BatchInfo of every producer batch in `segment` ending at or after `start_offset`. Reads
+    only headers, in chunks (a restart may scan a whole segment), and control batches whole."""
     first = segment.translate_offset(start_offset)
     if first is None:
         return
-    fd = segment.fd
-    for header in segment.batch_headers(first.position):
-        if header.last_offset < start_offset:
-            continue
-        raw = os.pread(fd, BATCH_HEADER_SIZE, header.position)
-        if len(raw) < BATCH_HEADER_SIZE:
+    fd, end = segment.fd, segment.size
+    pos = first.position
+    buf, buf_pos = b"", pos  # buf holds the file's bytes from buf_pos
+    while pos + BATCH_HEADER_SIZE <= end:
+        rel = pos - buf_pos
+        if rel + BATCH_HEADER_SIZE > len(buf):
+            buf, buf_pos, rel = os.pread(fd, _SCAN_CHUNK, pos), pos, 0
+            if len(buf) < BATCH_HEADER_SIZE:
+                return
+        (base_offset, length, _ple, _magic, _crc, attributes, delta, _base_ts, max_ts, pid,
+         epoch, base_seq, _count) = _HEADER.unpack_from(buf, rel)
+        size = length + _LOG_OVERHEAD
+        if size < BATCH_HEADER_SIZE:  # not a batch: recovery checks the files, not us
+            log.warning("bad batch length while rebuilding producer state",
+                        segment=str(segment.log_path), position=pos, length=length)
             return
-        (base_offset, _len, _ple, _magic, _crc, attributes, delta, _base_ts, max_ts, pid, epoch,
-         base_seq, _count) = _HEADER.unpack(raw)
-        if pid < 0:
+        batch_pos = pos
+        pos += size
+        if pid < 0 or base_offset + delta < start_offset:
             continue
         marker = None
         is_control = bool(attributes & ATTR_CONTROL)
         if is_control:
             try:
-                marker = _marker_of(segment.read_batch(header.position, header.size))
+                marker = _marker_of(segment.read_batch(batch_pos, size))
             except RecordBatchError as exc:
                 log.warning("unreadable control batch", segment=str(segment.log_path),
                             offset=base_offset, error=str(exc))
