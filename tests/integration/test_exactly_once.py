@@ -365,6 +365,34 @@ def test_kafka_python_transactions(broker: BrokerProcess) -> None:
         b"dropped", b"kept"]
 
 
+def test_a_timed_out_transaction_is_aborted_and_its_producer_fenced(
+        start_broker: StartBroker, tmp_path: Path) -> None:
+    broker = start_broker(tmp_path / "data", {
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "100"})
+    topic = topic_name()
+    create_topic(broker.bootstrap, topic)
+    producer = txn_producer(broker.bootstrap, topic_name("tx"),
+                            **{"transaction.timeout.ms": 1500})
+    producer.begin_transaction()
+    producer.produce(topic, value=b"too slow")
+    producer.flush(TIMEOUT)
+    reader = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": topic_name("g"),
+                       "isolation.level": "read_committed"})
+    tp = TopicPartition(topic, 0)
+    try:
+        assert reader.get_watermark_offsets(tp, timeout=TIMEOUT) == (0, 0)
+        # the coordinator aborts it: the ABORT marker at offset 1 makes everything stable
+        wait_until(lambda: reader.get_watermark_offsets(tp, timeout=TIMEOUT) == (0, 2),
+                   what="the timed-out transaction to be aborted")
+    finally:
+        reader.close()
+    assert read_all(broker.bootstrap, topic, 1, "read_committed") == []
+    with pytest.raises(KafkaException):
+        producer.commit_transaction(TIMEOUT)
+    assert "aborted timed-out transaction" in broker.stderr_text()
+    no_dropped_connections(broker)
+
+
 def test_transactions_survive_a_clean_restart(start_broker: StartBroker, tmp_path: Path) -> None:
     broker = start_broker(tmp_path / "data")
     topic, txn_id = topic_name(), topic_name("tx")
