@@ -32,7 +32,10 @@ CODECS = ("gzip", "snappy", "lz4", "zstd")
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 # The `listening` event in key=value or JSON form; the port is the real bound one.
-LISTENING = re.compile(r"listening.*\bport=(\d+)|\"event\": \"listening\".*\"port\": (\d+)")
+LISTENING = re.compile(
+    r"listening.*\bport=(\d+)"  # key=value
+    r'|^(?=.*"event": "listening").*"port": (\d+)'  # JSON, keys in any order
+)
 
 T = TypeVar("T")
 
