@@ -158,10 +158,12 @@ class GroupShell:
 
     async def _load(self) -> None:
         self.coordinator.begin_load()
-        for p in self._offsets_partitions():
-            for _ in self._load_partition(p):
-                await anyio.lowlevel.checkpoint()  # let connections in while loading
-        self._finish_load()
+        try:
+            for p in self._offsets_partitions():
+                for _ in self._load_partition(p):
+                    await anyio.lowlevel.checkpoint()  # let connections in while loading
+        finally:
+            self._finish_load()  # whatever happened, requests must not wait forever
 
     def _offsets_partitions(self) -> list[int]:
         topic = self.broker.cluster.get(OFFSETS_TOPIC)
@@ -174,10 +176,17 @@ class GroupShell:
             return
         offset = plog.log_start_offset
         while offset < plog.log_end_offset:
-            data = plog.read(offset, LOAD_CHUNK_BYTES)
-            if not data:
-                break
-            for batch in iter_batches(data):
+            try:
+                data = plog.read(offset, LOAD_CHUNK_BYTES)
+                batches = list(iter_batches(data))
+            except (StorageError, OSError, ProtocolError) as e:
+                # Serve what could be read rather than keep every group waiting.
+                log.error("cannot read __consumer_offsets; the rest of this partition is "
+                          "not loaded", partition=partition, offset=offset, error=str(e))
+                return
+            if not batches:
+                return
+            for batch in batches:
                 try:
                     self.coordinator.load_batch(batch)
                 except ProtocolError as e:
@@ -326,6 +335,13 @@ class GroupShell:
                                                       generation_id, offsets)
         self._drain()
         return await self._wait(pending)
+
+    def topics_deleted(self, topics: Iterable[str]) -> None:
+        """Drop every group's committed offsets for deleted topics (Kafka does this when a
+        topic is deleted, so a re-created topic does not inherit stale positions)."""
+        if self._loaded:
+            self.coordinator.delete_topic_offsets(set(topics))
+            self._drain()
 
     async def fetch(self, group_id: str, partitions: list[TopicPartition] | None,
                     require_stable: bool) -> tuple[ErrorCode, dict[TopicPartition, FetchedOffset]]:

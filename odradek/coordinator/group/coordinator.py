@@ -937,6 +937,12 @@ class GroupCoordinator:
             return group.remove_offsets(expired(lambda c: c.value.commit_timestamp))
         return []
 
+    def delete_topic_offsets(self, topics: set[str]) -> int:
+        """Forget committed offsets of deleted topics (Kafka's handleDeletedPartitions)."""
+        return self._cleanup(list(self.groups.values()),
+                             lambda g: g.remove_offsets([tp for tp in g.offsets if tp[0] in topics]),
+                             self.now())
+
     def _cleanup(self, groups: Iterable[Group], select: Callable[[Group], list[TopicPartition]],
                  now: int) -> int:
         """Remove the offsets `select` picks, write their tombstones; an Empty group left

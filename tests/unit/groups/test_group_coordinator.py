@@ -663,3 +663,19 @@ def test_empty_group_metadata_is_written_when_the_last_member_leaves() -> None:
     back = h.replay()
     g = back.groups["g"]
     assert (g.state, g.generation_id, g.members) == (E, 2, {})
+
+
+def test_deleted_topics_lose_their_offsets_in_every_group() -> None:
+    h = Harness()
+    for g in ("a", "b"):
+        h.coord.commit_offsets(g, "", None, -1, {("gone", 0): om(1), ("kept", 0): om(2)})
+    h.coord.commit_offsets("c", "", None, -1, {("gone", 1): om(3)})
+    h.flush()
+    assert h.coord.delete_topic_offsets({"gone"}) == 3
+    h.flush()
+    for g in ("a", "b"):
+        assert sorted(h.coord.fetch_offsets(g, None)[1]) == [("kept", 0)]
+    assert "c" not in h.coord.groups  # nothing left: the group goes
+    back = h.replay()
+    assert sorted(back.fetch_offsets("a", None)[1]) == [("kept", 0)]
+    assert "c" not in back.groups
