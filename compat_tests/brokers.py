@@ -162,11 +162,11 @@ class KafkaBroker(Broker):
         props.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         java = ["java", "-Xmx1g", "-XX:+UseG1GC", "-cp", cp]
         log = self.log_path.open("w")
-        fmt = subprocess.run(java + ["kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(props)],
+        fmt = subprocess.run([*java, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(props)],
                              stdout=log, stderr=subprocess.STDOUT, timeout=120)
         if fmt.returncode != 0:
             raise RuntimeError(f"kafka storage format failed; see {self.log_path}")
-        self.proc = subprocess.Popen(java + ["kafka.Kafka", str(props)], stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([*java, "kafka.Kafka", str(props)], stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         from confluent_kafka.admin import AdminClient

@@ -26,15 +26,15 @@ class Driver:
         """argv before --bootstrap/--scenario/--topic-prefix; raises if the driver isn't built."""
         py = [sys.executable, "-m"]
         if self.name == "confluent-kafka":
-            return py + ["compat_tests.python.confluent"]
+            return [*py, "compat_tests.python.confluent"]
         if self.name == "kafka-python":
-            return py + ["compat_tests.python.kafka_python"]
+            return [*py, "compat_tests.python.kafka_python"]
         if self.name == "aiokafka":
-            return py + ["compat_tests.python.aiokafka_driver"]
+            return [*py, "compat_tests.python.aiokafka_driver"]
         if self.name == "kcat":
             if not (shutil.which("kcat") or shutil.which("kafkacat")):
                 raise RuntimeError("kcat not installed (apt-get install kcat)")
-            return py + ["compat_tests.python.kcat"]
+            return [*py, "compat_tests.python.kcat"]
         if self.name.startswith("java-"):
             cp_name = {"java-3.9": "clients-3.9", "java-4.1": "clients-4.1"}[self.name]
             target = HERE / "java" / "target"

@@ -74,7 +74,7 @@ def section(target: str, run: dict[str, Any]) -> list[str]:
         out.append(f"| {s} | " + " | ".join(cells) + " |")
     if notes:
         out += ["", "Notes:", ""] + [f"{i}. {n}" for i, n in enumerate(notes, 1)]
-    return out + [""]
+    return [*out, ""]
 
 
 def render() -> str:

@@ -10,6 +10,7 @@ it did not report. Exit status 0 whatever the rows say (the pytest entry judges 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -84,10 +85,8 @@ def run_driver(driver: Driver, scenarios: list[str], broker: Broker, workdir: Pa
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         "target": args.target,
         "broker": broker.name,
         "broker_version": broker.version,
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "host": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "seconds": seconds,
         "rows": rows,

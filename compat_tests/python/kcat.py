@@ -61,7 +61,7 @@ def produce(ctx: Ctx, topic: str, values: list[bytes], extra: list[str] = (), ke
     args = ["-P", "-t", topic, "-D", RS, "-X", "acks=all", *extra]
     if keys is not None:
         args += ["-K", US]
-        payload = b"\x1e".join(k + b"\x1f" + v for k, v in zip(keys, values))
+        payload = b"\x1e".join(k + b"\x1f" + v for k, v in zip(keys, values, strict=False))
     else:
         payload = b"\x1e".join(values)
     run(ctx, args, payload)
@@ -155,7 +155,7 @@ class Member:
     def __init__(self, ctx: Ctx, group: str, topic: str) -> None:
         self.records: list[dict[str, Any]] = []
         self.assigned: set[int] = set()
-        self.lines: "queue.Queue[str]" = queue.Queue()
+        self.lines: queue.Queue[str] = queue.Queue()
         self.proc = subprocess.Popen(
             # auto.offset.reset, not -o: kcat -G applies -o to every assignment, over commits.
             [KCAT, "-b", ctx.bootstrap, "-G", group, "-J", "-u", "-X", "auto.offset.reset=earliest",

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs and builds everything the compatibility-matrix drivers need, on a fresh Debian
+# machine (root) or again on a prepared one (each step is idempotent). Called by .ci/run.
+#   kcat (Debian) | Java: kafka-clients 3.9.1 and 4.1.2, kafka-tools and kafka_2.13 4.1.2
+#   (Maven, then compiled) | Go: franz-go, sarama (module download, build) | Node: kafkajs (npm ci)
+# The Python clients come from the project's own `pip install -e '.[test]'`.
+set -euo pipefail
+cd "$(dirname "$0")"
+export DEBIAN_FRONTEND=noninteractive
+
+step() { echo "== compat setup: $*"; }
+
+if ! command -v kcat >/dev/null 2>&1; then
+    step "kcat (apt)"
+    apt-get update -qq
+    apt-get install -y -qq kcat >/dev/null
+fi
+
+step "java: resolve kafka-clients 3.9.1 / 4.1.2 and the 4.1.2 tools and broker; compile"
+(
+    cd java
+    # Resolve everything first so later builds work offline (mvn -o).
+    mvn -B -q -Pclients-3.9 dependency:go-offline dependency:build-classpath
+    mvn -B -q dependency:go-offline dependency:build-classpath
+    # Compiled against the 3.9 API (the older one) and run on either classpath.
+    mvn -B -q -o -Pclients-3.9 compile
+)
+
+step "go: franz-go and sarama"
+(
+    cd go
+    go mod download
+    go build -o bin/compat-go .
+)
+
+step "node: kafkajs"
+(
+    cd node
+    npm ci --ignore-scripts --no-audit --no-fund --loglevel=error  # lz4 falls back to its JS build
+)
+step "done"
