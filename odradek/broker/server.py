@@ -14,6 +14,7 @@ import socket
 from collections.abc import Sequence
 
 import anyio
+import anyio.abc
 import structlog
 
 from odradek.broker.broker import Broker
@@ -123,8 +124,10 @@ class Server:
             sock.close()
 
 
-async def _watch_signals(scope: anyio.CancelScope) -> None:
+async def _watch_signals(scope: anyio.CancelScope, *,
+                         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()  # handlers are installed: "listening" may now be announced
         async for signum in signals:
             log.info("shutting down", signal=signal.Signals(signum).name)
             scope.cancel()
@@ -143,7 +146,7 @@ async def serve(config: BrokerConfig) -> None:
             bound.append((sock, Listener(listener.name, listener.host, port)))
         broker.set_bound_ports({lst.name: lst.port for _, lst in bound})
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_watch_signals, tg.cancel_scope)
+            await tg.start(_watch_signals, tg.cancel_scope)
             await broker.start(tg)
             for sock, lst in bound:
                 tg.start_soon(server.accept_loop, sock, lst, tg)
