@@ -98,6 +98,10 @@ class LeaderEpochCache:
         self.persist()
 
     def clear(self) -> None:
+        # A brand-new partition has nothing to forget: skip the fsync'd rewrite, which cost
+        # ~6 ms per partition when __consumer_offsets (50 partitions) is first created.
+        had_state = bool(self._epochs) or self.path.exists()
         self._epochs.clear()
         self._starts.clear()
-        self.persist()
+        if had_state:
+            self.persist()
