@@ -105,3 +105,5 @@ class LeaderEpochCache:
         self._starts.clear()
         if had_state:
             self.persist()
+        else:  # present like Kafka's, but an empty cache needs no durability
+            self.path.write_text("0\n0\n")
