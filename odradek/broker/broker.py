@@ -47,6 +47,10 @@ class Broker:
 
     def _delete_logs(self, topic: str) -> None:
         self.logs.delete(topic)
+        # Committed offsets go with the topic, so a re-created topic starts clean (as Kafka).
+        from odradek.broker import groups
+
+        groups.shell(self).topics_deleted([topic])
 
     def _reconfigure(self, topic: str, overrides: Mapping[str, str]) -> None:
         """New topic configs take effect at once on every partition's log."""
