@@ -87,6 +87,7 @@ class Broker:
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         self._appended = anyio.Event()
         tg.start_soon(self._retention_loop)
+        tg.start_soon(self._flush_loop)
         from odradek.broker import groups  # replays __consumer_offsets, runs group timers
         await groups.start(self, tg)
         from odradek.broker import transactions  # replays __transaction_state, txn timers
@@ -100,6 +101,26 @@ class Broker:
                 self.logs.retention_pass(self.now_ms())
             except Exception:
                 log.exception("retention pass failed")
+
+    async def _flush_loop(self) -> None:
+        """fsync per `flush.ms`, fsync rolled segments and checkpoint recovery points, so a
+        crash re-validates only what was written since (Kafka's log flusher and its
+        `log.flush.offset.checkpoint.interval.ms`, 60 s)."""
+        cfg = self.config
+        period_ms = min(cfg.log_flush_interval_ms, cfg.log_flush_scheduler_interval_ms, 60_000)
+        period = max(period_ms, 50) / 1000
+        since_checkpoint = 0.0
+        while True:
+            await anyio.sleep(period)
+            since_checkpoint += period
+            try:
+                self.logs.flush_pass(self.now_ms())
+                if since_checkpoint >= 60:
+                    since_checkpoint = 0.0
+                    self.logs.flush_rolled_segments()
+                    self.logs.checkpoint()
+            except Exception:
+                log.exception("flush pass failed")
 
     def close(self) -> None:
         self.logs.close_all()
