@@ -14,7 +14,6 @@ from odradek.broker.storage.checkpoint import (
     write_checkpoint,
     write_offsets_checkpoint,
 )
-from odradek.broker.storage.config import InvalidConfigError, LogConfig
 
 
 def test_segment_names_are_twenty_digits(tmp_path: Path) -> None:
@@ -90,36 +89,3 @@ def test_malformed_checkpoints_raise(tmp_path: Path, text: str) -> None:
         read_offsets_checkpoint(path)
 
 
-def test_log_config_from_topic_configs() -> None:
-    defaults = LogConfig(segment_bytes=1000)
-    cfg = LogConfig.from_topic_configs(
-        {
-            "retention.ms": "-1",
-            "cleanup.policy": "compact,delete",
-            "message.timestamp.type": "LogAppendTime",
-            "unknown.name": "whatever",
-        },
-        defaults,
-    )
-    assert cfg.segment_bytes == 1000
-    assert cfg.retention_ms == -1
-    assert cfg.deletes and cfg.compacts and cfg.log_append_time
-    assert LogConfig.from_topic_configs({}, defaults) is defaults
-    assert LogConfig().to_topic_configs()["segment.bytes"] == str(1024**3)
-    assert LogConfig().max_message_bytes == 1048588
-
-
-@pytest.mark.parametrize(
-    ("name", "value"),
-    [
-        ("segment.bytes", "13"),
-        ("segment.bytes", "big"),
-        ("retention.ms", "-2"),
-        ("cleanup.policy", "forever"),
-        ("message.timestamp.type", "WallClock"),
-        ("min.cleanable.dirty.ratio", "2"),
-    ],
-)
-def test_log_config_rejects_invalid_values(name: str, value: str) -> None:
-    with pytest.raises(InvalidConfigError, match=name):
-        LogConfig.from_topic_configs({name: value})
