@@ -41,10 +41,6 @@ class LogSettings(Protocol):
     def deletes(self) -> bool: ...
 
 
-class InvalidConfigError(ValueError):
-    """A topic config value that is not acceptable (answered with INVALID_CONFIG)."""
-
-
 @dataclass(frozen=True, slots=True)
 class LogConfig:
     segment_bytes: int = 1024 * 1024 * 1024  # segment.bytes
