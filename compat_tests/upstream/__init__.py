@@ -1,0 +1,1 @@
+"""Upstream client test suites run against a broker (the second, slower target)."""

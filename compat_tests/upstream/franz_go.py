@@ -1,0 +1,109 @@
+"""franz-go's own kgo integration tests against Odradek (or Apache Kafka):
+
+    python -m compat_tests.upstream.franz_go [--target odradek|kafka] [--run REGEX] [--records N]
+
+The kgo package source comes from the Go module cache (the version compat_tests/go pins),
+copied into compat_tests/upstream/work/ (ignored by git) because the cache is read-only; then
+`go test ./pkg/kgo -run REGEX -v` with KGO_SEEDS, KGO_TEST_RF=1 and KGO_TEST_RECORDS. Results
+per test are compared with the allow-list franz_go_allow.txt (tests that must pass); the
+exit status is non-zero when an allowed test did not pass. Results go to
+work/franz-go-<target>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from compat_tests.brokers import make_broker
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "work"
+ALLOW = HERE / "franz_go_allow.txt"
+GO_DIR = HERE.parent / "go"
+RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+) \(([\d.]+)s\)")
+
+# Tests that need a broker; the pure unit tests of kgo pass anywhere and are left out.
+DEFAULT_RUN = (
+    "^(TestGroupETL|TestTxnEtl|TestIssue325|TestConsumeTopicRetrieval|TestConsumeRegex|TestIssue337"
+    "|TestDirectPartitionPurge|TestIssue434|TestAddRemovePartitions|TestPauseIssue489|TestPauseIssueOct2023"
+    "|TestIssue523|TestIssue648|TestIssue810|TestIssue865|TestIssueFetchLargerThanBrokerMaxReadBytes"
+    "|TestGroupSimple|TestLookbackMilli|TestConsumeMaxDecompressBatchBytes|TestUnknownGroupOffsetFetchPinned"
+    "|TestPing|TestIssue1034|TestPooling|TestHookPollStart)$"
+)
+
+
+def module_dir() -> tuple[Path, str]:
+    out = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}} {{.Version}}", "github.com/twmb/franz-go"],
+                         cwd=GO_DIR, capture_output=True, text=True, check=True).stdout.split()
+    return Path(out[0]), out[1]
+
+
+def prepare() -> tuple[Path, str]:
+    src, version = module_dir()
+    dst = WORK / f"franz-go@{version}"
+    if not dst.exists():
+        tmp = Path(tempfile.mkdtemp(dir=WORK.parent if WORK.exists() else None))
+        shutil.copytree(src, tmp / "m")
+        for root, dirs, files in os.walk(tmp / "m"):
+            for name in dirs + files:
+                p = Path(root) / name
+                p.chmod(p.stat().st_mode | stat.S_IWUSR)
+        WORK.mkdir(parents=True, exist_ok=True)
+        (tmp / "m").rename(dst)
+        shutil.rmtree(tmp, ignore_errors=True)
+    subprocess.run(["go", "mod", "download"], cwd=dst, check=True)
+    return dst, version
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m compat_tests.upstream.franz_go")
+    ap.add_argument("--target", choices=["odradek", "kafka"], default="odradek")
+    ap.add_argument("--run", default=DEFAULT_RUN)
+    ap.add_argument("--records", type=int, default=20000, help="KGO_TEST_RECORDS")
+    ap.add_argument("--timeout", default="15m", help="go test -timeout")
+    args = ap.parse_args(argv)
+    mod, version = prepare()
+    workdir = Path(tempfile.mkdtemp(prefix="franz-go-upstream-"))
+    broker = make_broker(args.target, workdir)
+    broker.start()
+    print(f"franz-go {version} kgo tests against {broker.name} at {broker.bootstrap}", file=sys.stderr)
+    env = dict(os.environ, KGO_SEEDS=broker.bootstrap, KGO_TEST_RF="1", KGO_TEST_RECORDS=str(args.records))
+    log = workdir / "go-test.log"
+    try:
+        with log.open("w") as f:
+            proc = subprocess.run(["go", "test", "./pkg/kgo", "-count=1", "-v", "-timeout", args.timeout, "-run", args.run],
+                                  cwd=mod, env=env, stdout=f, stderr=subprocess.STDOUT)
+    finally:
+        broker.stop()
+    results: dict[str, dict[str, object]] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        m = RESULT.match(line)
+        if m and "/" not in m.group(2):
+            results[m.group(2)] = {"status": m.group(1), "seconds": float(m.group(3))}
+    allowed = [t.strip() for t in ALLOW.read_text().splitlines() if t.strip() and not t.startswith("#")] if ALLOW.exists() else []
+    missing = [t for t in allowed if results.get(t, {}).get("status") != "PASS"]
+    WORK.mkdir(parents=True, exist_ok=True)
+    out = WORK / f"franz-go-{args.target}.json"
+    out.write_text(json.dumps({"version": version, "target": args.target, "go_test_exit": proc.returncode,
+                               "results": results, "allowed_not_passing": missing}, indent=1) + "\n")
+    for name, r in sorted(results.items()):
+        print(f"{r['status']:5} {name} ({r['seconds']}s){'  [allow-listed]' if name in allowed else ''}")
+    counts = {s: sum(1 for r in results.values() if r["status"] == s) for s in ("PASS", "FAIL", "SKIP")}
+    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped; go test exit {proc.returncode}; log {log}")
+    if missing:
+        print(f"allow-listed tests not passing: {missing}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
