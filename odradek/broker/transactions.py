@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
-import anyio.lowlevel
 import structlog
 
 from odradek.broker.cluster import LEADER_EPOCH, ClusterError
@@ -136,6 +135,8 @@ class TransactionShell:
         self._loaded = False
         self._recovered = False
         self._appended = False
+        self._next_id_expiry: int | None = None
+        self._next_producer_expiry: int | None = None
 
     # -- TxnPorts -------------------------------------------------------------------------------
 
@@ -279,35 +280,41 @@ class TransactionShell:
     # -- timers ---------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        cfg = self.broker.config
         abort_every = _int_setting(
             self.broker, "transaction.abort.timed.out.transaction.cleanup.interval.ms")
-        expire_every = _int_setting(
-            self.broker, "transaction.remove.expired.transaction.cleanup.interval.ms")
-        producers_every = _int_setting(self.broker, "producer.id.expiration.check.interval.ms")
         await self.recover()
-        now = self.broker.now_ms()
-        next_expire, next_producers = now + expire_every, now + producers_every
         while True:
             await anyio.sleep(abort_every / 1000)
-            now = self.broker.now_ms()
             try:
-                for tid in self.coordinator.abort_timed_out():
-                    log.info("aborted timed-out transaction", transactional_id=tid)
-                self.coordinator.retry_markers()
-                if now >= next_expire:
-                    next_expire = now + expire_every
-                    for tid in self.coordinator.expire_transactional_ids():
-                        log.info("expired transactional id", transactional_id=tid)
-                if now >= next_producers:
-                    next_producers = now + producers_every
-                    expiration = cfg.producer_id_expiration_ms
-                    for plog in self.broker.logs.logs().values():
-                        plog.producer_state.remove_expired(now, expiration)
-                        await anyio.lowlevel.checkpoint()
+                self.tick(self.broker.now_ms())
             except Exception:
                 log.exception("transaction coordinator timer failed")
-            self.flush_notifications()
+
+    def tick(self, now: int) -> None:
+        """One round of the timer task: abort timed-out transactions and retry failed markers;
+        when their intervals passed, expire idle transactional ids and idle producers."""
+        for tid in self.coordinator.abort_timed_out():
+            log.info("aborted timed-out transaction", transactional_id=tid)
+        self.coordinator.retry_markers()
+        id_every = _int_setting(
+            self.broker, "transaction.remove.expired.transaction.cleanup.interval.ms")
+        if self._next_id_expiry is None:
+            self._next_id_expiry = now + id_every
+        if now >= self._next_id_expiry:
+            self._next_id_expiry = now + id_every
+            for tid in self.coordinator.expire_transactional_ids():
+                log.info("expired transactional id", transactional_id=tid)
+        producer_every = _int_setting(self.broker, "producer.id.expiration.check.interval.ms")
+        if self._next_producer_expiry is None:
+            self._next_producer_expiry = now + producer_every
+        if now >= self._next_producer_expiry:
+            self._next_producer_expiry = now + producer_every
+            expiration = self.broker.config.producer_id_expiration_ms
+            removed = sum(plog.producer_state.remove_expired(now, expiration)
+                          for plog in self.broker.logs.logs().values())
+            if removed:
+                log.info("expired idle producers", count=removed)
+        self.flush_notifications()
 
     def flush_notifications(self) -> None:
         """Wake fetches waiting on the partitions markers were written to."""

@@ -328,3 +328,41 @@ def test_a_transaction_caught_in_prepare_commit_completes_after_restart(tmp_path
         assert fetch(b, 1).aborted_transactions == []  # type: ignore[attr-defined]
     finally:
         b.close()
+
+
+def test_the_timer_aborts_timed_out_transactions_and_expires_ids_and_producers(
+        tmp_path: Path) -> None:
+    b = open_broker(tmp_path, **{"producer.id.expiration.ms": "60000",
+                                 "producer.id.expiration.check.interval.ms": "1000",
+                                 "transactional.id.expiration.ms": "120000",
+                                 "transaction.remove.expired.transaction.cleanup.interval.ms":
+                                 "1000"})
+    try:
+        b.cluster.create_topic("t", 1, {})
+        clock = [b.now_ms()]
+        b.now_ms = lambda: clock[0]  # type: ignore[method-assign]
+        _, pid, epoch = init_pid(b, txn_id="tx", timeout=5_000)
+        add_partitions(b, "tx", pid, epoch, [("t", 0)])
+        produce(b, pid, epoch, 0, 2, txn_id="tx")
+        plog = b.partition_log("t", 0)
+        assert plog is not None
+        shell = transactions.shell(b)
+        shell.tick(clock[0])
+        assert plog.last_stable_offset == 0
+        clock[0] += 5_001
+        shell.tick(clock[0])
+        assert plog.last_stable_offset == 3  # the ABORT marker at 2
+        assert [(a.producer_id, a.first_offset) for a in fetch(b, 1).aborted_transactions] == [  # type: ignore[attr-defined]
+            (pid, 0)]
+        assert end_txn(b, "tx", pid, epoch, commit=True) == ErrorCode.PRODUCER_FENCED
+        # idle producers leave the partition's state, idle transactional ids the coordinator
+        assert pid in plog.producer_state.producers
+        clock[0] += 60_000 + 1_000
+        shell.tick(clock[0])
+        assert pid not in plog.producer_state.producers
+        assert "tx" in shell.coordinator.txns
+        clock[0] += 120_000
+        shell.tick(clock[0])
+        assert "tx" not in shell.coordinator.txns
+    finally:
+        b.close()
