@@ -53,9 +53,6 @@ CONSUMER_REPLICA_ID = -1
 READ_COMMITTED = 1
 
 
-def _last_stable_offset(plog: PartitionLog) -> int:
-    lso = getattr(plog, "last_stable_offset", None)
-    return plog.high_watermark if lso is None else int(lso)
 
 
 def _lookup(plog: PartitionLog, timestamp: int, last_fetchable: int) -> tuple[int, int, int]:
@@ -95,7 +92,7 @@ def _partition(ctx: RequestContext, request: ListOffsetsRequest, topic: str,
     if request.replica_id != CONSUMER_REPLICA_ID:
         last_fetchable = plog.log_end_offset
     elif request.isolation_level == READ_COMMITTED:
-        last_fetchable = _last_stable_offset(plog)
+        last_fetchable = plog.last_stable_offset
     else:
         last_fetchable = plog.high_watermark
     offset, found_ts, epoch = _lookup(plog, ts, last_fetchable)

@@ -57,7 +57,8 @@ _PRODUCER_STATE_ERRORS: dict[type[ProducerStateError], ErrorCode] = {
 }
 
 
-def _validate(records: memoryview, compacted: bool) -> tuple[ErrorCode, str | None, list[int]]:
+def _validate(records: memoryview, compacted: bool,
+              max_message_bytes: int) -> tuple[ErrorCode, str | None, list[int]]:
     """Kafka's ProduceRequest.validateRecords plus the cheap per-batch checks of LogValidator.
 
     Returns (error, message, indexes of bad records). Records are only iterated when a
@@ -74,6 +75,10 @@ def _validate(records: memoryview, compacted: bool) -> tuple[ErrorCode, str | No
     batch: RecordBatch = batches[0]
     if batch.is_control:
         return ErrorCode.INVALID_RECORD, "Clients may not produce control batches", []
+    if batch.size > max_message_bytes:  # Kafka checks the size before any record
+        return (ErrorCode.MESSAGE_TOO_LARGE,
+                f"The batch of {batch.size} bytes is larger than max.message.bytes "
+                f"({max_message_bytes})", [])
     if compacted:
         keyless = [i for i, r in enumerate(batch.records()) if r.key is None]
         if keyless:
@@ -122,7 +127,7 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
     else:
         view = memoryview(bytearray(records))
     try:
-        code, message, bad = _validate(view, bool(getattr(plog.config, "compacts", False)))
+        code, message, bad = _validate(view, plog.config.compacts, plog.config.max_message_bytes)
         if code != ErrorCode.NONE:
             resp.error_code, resp.error_message = code, message
             resp.record_errors = [
