@@ -310,11 +310,24 @@ def read_compact_array_len(mv: memoryview, pos: int) -> tuple[int, int]:
     return n - 1, p
 
 
+_ARRAY_STRUCTS: dict[tuple[str, int], struct.Struct] = {}
+
+
+def fixed_array_struct(code: str, n: int) -> struct.Struct:
+    """A compiled `>{n}{code}` format: parsing the format string costs more than the unpack."""
+    found = _ARRAY_STRUCTS.get((code, n))
+    if found is None:
+        found = struct.Struct(f">{n}{code}")
+        if n <= 64:
+            _ARRAY_STRUCTS[(code, n)] = found
+    return found
+
+
 def read_fixed_array(mv: memoryview, pos: int, n: int, code: str, size: int) -> tuple[list[Any], int]:
     end = pos + n * size
     if end > len(mv):
         raise _short("array", pos, n * size, len(mv) - pos)
-    return list(struct.unpack_from(f">{n}{code}", mv, pos)), end
+    return list(fixed_array_struct(code, n).unpack_from(mv, pos)), end
 
 
 def write_array_len(b: bytearray, n: int) -> None:

@@ -141,12 +141,27 @@ class ModuleEmitter:
                 code = FIXED[el]
                 out.append(f"{ind}{target} = {self.fmt_name(code)}.unpack_from(mv, pos)[0]")
                 out.append(f"{ind}pos += {SIZES[code]}")
+            elif el == "string" and flex:
+                # One-byte length fast path; anything else (long, null, truncated) goes to
+                # the checked reader, which raises with the byte offset.
+                out += [f"{ind}n = mv[pos]",
+                        f"{ind}if 0 < n < 0x80 and pos + n <= len(mv):",
+                        f"{ind}    {target} = str(mv[pos + 1 : pos + n], 'utf-8')",
+                        f"{ind}    pos += n",
+                        f"{ind}else:",
+                        f"{ind}    {target}, pos = {self.reader(el, flex, nullable)}(mv, pos)"]
             else:
                 out.append(f"{ind}{target}, pos = {self.reader(el, flex, nullable)}(mv, pos)")
             return out
         # arrays
-        lenfn = "read_compact_array_len" if flex else "read_array_len"
-        out.append(f"{ind}n, pos = {lenfn}(mv, pos)")
+        if flex:
+            out += [f"{ind}n = mv[pos] - 1",
+                    f"{ind}if n < 0x7F:",
+                    f"{ind}    pos += 1",
+                    f"{ind}else:",
+                    f"{ind}    n, pos = read_compact_array_len(mv, pos)"]
+        else:
+            out.append(f"{ind}n, pos = read_array_len(mv, pos)")
         out.append(f"{ind}if n < 0:")
         if nullable:
             out.append(f"{ind}    {target} = None")
@@ -155,9 +170,11 @@ class ModuleEmitter:
         out.append(f"{ind}else:")
         if el in FIXED:
             code = FIXED[el]
-            out.append(
-                f"{ind}    {target}, pos = read_fixed_array(mv, pos, n, {code!r}, {SIZES[code]})"
-            )
+            out += [f"{ind}    end = pos + {SIZES[code]} * n",
+                    f"{ind}    if end > len(mv):",
+                    f"{ind}        raise ProtocolError(f'array {f.name} at byte {{pos}} runs past the end')",
+                    f"{ind}    {target} = list(fixed_array_struct({code!r}, n).unpack_from(mv, pos))",
+                    f"{ind}    pos = end"]
             return out
         out.append(f"{ind}    lst_{sfx} = []")
         out.append(f"{ind}    for _ in range(n):")
@@ -241,6 +258,7 @@ class ModuleEmitter:
         entries = []
         for f in sorted(tagged, key=lambda f: f.tag or 0):
             body = ["def NAME(mv: memoryview, pos: int) -> tuple[Any, int]:"]
+            body.append("    val: Any")
             body += self.decode_value(f, "val", owner, ctx, "    ")
             body.append("    return val, pos")
             fn = self.add_function(f"_dt_{owner}_{f.name}", "\n".join(body) + "\n")
@@ -309,6 +327,14 @@ class ModuleEmitter:
                     f"{ind}    parts.append(x_{sfx})",
                     f"{ind}    {buf} = bytearray()",
                 ]
+            elif el == "string" and flex and not nullable and f.nullable.empty:
+                out += [f"{ind}e_{sfx} = {expr}.encode()",
+                        f"{ind}n = len(e_{sfx}) + 1",
+                        f"{ind}if n < 0x80:",
+                        f"{ind}    {buf}.append(n)",
+                        f"{ind}else:",
+                        f"{ind}    write_uvarint({buf}, n)",
+                        f"{ind}{buf} += e_{sfx}"]
             elif not nullable and not f.nullable.empty:
                 # Nullable in other versions only: a None here cannot be encoded.
                 out.append(
@@ -328,7 +354,14 @@ class ModuleEmitter:
             ind2 = ind + "    "
         else:
             ind2 = ind
-        out.append(f"{ind2}{lenw}({buf}, len(x_{sfx}))")
+        if flex:
+            out += [f"{ind2}n = len(x_{sfx}) + 1",
+                    f"{ind2}if n < 0x80:",
+                    f"{ind2}    {buf}.append(n)",
+                    f"{ind2}else:",
+                    f"{ind2}    write_uvarint({buf}, n)"]
+        else:
+            out.append(f"{ind2}{lenw}({buf}, len(x_{sfx}))")
         if el in FIXED:
             code = FIXED[el]
             out.append(f"{ind2}{buf} += _struct.pack(f'>{{len(x_{sfx})}}{code}', *x_{sfx})")
@@ -518,6 +551,7 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     not_null,
     read_array_len,
     read_bytes,

@@ -11,9 +11,9 @@ from odradek.wire.primitives import (
     read_compact_string,
     read_string,
     read_tagged_fields,
-    write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -125,10 +125,20 @@ def _top_AddOffsetsToTxnRequest_0(m: AddOffsetsToTxnRequest) -> list[Buffer]:
 
 def _d_AddOffsetsToTxnRequest_1(mv: memoryview, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
     o = AddOffsetsToTxnRequest.__new__(AddOffsetsToTxnRequest)
-    o.transactional_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.transactional_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.transactional_id, pos = read_compact_string(mv, pos)
     o.producer_id, o.producer_epoch = _S_qh.unpack_from(mv, pos)
     pos += 10
-    o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -138,9 +148,21 @@ def _d_AddOffsetsToTxnRequest_1(mv: memoryview, pos: int) -> tuple[AddOffsetsToT
 
 
 def _e_AddOffsetsToTxnRequest_1(b: bytearray, m: AddOffsetsToTxnRequest) -> None:
-    write_compact_string(b, m.transactional_id)
+    e_transactional_id = m.transactional_id.encode()
+    n = len(e_transactional_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_transactional_id
     b += _S_qh.pack(m.producer_id, m.producer_epoch)
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     if m.unknown_tagged_fields is None:
         b.append(0)
     else:

@@ -9,17 +9,16 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_compact_array_len,
     read_compact_string,
-    read_fixed_array,
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
-    write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -255,7 +254,11 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_0(
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -313,12 +316,25 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(
     o = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic.__new__(
         AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -331,10 +347,19 @@ def _d_AddPartitionsToTxnRequest_1(
     mv: memoryview, pos: int
 ) -> tuple[AddPartitionsToTxnRequest, int]:
     o = AddPartitionsToTxnRequest.__new__(AddPartitionsToTxnRequest)
-    o.v3_and_below_transactional_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.v3_and_below_transactional_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.v3_and_below_transactional_id, pos = read_compact_string(mv, pos)
     o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _S_qh.unpack_from(mv, pos)
     pos += 10
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array V3AndBelowTopics at byte {pos}")
     else:
@@ -357,9 +382,19 @@ def _d_AddPartitionsToTxnRequest_1(
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(
     b: bytearray, m: AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partitions)}i", *x_partitions)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -368,10 +403,20 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(
 
 
 def _e_AddPartitionsToTxnRequest_1(b: bytearray, m: AddPartitionsToTxnRequest) -> None:
-    write_compact_string(b, m.v3_and_below_transactional_id)
+    e_v3_and_below_transactional_id = m.v3_and_below_transactional_id.encode()
+    n = len(e_v3_and_below_transactional_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_v3_and_below_transactional_id
     b += _S_qh.pack(m.v3_and_below_producer_id, m.v3_and_below_producer_epoch)
     x_v3_and_below_topics = m.v3_and_below_topics
-    write_compact_array_len(b, len(x_v3_and_below_topics))
+    n = len(x_v3_and_below_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_v3_and_below_topics in x_v3_and_below_topics:
         _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(b, e_v3_and_below_topics)
     if m.unknown_tagged_fields is None:
@@ -392,10 +437,19 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0(
     o = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.__new__(
         AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
     )
-    o.transactional_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.transactional_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.transactional_id, pos = read_compact_string(mv, pos)
     o.producer_id, o.producer_epoch, o.verify_only = _S_qho.unpack_from(mv, pos)
     pos += 11
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -416,7 +470,11 @@ def _d_AddPartitionsToTxnRequest_2(
     mv: memoryview, pos: int
 ) -> tuple[AddPartitionsToTxnRequest, int]:
     o = AddPartitionsToTxnRequest.__new__(AddPartitionsToTxnRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Transactions at byte {pos}")
     else:
@@ -442,10 +500,20 @@ def _d_AddPartitionsToTxnRequest_2(
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0(
     b: bytearray, m: AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
 ) -> None:
-    write_compact_string(b, m.transactional_id)
+    e_transactional_id = m.transactional_id.encode()
+    n = len(e_transactional_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_transactional_id
     b += _S_qho.pack(m.producer_id, m.producer_epoch, m.verify_only)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -456,7 +524,11 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0(
 
 def _e_AddPartitionsToTxnRequest_2(b: bytearray, m: AddPartitionsToTxnRequest) -> None:
     x_transactions = m.transactions
-    write_compact_array_len(b, len(x_transactions))
+    n = len(x_transactions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_transactions in x_transactions:
         _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_0(b, e_transactions)
     if m.unknown_tagged_fields is None:
@@ -582,8 +654,17 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(
     o = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.__new__(
         AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ResultsByPartition at byte {pos}")
     else:
@@ -608,7 +689,11 @@ def _d_AddPartitionsToTxnResponse_1(
     o = AddPartitionsToTxnResponse.__new__(AddPartitionsToTxnResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ResultsByTopicV3AndBelow at byte {pos}")
     else:
@@ -642,9 +727,19 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_1(
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(
     b: bytearray, m: AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_results_by_partition = m.results_by_partition
-    write_compact_array_len(b, len(x_results_by_partition))
+    n = len(x_results_by_partition) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results_by_partition in x_results_by_partition:
         _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_1(b, e_results_by_partition)
     if m.unknown_tagged_fields is None:
@@ -656,7 +751,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(
 def _e_AddPartitionsToTxnResponse_1(b: bytearray, m: AddPartitionsToTxnResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_results_by_topic_v3_and_below = m.results_by_topic_v3_and_below
-    write_compact_array_len(b, len(x_results_by_topic_v3_and_below))
+    n = len(x_results_by_topic_v3_and_below) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results_by_topic_v3_and_below in x_results_by_topic_v3_and_below:
         _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(
             b, e_results_by_topic_v3_and_below
@@ -679,8 +778,17 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0(
     o = AddPartitionsToTxnResponse.AddPartitionsToTxnResult.__new__(
         AddPartitionsToTxnResponse.AddPartitionsToTxnResult
     )
-    o.transactional_id, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.transactional_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.transactional_id, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicResults at byte {pos}")
     else:
@@ -705,7 +813,11 @@ def _d_AddPartitionsToTxnResponse_2(
     o = AddPartitionsToTxnResponse.__new__(AddPartitionsToTxnResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ResultsByTransaction at byte {pos}")
     else:
@@ -728,9 +840,19 @@ def _d_AddPartitionsToTxnResponse_2(
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0(
     b: bytearray, m: AddPartitionsToTxnResponse.AddPartitionsToTxnResult
 ) -> None:
-    write_compact_string(b, m.transactional_id)
+    e_transactional_id = m.transactional_id.encode()
+    n = len(e_transactional_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_transactional_id
     x_topic_results = m.topic_results
-    write_compact_array_len(b, len(x_topic_results))
+    n = len(x_topic_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_results in x_topic_results:
         _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(b, e_topic_results)
     if m.unknown_tagged_fields is None:
@@ -742,7 +864,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0(
 def _e_AddPartitionsToTxnResponse_2(b: bytearray, m: AddPartitionsToTxnResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_results_by_transaction = m.results_by_transaction
-    write_compact_array_len(b, len(x_results_by_transaction))
+    n = len(x_results_by_transaction) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results_by_transaction in x_results_by_transaction:
         _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_0(b, e_results_by_transaction)
     if m.unknown_tagged_fields is None:

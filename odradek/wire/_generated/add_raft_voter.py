@@ -16,11 +16,10 @@ from odradek.wire.primitives import (
     read_compact_string,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -138,8 +137,18 @@ def _d_AddRaftVoterRequest_Listener_0(
     mv: memoryview, pos: int
 ) -> tuple[AddRaftVoterRequest.Listener, int]:
     o = AddRaftVoterRequest.Listener.__new__(AddRaftVoterRequest.Listener)
-    o.name, pos = read_compact_string(mv, pos)
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_H.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -152,11 +161,20 @@ def _d_AddRaftVoterRequest_Listener_0(
 
 def _d_AddRaftVoterRequest_0(mv: memoryview, pos: int) -> tuple[AddRaftVoterRequest, int]:
     o = AddRaftVoterRequest.__new__(AddRaftVoterRequest)
-    o.cluster_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_nullable_string(mv, pos)
     o.timeout_ms, o.voter_id = _S_ii.unpack_from(mv, pos)
     pos += 8
     o.voter_directory_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Listeners at byte {pos}")
     else:
@@ -174,8 +192,20 @@ def _d_AddRaftVoterRequest_0(mv: memoryview, pos: int) -> tuple[AddRaftVoterRequ
 
 
 def _e_AddRaftVoterRequest_Listener_0(b: bytearray, m: AddRaftVoterRequest.Listener) -> None:
-    write_compact_string(b, m.name)
-    write_compact_string(b, m.host)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_H.pack(m.port)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -188,7 +218,11 @@ def _e_AddRaftVoterRequest_0(b: bytearray, m: AddRaftVoterRequest) -> None:
     b += _S_ii.pack(m.timeout_ms, m.voter_id)
     write_uuid(b, m.voter_directory_id)
     x_listeners = m.listeners
-    write_compact_array_len(b, len(x_listeners))
+    n = len(x_listeners) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_listeners in x_listeners:
         _e_AddRaftVoterRequest_Listener_0(b, e_listeners)
     if m.unknown_tagged_fields is None:
@@ -207,7 +241,12 @@ def _d_AddRaftVoterResponse_0(mv: memoryview, pos: int) -> tuple[AddRaftVoterRes
     o = AddRaftVoterResponse.__new__(AddRaftVoterResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1

@@ -17,12 +17,11 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -314,8 +313,18 @@ def _d_AlterClientQuotasRequest_EntityData_1(
     mv: memoryview, pos: int
 ) -> tuple[AlterClientQuotasRequest.EntityData, int]:
     o = AlterClientQuotasRequest.EntityData.__new__(AlterClientQuotasRequest.EntityData)
-    o.entity_type, pos = read_compact_string(mv, pos)
-    o.entity_name, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.entity_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.entity_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.entity_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.entity_name, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -328,7 +337,12 @@ def _d_AlterClientQuotasRequest_OpData_1(
     mv: memoryview, pos: int
 ) -> tuple[AlterClientQuotasRequest.OpData, int]:
     o = AlterClientQuotasRequest.OpData.__new__(AlterClientQuotasRequest.OpData)
-    o.key, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.key = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.key, pos = read_compact_string(mv, pos)
     o.value, o.remove = _S_do.unpack_from(mv, pos)
     pos += 9
     if mv[pos] == 0:
@@ -343,7 +357,11 @@ def _d_AlterClientQuotasRequest_EntryData_1(
     mv: memoryview, pos: int
 ) -> tuple[AlterClientQuotasRequest.EntryData, int]:
     o = AlterClientQuotasRequest.EntryData.__new__(AlterClientQuotasRequest.EntryData)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Entity at byte {pos}")
     else:
@@ -352,7 +370,11 @@ def _d_AlterClientQuotasRequest_EntryData_1(
             e_entity, pos = _d_AlterClientQuotasRequest_EntityData_1(mv, pos)
             lst_entity.append(e_entity)
         o.entity = lst_entity
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Ops at byte {pos}")
     else:
@@ -371,7 +393,11 @@ def _d_AlterClientQuotasRequest_EntryData_1(
 
 def _d_AlterClientQuotasRequest_1(mv: memoryview, pos: int) -> tuple[AlterClientQuotasRequest, int]:
     o = AlterClientQuotasRequest.__new__(AlterClientQuotasRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Entries at byte {pos}")
     else:
@@ -393,7 +419,13 @@ def _d_AlterClientQuotasRequest_1(mv: memoryview, pos: int) -> tuple[AlterClient
 def _e_AlterClientQuotasRequest_EntityData_1(
     b: bytearray, m: AlterClientQuotasRequest.EntityData
 ) -> None:
-    write_compact_string(b, m.entity_type)
+    e_entity_type = m.entity_type.encode()
+    n = len(e_entity_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_entity_type
     write_compact_nullable_string(b, m.entity_name)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -402,7 +434,13 @@ def _e_AlterClientQuotasRequest_EntityData_1(
 
 
 def _e_AlterClientQuotasRequest_OpData_1(b: bytearray, m: AlterClientQuotasRequest.OpData) -> None:
-    write_compact_string(b, m.key)
+    e_key = m.key.encode()
+    n = len(e_key) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_key
     b += _S_do.pack(m.value, m.remove)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -414,11 +452,19 @@ def _e_AlterClientQuotasRequest_EntryData_1(
     b: bytearray, m: AlterClientQuotasRequest.EntryData
 ) -> None:
     x_entity = m.entity
-    write_compact_array_len(b, len(x_entity))
+    n = len(x_entity) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_entity in x_entity:
         _e_AlterClientQuotasRequest_EntityData_1(b, e_entity)
     x_ops = m.ops
-    write_compact_array_len(b, len(x_ops))
+    n = len(x_ops) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_ops in x_ops:
         _e_AlterClientQuotasRequest_OpData_1(b, e_ops)
     if m.unknown_tagged_fields is None:
@@ -429,7 +475,11 @@ def _e_AlterClientQuotasRequest_EntryData_1(
 
 def _e_AlterClientQuotasRequest_1(b: bytearray, m: AlterClientQuotasRequest) -> None:
     x_entries = m.entries
-    write_compact_array_len(b, len(x_entries))
+    n = len(x_entries) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_entries in x_entries:
         _e_AlterClientQuotasRequest_EntryData_1(b, e_entries)
     b += _S_o.pack(m.validate_only)
@@ -530,8 +580,18 @@ def _d_AlterClientQuotasResponse_EntityData_1(
     mv: memoryview, pos: int
 ) -> tuple[AlterClientQuotasResponse.EntityData, int]:
     o = AlterClientQuotasResponse.EntityData.__new__(AlterClientQuotasResponse.EntityData)
-    o.entity_type, pos = read_compact_string(mv, pos)
-    o.entity_name, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.entity_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.entity_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.entity_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.entity_name, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -546,8 +606,17 @@ def _d_AlterClientQuotasResponse_EntryData_1(
     o = AlterClientQuotasResponse.EntryData.__new__(AlterClientQuotasResponse.EntryData)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Entity at byte {pos}")
     else:
@@ -570,7 +639,11 @@ def _d_AlterClientQuotasResponse_1(
     o = AlterClientQuotasResponse.__new__(AlterClientQuotasResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Entries at byte {pos}")
     else:
@@ -590,7 +663,13 @@ def _d_AlterClientQuotasResponse_1(
 def _e_AlterClientQuotasResponse_EntityData_1(
     b: bytearray, m: AlterClientQuotasResponse.EntityData
 ) -> None:
-    write_compact_string(b, m.entity_type)
+    e_entity_type = m.entity_type.encode()
+    n = len(e_entity_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_entity_type
     write_compact_nullable_string(b, m.entity_name)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -604,7 +683,11 @@ def _e_AlterClientQuotasResponse_EntryData_1(
     b += _S_h.pack(m.error_code)
     write_compact_nullable_string(b, m.error_message)
     x_entity = m.entity
-    write_compact_array_len(b, len(x_entity))
+    n = len(x_entity) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_entity in x_entity:
         _e_AlterClientQuotasResponse_EntityData_1(b, e_entity)
     if m.unknown_tagged_fields is None:
@@ -616,7 +699,11 @@ def _e_AlterClientQuotasResponse_EntryData_1(
 def _e_AlterClientQuotasResponse_1(b: bytearray, m: AlterClientQuotasResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_entries = m.entries
-    write_compact_array_len(b, len(x_entries))
+    n = len(x_entries) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_entries in x_entries:
         _e_AlterClientQuotasResponse_EntryData_1(b, e_entries)
     if m.unknown_tagged_fields is None:

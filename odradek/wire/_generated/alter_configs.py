@@ -17,12 +17,11 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -257,8 +256,18 @@ def _d_AlterConfigsRequest_AlterableConfig_1(
     mv: memoryview, pos: int
 ) -> tuple[AlterConfigsRequest.AlterableConfig, int]:
     o = AlterConfigsRequest.AlterableConfig.__new__(AlterConfigsRequest.AlterableConfig)
-    o.name, pos = read_compact_string(mv, pos)
-    o.value, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.value = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.value, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -273,8 +282,17 @@ def _d_AlterConfigsRequest_AlterConfigsResource_1(
     o = AlterConfigsRequest.AlterConfigsResource.__new__(AlterConfigsRequest.AlterConfigsResource)
     o.resource_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.resource_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.resource_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.resource_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Configs at byte {pos}")
     else:
@@ -293,7 +311,11 @@ def _d_AlterConfigsRequest_AlterConfigsResource_1(
 
 def _d_AlterConfigsRequest_1(mv: memoryview, pos: int) -> tuple[AlterConfigsRequest, int]:
     o = AlterConfigsRequest.__new__(AlterConfigsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Resources at byte {pos}")
     else:
@@ -315,7 +337,13 @@ def _d_AlterConfigsRequest_1(mv: memoryview, pos: int) -> tuple[AlterConfigsRequ
 def _e_AlterConfigsRequest_AlterableConfig_1(
     b: bytearray, m: AlterConfigsRequest.AlterableConfig
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     write_compact_nullable_string(b, m.value)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -327,9 +355,19 @@ def _e_AlterConfigsRequest_AlterConfigsResource_1(
     b: bytearray, m: AlterConfigsRequest.AlterConfigsResource
 ) -> None:
     b += _S_b.pack(m.resource_type)
-    write_compact_string(b, m.resource_name)
+    e_resource_name = m.resource_name.encode()
+    n = len(e_resource_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_resource_name
     x_configs = m.configs
-    write_compact_array_len(b, len(x_configs))
+    n = len(x_configs) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_configs in x_configs:
         _e_AlterConfigsRequest_AlterableConfig_1(b, e_configs)
     if m.unknown_tagged_fields is None:
@@ -340,7 +378,11 @@ def _e_AlterConfigsRequest_AlterConfigsResource_1(
 
 def _e_AlterConfigsRequest_1(b: bytearray, m: AlterConfigsRequest) -> None:
     x_resources = m.resources
-    write_compact_array_len(b, len(x_resources))
+    n = len(x_resources) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_resources in x_resources:
         _e_AlterConfigsRequest_AlterConfigsResource_1(b, e_resources)
     b += _S_o.pack(m.validate_only)
@@ -420,10 +462,20 @@ def _d_AlterConfigsResponse_AlterConfigsResourceResponse_1(
     )
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.resource_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.resource_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.resource_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.resource_name, pos = read_compact_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -436,7 +488,11 @@ def _d_AlterConfigsResponse_1(mv: memoryview, pos: int) -> tuple[AlterConfigsRes
     o = AlterConfigsResponse.__new__(AlterConfigsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Responses at byte {pos}")
     else:
@@ -459,7 +515,13 @@ def _e_AlterConfigsResponse_AlterConfigsResourceResponse_1(
     b += _S_h.pack(m.error_code)
     write_compact_nullable_string(b, m.error_message)
     b += _S_b.pack(m.resource_type)
-    write_compact_string(b, m.resource_name)
+    e_resource_name = m.resource_name.encode()
+    n = len(e_resource_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_resource_name
     if m.unknown_tagged_fields is None:
         b.append(0)
     else:
@@ -469,7 +531,11 @@ def _e_AlterConfigsResponse_AlterConfigsResourceResponse_1(
 def _e_AlterConfigsResponse_1(b: bytearray, m: AlterConfigsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_responses = m.responses
-    write_compact_array_len(b, len(x_responses))
+    n = len(x_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_responses in x_responses:
         _e_AlterConfigsResponse_AlterConfigsResourceResponse_1(b, e_responses)
     if m.unknown_tagged_fields is None:

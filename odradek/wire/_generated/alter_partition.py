@@ -11,15 +11,14 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_compact_array_len,
     read_compact_string,
-    read_fixed_array,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -259,11 +258,19 @@ def _d_AlterPartitionRequest_PartitionData_0(
     o = AlterPartitionRequest.PartitionData.__new__(AlterPartitionRequest.PartitionData)
     o.partition_index, o.leader_epoch = _S_ii.unpack_from(mv, pos)
     pos += 8
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array NewIsr at byte {pos}")
     else:
-        o.new_isr, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array NewIsr at byte {pos} runs past the end")
+        o.new_isr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.partition_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     o.new_isr_with_epochs = []
@@ -280,8 +287,17 @@ def _d_AlterPartitionRequest_TopicData_0(
     mv: memoryview, pos: int
 ) -> tuple[AlterPartitionRequest.TopicData, int]:
     o = AlterPartitionRequest.TopicData.__new__(AlterPartitionRequest.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -303,7 +319,11 @@ def _d_AlterPartitionRequest_0(mv: memoryview, pos: int) -> tuple[AlterPartition
     o = AlterPartitionRequest.__new__(AlterPartitionRequest)
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(mv, pos)
     pos += 12
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -325,7 +345,11 @@ def _e_AlterPartitionRequest_PartitionData_0(
 ) -> None:
     b += _S_ii.pack(m.partition_index, m.leader_epoch)
     x_new_isr = m.new_isr
-    write_compact_array_len(b, len(x_new_isr))
+    n = len(x_new_isr) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_new_isr)}i", *x_new_isr)
     b += _S_i.pack(m.partition_epoch)
     if m.unknown_tagged_fields is None:
@@ -335,9 +359,19 @@ def _e_AlterPartitionRequest_PartitionData_0(
 
 
 def _e_AlterPartitionRequest_TopicData_0(b: bytearray, m: AlterPartitionRequest.TopicData) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_AlterPartitionRequest_PartitionData_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -349,7 +383,11 @@ def _e_AlterPartitionRequest_TopicData_0(b: bytearray, m: AlterPartitionRequest.
 def _e_AlterPartitionRequest_0(b: bytearray, m: AlterPartitionRequest) -> None:
     b += _S_iq.pack(m.broker_id, m.broker_epoch)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_AlterPartitionRequest_TopicData_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -370,11 +408,19 @@ def _d_AlterPartitionRequest_PartitionData_1(
     o = AlterPartitionRequest.PartitionData.__new__(AlterPartitionRequest.PartitionData)
     o.partition_index, o.leader_epoch = _S_ii.unpack_from(mv, pos)
     pos += 8
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array NewIsr at byte {pos}")
     else:
-        o.new_isr, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array NewIsr at byte {pos} runs past the end")
+        o.new_isr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.leader_recovery_state, o.partition_epoch = _S_bi.unpack_from(mv, pos)
     pos += 5
     o.new_isr_with_epochs = []
@@ -390,8 +436,17 @@ def _d_AlterPartitionRequest_TopicData_1(
     mv: memoryview, pos: int
 ) -> tuple[AlterPartitionRequest.TopicData, int]:
     o = AlterPartitionRequest.TopicData.__new__(AlterPartitionRequest.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -413,7 +468,11 @@ def _d_AlterPartitionRequest_1(mv: memoryview, pos: int) -> tuple[AlterPartition
     o = AlterPartitionRequest.__new__(AlterPartitionRequest)
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(mv, pos)
     pos += 12
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -435,7 +494,11 @@ def _e_AlterPartitionRequest_PartitionData_1(
 ) -> None:
     b += _S_ii.pack(m.partition_index, m.leader_epoch)
     x_new_isr = m.new_isr
-    write_compact_array_len(b, len(x_new_isr))
+    n = len(x_new_isr) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_new_isr)}i", *x_new_isr)
     b += _S_bi.pack(m.leader_recovery_state, m.partition_epoch)
     if m.unknown_tagged_fields is None:
@@ -445,9 +508,19 @@ def _e_AlterPartitionRequest_PartitionData_1(
 
 
 def _e_AlterPartitionRequest_TopicData_1(b: bytearray, m: AlterPartitionRequest.TopicData) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_AlterPartitionRequest_PartitionData_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -459,7 +532,11 @@ def _e_AlterPartitionRequest_TopicData_1(b: bytearray, m: AlterPartitionRequest.
 def _e_AlterPartitionRequest_1(b: bytearray, m: AlterPartitionRequest) -> None:
     b += _S_iq.pack(m.broker_id, m.broker_epoch)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_AlterPartitionRequest_TopicData_1(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -479,7 +556,11 @@ def _d_AlterPartitionRequest_TopicData_2(
 ) -> tuple[AlterPartitionRequest.TopicData, int]:
     o = AlterPartitionRequest.TopicData.__new__(AlterPartitionRequest.TopicData)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -501,7 +582,11 @@ def _d_AlterPartitionRequest_2(mv: memoryview, pos: int) -> tuple[AlterPartition
     o = AlterPartitionRequest.__new__(AlterPartitionRequest)
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(mv, pos)
     pos += 12
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -521,7 +606,11 @@ def _d_AlterPartitionRequest_2(mv: memoryview, pos: int) -> tuple[AlterPartition
 def _e_AlterPartitionRequest_TopicData_2(b: bytearray, m: AlterPartitionRequest.TopicData) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_AlterPartitionRequest_PartitionData_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -533,7 +622,11 @@ def _e_AlterPartitionRequest_TopicData_2(b: bytearray, m: AlterPartitionRequest.
 def _e_AlterPartitionRequest_2(b: bytearray, m: AlterPartitionRequest) -> None:
     b += _S_iq.pack(m.broker_id, m.broker_epoch)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_AlterPartitionRequest_TopicData_2(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -568,7 +661,11 @@ def _d_AlterPartitionRequest_PartitionData_2(
     o = AlterPartitionRequest.PartitionData.__new__(AlterPartitionRequest.PartitionData)
     o.partition_index, o.leader_epoch = _S_ii.unpack_from(mv, pos)
     pos += 8
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array NewIsrWithEpochs at byte {pos}")
     else:
@@ -593,7 +690,11 @@ def _d_AlterPartitionRequest_TopicData_3(
 ) -> tuple[AlterPartitionRequest.TopicData, int]:
     o = AlterPartitionRequest.TopicData.__new__(AlterPartitionRequest.TopicData)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -615,7 +716,11 @@ def _d_AlterPartitionRequest_3(mv: memoryview, pos: int) -> tuple[AlterPartition
     o = AlterPartitionRequest.__new__(AlterPartitionRequest)
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(mv, pos)
     pos += 12
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -647,7 +752,11 @@ def _e_AlterPartitionRequest_PartitionData_2(
 ) -> None:
     b += _S_ii.pack(m.partition_index, m.leader_epoch)
     x_new_isr_with_epochs = m.new_isr_with_epochs
-    write_compact_array_len(b, len(x_new_isr_with_epochs))
+    n = len(x_new_isr_with_epochs) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_new_isr_with_epochs in x_new_isr_with_epochs:
         _e_AlterPartitionRequest_BrokerState_0(b, e_new_isr_with_epochs)
     b += _S_bi.pack(m.leader_recovery_state, m.partition_epoch)
@@ -660,7 +769,11 @@ def _e_AlterPartitionRequest_PartitionData_2(
 def _e_AlterPartitionRequest_TopicData_3(b: bytearray, m: AlterPartitionRequest.TopicData) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_AlterPartitionRequest_PartitionData_2(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -672,7 +785,11 @@ def _e_AlterPartitionRequest_TopicData_3(b: bytearray, m: AlterPartitionRequest.
 def _e_AlterPartitionRequest_3(b: bytearray, m: AlterPartitionRequest) -> None:
     b += _S_iq.pack(m.broker_id, m.broker_epoch)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_AlterPartitionRequest_TopicData_3(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -693,11 +810,19 @@ def _d_AlterPartitionResponse_PartitionData_0(
     o = AlterPartitionResponse.PartitionData.__new__(AlterPartitionResponse.PartitionData)
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S_ihii.unpack_from(mv, pos)
     pos += 14
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Isr at byte {pos}")
     else:
-        o.isr, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Isr at byte {pos} runs past the end")
+        o.isr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.partition_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     o.leader_recovery_state = 0
@@ -713,8 +838,17 @@ def _d_AlterPartitionResponse_TopicData_0(
     mv: memoryview, pos: int
 ) -> tuple[AlterPartitionResponse.TopicData, int]:
     o = AlterPartitionResponse.TopicData.__new__(AlterPartitionResponse.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -736,7 +870,11 @@ def _d_AlterPartitionResponse_0(mv: memoryview, pos: int) -> tuple[AlterPartitio
     o = AlterPartitionResponse.__new__(AlterPartitionResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -758,7 +896,11 @@ def _e_AlterPartitionResponse_PartitionData_0(
 ) -> None:
     b += _S_ihii.pack(m.partition_index, m.error_code, m.leader_id, m.leader_epoch)
     x_isr = m.isr
-    write_compact_array_len(b, len(x_isr))
+    n = len(x_isr) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_isr)}i", *x_isr)
     b += _S_i.pack(m.partition_epoch)
     if m.unknown_tagged_fields is None:
@@ -770,9 +912,19 @@ def _e_AlterPartitionResponse_PartitionData_0(
 def _e_AlterPartitionResponse_TopicData_0(
     b: bytearray, m: AlterPartitionResponse.TopicData
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_AlterPartitionResponse_PartitionData_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -784,7 +936,11 @@ def _e_AlterPartitionResponse_TopicData_0(
 def _e_AlterPartitionResponse_0(b: bytearray, m: AlterPartitionResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_AlterPartitionResponse_TopicData_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -805,11 +961,19 @@ def _d_AlterPartitionResponse_PartitionData_1(
     o = AlterPartitionResponse.PartitionData.__new__(AlterPartitionResponse.PartitionData)
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S_ihii.unpack_from(mv, pos)
     pos += 14
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Isr at byte {pos}")
     else:
-        o.isr, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Isr at byte {pos} runs past the end")
+        o.isr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.leader_recovery_state, o.partition_epoch = _S_bi.unpack_from(mv, pos)
     pos += 5
     if mv[pos] == 0:
@@ -824,8 +988,17 @@ def _d_AlterPartitionResponse_TopicData_1(
     mv: memoryview, pos: int
 ) -> tuple[AlterPartitionResponse.TopicData, int]:
     o = AlterPartitionResponse.TopicData.__new__(AlterPartitionResponse.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -847,7 +1020,11 @@ def _d_AlterPartitionResponse_1(mv: memoryview, pos: int) -> tuple[AlterPartitio
     o = AlterPartitionResponse.__new__(AlterPartitionResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -869,7 +1046,11 @@ def _e_AlterPartitionResponse_PartitionData_1(
 ) -> None:
     b += _S_ihii.pack(m.partition_index, m.error_code, m.leader_id, m.leader_epoch)
     x_isr = m.isr
-    write_compact_array_len(b, len(x_isr))
+    n = len(x_isr) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_isr)}i", *x_isr)
     b += _S_bi.pack(m.leader_recovery_state, m.partition_epoch)
     if m.unknown_tagged_fields is None:
@@ -881,9 +1062,19 @@ def _e_AlterPartitionResponse_PartitionData_1(
 def _e_AlterPartitionResponse_TopicData_1(
     b: bytearray, m: AlterPartitionResponse.TopicData
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_AlterPartitionResponse_PartitionData_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -895,7 +1086,11 @@ def _e_AlterPartitionResponse_TopicData_1(
 def _e_AlterPartitionResponse_1(b: bytearray, m: AlterPartitionResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_AlterPartitionResponse_TopicData_1(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -915,7 +1110,11 @@ def _d_AlterPartitionResponse_TopicData_2(
 ) -> tuple[AlterPartitionResponse.TopicData, int]:
     o = AlterPartitionResponse.TopicData.__new__(AlterPartitionResponse.TopicData)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -937,7 +1136,11 @@ def _d_AlterPartitionResponse_2(mv: memoryview, pos: int) -> tuple[AlterPartitio
     o = AlterPartitionResponse.__new__(AlterPartitionResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -959,7 +1162,11 @@ def _e_AlterPartitionResponse_TopicData_2(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_AlterPartitionResponse_PartitionData_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -971,7 +1178,11 @@ def _e_AlterPartitionResponse_TopicData_2(
 def _e_AlterPartitionResponse_2(b: bytearray, m: AlterPartitionResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_AlterPartitionResponse_TopicData_2(b, e_topics)
     if m.unknown_tagged_fields is None:

@@ -9,15 +9,15 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_tagged_fields,
     write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -216,11 +216,19 @@ def _d_AlterPartitionReassignmentsRequest_ReassignablePartition_0(
     )
     o.partition_index = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.replicas = None
     else:
-        o.replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Replicas at byte {pos} runs past the end")
+        o.replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -235,8 +243,17 @@ def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_0(
     o = AlterPartitionReassignmentsRequest.ReassignableTopic.__new__(
         AlterPartitionReassignmentsRequest.ReassignableTopic
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -261,7 +278,11 @@ def _d_AlterPartitionReassignmentsRequest_0(
     o = AlterPartitionReassignmentsRequest.__new__(AlterPartitionReassignmentsRequest)
     o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -286,7 +307,11 @@ def _e_AlterPartitionReassignmentsRequest_ReassignablePartition_0(
     if x_replicas is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_replicas))
+        n = len(x_replicas) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         b += _struct.pack(f">{len(x_replicas)}i", *x_replicas)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -297,9 +322,19 @@ def _e_AlterPartitionReassignmentsRequest_ReassignablePartition_0(
 def _e_AlterPartitionReassignmentsRequest_ReassignableTopic_0(
     b: bytearray, m: AlterPartitionReassignmentsRequest.ReassignableTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_AlterPartitionReassignmentsRequest_ReassignablePartition_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -313,7 +348,11 @@ def _e_AlterPartitionReassignmentsRequest_0(
 ) -> None:
     b += _S_i.pack(m.timeout_ms)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_AlterPartitionReassignmentsRequest_ReassignableTopic_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -338,7 +377,12 @@ def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(
     )
     o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -353,8 +397,17 @@ def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(
     o = AlterPartitionReassignmentsResponse.ReassignableTopicResponse.__new__(
         AlterPartitionReassignmentsResponse.ReassignableTopicResponse
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -379,8 +432,17 @@ def _d_AlterPartitionReassignmentsResponse_0(
     o = AlterPartitionReassignmentsResponse.__new__(AlterPartitionReassignmentsResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Responses at byte {pos}")
     else:
@@ -413,9 +475,19 @@ def _e_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(
 def _e_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(
     b: bytearray, m: AlterPartitionReassignmentsResponse.ReassignableTopicResponse
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -430,7 +502,11 @@ def _e_AlterPartitionReassignmentsResponse_0(
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(b, m.error_message)
     x_responses = m.responses
-    write_compact_array_len(b, len(x_responses))
+    n = len(x_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_responses in x_responses:
         _e_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(b, e_responses)
     if m.unknown_tagged_fields is None:

@@ -9,17 +9,16 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_compact_array_len,
     read_compact_string,
-    read_fixed_array,
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
-    write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -186,7 +185,11 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_0(
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -266,12 +269,25 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(
     o = AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic.__new__(
         AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -286,8 +302,17 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(
     o = AlterReplicaLogDirsRequest.AlterReplicaLogDir.__new__(
         AlterReplicaLogDirsRequest.AlterReplicaLogDir
     )
-    o.path, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.path = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.path, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -308,7 +333,11 @@ def _d_AlterReplicaLogDirsRequest_1(
     mv: memoryview, pos: int
 ) -> tuple[AlterReplicaLogDirsRequest, int]:
     o = AlterReplicaLogDirsRequest.__new__(AlterReplicaLogDirsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Dirs at byte {pos}")
     else:
@@ -328,9 +357,19 @@ def _d_AlterReplicaLogDirsRequest_1(
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(
     b: bytearray, m: AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partitions)}i", *x_partitions)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -341,9 +380,19 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(
     b: bytearray, m: AlterReplicaLogDirsRequest.AlterReplicaLogDir
 ) -> None:
-    write_compact_string(b, m.path)
+    e_path = m.path.encode()
+    n = len(e_path) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_path
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -354,7 +403,11 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(
 
 def _e_AlterReplicaLogDirsRequest_1(b: bytearray, m: AlterReplicaLogDirsRequest) -> None:
     x_dirs = m.dirs
-    write_compact_array_len(b, len(x_dirs))
+    n = len(x_dirs) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_dirs in x_dirs:
         _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(b, e_dirs)
     if m.unknown_tagged_fields is None:
@@ -474,8 +527,17 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(
     o = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.__new__(
         AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
     )
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -500,7 +562,11 @@ def _d_AlterReplicaLogDirsResponse_1(
     o = AlterReplicaLogDirsResponse.__new__(AlterReplicaLogDirsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -530,9 +596,19 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_1(
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(
     b: bytearray, m: AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -544,7 +620,11 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(
 def _e_AlterReplicaLogDirsResponse_1(b: bytearray, m: AlterReplicaLogDirsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(b, e_results)
     if m.unknown_tagged_fields is None:

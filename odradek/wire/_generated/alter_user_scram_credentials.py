@@ -14,11 +14,10 @@ from odradek.wire.primitives import (
     read_compact_nullable_string,
     read_compact_string,
     read_tagged_fields,
-    write_compact_array_len,
     write_compact_bytes,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -199,7 +198,12 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(
     o = AlterUserScramCredentialsRequest.ScramCredentialDeletion.__new__(
         AlterUserScramCredentialsRequest.ScramCredentialDeletion
     )
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.mechanism = _S_b.unpack_from(mv, pos)[0]
     pos += 1
     if mv[pos] == 0:
@@ -216,7 +220,12 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(
     o = AlterUserScramCredentialsRequest.ScramCredentialUpsertion.__new__(
         AlterUserScramCredentialsRequest.ScramCredentialUpsertion
     )
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.mechanism, o.iterations = _S_bi.unpack_from(mv, pos)
     pos += 5
     o.salt, pos = read_compact_bytes(mv, pos)
@@ -233,7 +242,11 @@ def _d_AlterUserScramCredentialsRequest_0(
     mv: memoryview, pos: int
 ) -> tuple[AlterUserScramCredentialsRequest, int]:
     o = AlterUserScramCredentialsRequest.__new__(AlterUserScramCredentialsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Deletions at byte {pos}")
     else:
@@ -244,7 +257,11 @@ def _d_AlterUserScramCredentialsRequest_0(
             )
             lst_deletions.append(e_deletions)
         o.deletions = lst_deletions
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Upsertions at byte {pos}")
     else:
@@ -266,7 +283,13 @@ def _d_AlterUserScramCredentialsRequest_0(
 def _e_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(
     b: bytearray, m: AlterUserScramCredentialsRequest.ScramCredentialDeletion
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     b += _S_b.pack(m.mechanism)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -277,7 +300,13 @@ def _e_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(
 def _e_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(
     b: bytearray, m: AlterUserScramCredentialsRequest.ScramCredentialUpsertion
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     b += _S_bi.pack(m.mechanism, m.iterations)
     write_compact_bytes(b, m.salt)
     write_compact_bytes(b, m.salted_password)
@@ -291,11 +320,19 @@ def _e_AlterUserScramCredentialsRequest_0(
     b: bytearray, m: AlterUserScramCredentialsRequest
 ) -> None:
     x_deletions = m.deletions
-    write_compact_array_len(b, len(x_deletions))
+    n = len(x_deletions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_deletions in x_deletions:
         _e_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(b, e_deletions)
     x_upsertions = m.upsertions
-    write_compact_array_len(b, len(x_upsertions))
+    n = len(x_upsertions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_upsertions in x_upsertions:
         _e_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(b, e_upsertions)
     if m.unknown_tagged_fields is None:
@@ -316,10 +353,20 @@ def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(
     o = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult.__new__(
         AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
     )
-    o.user, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.user = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.user, pos = read_compact_string(mv, pos)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -334,7 +381,11 @@ def _d_AlterUserScramCredentialsResponse_0(
     o = AlterUserScramCredentialsResponse.__new__(AlterUserScramCredentialsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -356,7 +407,13 @@ def _d_AlterUserScramCredentialsResponse_0(
 def _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(
     b: bytearray, m: AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
 ) -> None:
-    write_compact_string(b, m.user)
+    e_user = m.user.encode()
+    n = len(e_user) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_user
     b += _S_h.pack(m.error_code)
     write_compact_nullable_string(b, m.error_message)
     if m.unknown_tagged_fields is None:
@@ -370,7 +427,11 @@ def _e_AlterUserScramCredentialsResponse_0(
 ) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(b, e_results)
     if m.unknown_tagged_fields is None:

@@ -14,9 +14,8 @@ from odradek.wire.primitives import (
     read_compact_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
-    write_compact_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -196,8 +195,18 @@ def _top_ApiVersionsRequest_0(m: ApiVersionsRequest) -> list[Buffer]:
 
 def _d_ApiVersionsRequest_1(mv: memoryview, pos: int) -> tuple[ApiVersionsRequest, int]:
     o = ApiVersionsRequest.__new__(ApiVersionsRequest)
-    o.client_software_name, pos = read_compact_string(mv, pos)
-    o.client_software_version, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.client_software_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.client_software_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.client_software_version = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.client_software_version, pos = read_compact_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -207,8 +216,20 @@ def _d_ApiVersionsRequest_1(mv: memoryview, pos: int) -> tuple[ApiVersionsReques
 
 
 def _e_ApiVersionsRequest_1(b: bytearray, m: ApiVersionsRequest) -> None:
-    write_compact_string(b, m.client_software_name)
-    write_compact_string(b, m.client_software_version)
+    e_client_software_name = m.client_software_name.encode()
+    n = len(e_client_software_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_client_software_name
+    e_client_software_version = m.client_software_version.encode()
+    n = len(e_client_software_version) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_client_software_version
     if m.unknown_tagged_fields is None:
         b.append(0)
     else:
@@ -327,7 +348,12 @@ def _d_ApiVersionsResponse_SupportedFeatureKey_0(
     mv: memoryview, pos: int
 ) -> tuple[ApiVersionsResponse.SupportedFeatureKey, int]:
     o = ApiVersionsResponse.SupportedFeatureKey.__new__(ApiVersionsResponse.SupportedFeatureKey)
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.min_version, o.max_version = _S_hh.unpack_from(mv, pos)
     pos += 4
     if mv[pos] == 0:
@@ -339,7 +365,12 @@ def _d_ApiVersionsResponse_SupportedFeatureKey_0(
 
 
 def _dt_ApiVersionsResponse_SupportedFeatures_0(mv: memoryview, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_len(mv, pos)
+    val: Any
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array SupportedFeatures at byte {pos}")
     else:
@@ -352,6 +383,7 @@ def _dt_ApiVersionsResponse_SupportedFeatures_0(mv: memoryview, pos: int) -> tup
 
 
 def _dt_ApiVersionsResponse_FinalizedFeaturesEpoch_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val = _S_q.unpack_from(mv, pos)[0]
     pos += 8
     return val, pos
@@ -361,7 +393,12 @@ def _d_ApiVersionsResponse_FinalizedFeatureKey_0(
     mv: memoryview, pos: int
 ) -> tuple[ApiVersionsResponse.FinalizedFeatureKey, int]:
     o = ApiVersionsResponse.FinalizedFeatureKey.__new__(ApiVersionsResponse.FinalizedFeatureKey)
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.max_version_level, o.min_version_level = _S_hh.unpack_from(mv, pos)
     pos += 4
     if mv[pos] == 0:
@@ -373,7 +410,12 @@ def _d_ApiVersionsResponse_FinalizedFeatureKey_0(
 
 
 def _dt_ApiVersionsResponse_FinalizedFeatures_0(mv: memoryview, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_len(mv, pos)
+    val: Any
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array FinalizedFeatures at byte {pos}")
     else:
@@ -386,6 +428,7 @@ def _dt_ApiVersionsResponse_FinalizedFeatures_0(mv: memoryview, pos: int) -> tup
 
 
 def _dt_ApiVersionsResponse_ZkMigrationReady_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val = _S_o.unpack_from(mv, pos)[0]
     pos += 1
     return val, pos
@@ -403,7 +446,11 @@ def _d_ApiVersionsResponse_2(mv: memoryview, pos: int) -> tuple[ApiVersionsRespo
     o = ApiVersionsResponse.__new__(ApiVersionsResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ApiKeys at byte {pos}")
     else:
@@ -437,7 +484,13 @@ def _e_ApiVersionsResponse_ApiVersion_1(b: bytearray, m: ApiVersionsResponse.Api
 def _e_ApiVersionsResponse_SupportedFeatureKey_0(
     b: bytearray, m: ApiVersionsResponse.SupportedFeatureKey
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     b += _S_hh.pack(m.min_version, m.max_version)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -448,7 +501,13 @@ def _e_ApiVersionsResponse_SupportedFeatureKey_0(
 def _e_ApiVersionsResponse_FinalizedFeatureKey_0(
     b: bytearray, m: ApiVersionsResponse.FinalizedFeatureKey
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     b += _S_hh.pack(m.max_version_level, m.min_version_level)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -459,7 +518,11 @@ def _e_ApiVersionsResponse_FinalizedFeatureKey_0(
 def _e_ApiVersionsResponse_2(b: bytearray, m: ApiVersionsResponse) -> None:
     b += _S_h.pack(m.error_code)
     x_api_keys = m.api_keys
-    write_compact_array_len(b, len(x_api_keys))
+    n = len(x_api_keys) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_api_keys in x_api_keys:
         _e_ApiVersionsResponse_ApiVersion_1(b, e_api_keys)
     b += _S_i.pack(m.throttle_time_ms)
@@ -467,7 +530,11 @@ def _e_ApiVersionsResponse_2(b: bytearray, m: ApiVersionsResponse) -> None:
     if m.supported_features:
         tb = bytearray()
         x_supported_features = m.supported_features
-        write_compact_array_len(tb, len(x_supported_features))
+        n = len(x_supported_features) + 1
+        if n < 0x80:
+            tb.append(n)
+        else:
+            write_uvarint(tb, n)
         for e_supported_features in x_supported_features:
             _e_ApiVersionsResponse_SupportedFeatureKey_0(tb, e_supported_features)
         tags.append((0, tb))
@@ -478,7 +545,11 @@ def _e_ApiVersionsResponse_2(b: bytearray, m: ApiVersionsResponse) -> None:
     if m.finalized_features:
         tb = bytearray()
         x_finalized_features = m.finalized_features
-        write_compact_array_len(tb, len(x_finalized_features))
+        n = len(x_finalized_features) + 1
+        if n < 0x80:
+            tb.append(n)
+        else:
+            write_uvarint(tb, n)
         for e_finalized_features in x_finalized_features:
             _e_ApiVersionsResponse_FinalizedFeatureKey_0(tb, e_finalized_features)
         tags.append((2, tb))

@@ -14,9 +14,9 @@ from odradek.wire.primitives import (
     read_compact_array_len,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -246,7 +246,11 @@ def _d_AssignReplicasToDirsRequest_TopicData_0(
 ) -> tuple[AssignReplicasToDirsRequest.TopicData, int]:
     o = AssignReplicasToDirsRequest.TopicData.__new__(AssignReplicasToDirsRequest.TopicData)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -268,7 +272,11 @@ def _d_AssignReplicasToDirsRequest_DirectoryData_0(
 ) -> tuple[AssignReplicasToDirsRequest.DirectoryData, int]:
     o = AssignReplicasToDirsRequest.DirectoryData.__new__(AssignReplicasToDirsRequest.DirectoryData)
     o.id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -291,7 +299,11 @@ def _d_AssignReplicasToDirsRequest_0(
     o = AssignReplicasToDirsRequest.__new__(AssignReplicasToDirsRequest)
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(mv, pos)
     pos += 12
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Directories at byte {pos}")
     else:
@@ -323,7 +335,11 @@ def _e_AssignReplicasToDirsRequest_TopicData_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_AssignReplicasToDirsRequest_PartitionData_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -337,7 +353,11 @@ def _e_AssignReplicasToDirsRequest_DirectoryData_0(
 ) -> None:
     write_uuid(b, m.id)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_AssignReplicasToDirsRequest_TopicData_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -349,7 +369,11 @@ def _e_AssignReplicasToDirsRequest_DirectoryData_0(
 def _e_AssignReplicasToDirsRequest_0(b: bytearray, m: AssignReplicasToDirsRequest) -> None:
     b += _S_iq.pack(m.broker_id, m.broker_epoch)
     x_directories = m.directories
-    write_compact_array_len(b, len(x_directories))
+    n = len(x_directories) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_directories in x_directories:
         _e_AssignReplicasToDirsRequest_DirectoryData_0(b, e_directories)
     if m.unknown_tagged_fields is None:
@@ -385,7 +409,11 @@ def _d_AssignReplicasToDirsResponse_TopicData_0(
 ) -> tuple[AssignReplicasToDirsResponse.TopicData, int]:
     o = AssignReplicasToDirsResponse.TopicData.__new__(AssignReplicasToDirsResponse.TopicData)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -409,7 +437,11 @@ def _d_AssignReplicasToDirsResponse_DirectoryData_0(
         AssignReplicasToDirsResponse.DirectoryData
     )
     o.id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -432,7 +464,11 @@ def _d_AssignReplicasToDirsResponse_0(
     o = AssignReplicasToDirsResponse.__new__(AssignReplicasToDirsResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Directories at byte {pos}")
     else:
@@ -464,7 +500,11 @@ def _e_AssignReplicasToDirsResponse_TopicData_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_AssignReplicasToDirsResponse_PartitionData_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -478,7 +518,11 @@ def _e_AssignReplicasToDirsResponse_DirectoryData_0(
 ) -> None:
     write_uuid(b, m.id)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_AssignReplicasToDirsResponse_TopicData_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -490,7 +534,11 @@ def _e_AssignReplicasToDirsResponse_DirectoryData_0(
 def _e_AssignReplicasToDirsResponse_0(b: bytearray, m: AssignReplicasToDirsResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_directories = m.directories
-    write_compact_array_len(b, len(x_directories))
+    n = len(x_directories) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_directories in x_directories:
         _e_AssignReplicasToDirsResponse_DirectoryData_0(b, e_directories)
     if m.unknown_tagged_fields is None:

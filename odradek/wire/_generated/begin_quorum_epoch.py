@@ -20,13 +20,12 @@ from odradek.wire.primitives import (
     read_tagged_fields,
     read_uuid,
     write_array_len,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -361,8 +360,17 @@ def _d_BeginQuorumEpochRequest_TopicData_1(
     mv: memoryview, pos: int
 ) -> tuple[BeginQuorumEpochRequest.TopicData, int]:
     o = BeginQuorumEpochRequest.TopicData.__new__(BeginQuorumEpochRequest.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -383,8 +391,18 @@ def _d_BeginQuorumEpochRequest_LeaderEndpoint_0(
     mv: memoryview, pos: int
 ) -> tuple[BeginQuorumEpochRequest.LeaderEndpoint, int]:
     o = BeginQuorumEpochRequest.LeaderEndpoint.__new__(BeginQuorumEpochRequest.LeaderEndpoint)
-    o.name, pos = read_compact_string(mv, pos)
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_H.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -397,10 +415,19 @@ def _d_BeginQuorumEpochRequest_LeaderEndpoint_0(
 
 def _d_BeginQuorumEpochRequest_1(mv: memoryview, pos: int) -> tuple[BeginQuorumEpochRequest, int]:
     o = BeginQuorumEpochRequest.__new__(BeginQuorumEpochRequest)
-    o.cluster_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_nullable_string(mv, pos)
     o.voter_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -409,7 +436,11 @@ def _d_BeginQuorumEpochRequest_1(mv: memoryview, pos: int) -> tuple[BeginQuorumE
             e_topics, pos = _d_BeginQuorumEpochRequest_TopicData_1(mv, pos)
             lst_topics.append(e_topics)
         o.topics = lst_topics
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array LeaderEndpoints at byte {pos}")
     else:
@@ -441,9 +472,19 @@ def _e_BeginQuorumEpochRequest_PartitionData_1(
 def _e_BeginQuorumEpochRequest_TopicData_1(
     b: bytearray, m: BeginQuorumEpochRequest.TopicData
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_BeginQuorumEpochRequest_PartitionData_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -455,8 +496,20 @@ def _e_BeginQuorumEpochRequest_TopicData_1(
 def _e_BeginQuorumEpochRequest_LeaderEndpoint_0(
     b: bytearray, m: BeginQuorumEpochRequest.LeaderEndpoint
 ) -> None:
-    write_compact_string(b, m.name)
-    write_compact_string(b, m.host)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_H.pack(m.port)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -468,11 +521,19 @@ def _e_BeginQuorumEpochRequest_1(b: bytearray, m: BeginQuorumEpochRequest) -> No
     write_compact_nullable_string(b, m.cluster_id)
     b += _S_i.pack(m.voter_id)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_BeginQuorumEpochRequest_TopicData_1(b, e_topics)
     x_leader_endpoints = m.leader_endpoints
-    write_compact_array_len(b, len(x_leader_endpoints))
+    n = len(x_leader_endpoints) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_leader_endpoints in x_leader_endpoints:
         _e_BeginQuorumEpochRequest_LeaderEndpoint_0(b, e_leader_endpoints)
     if m.unknown_tagged_fields is None:
@@ -581,8 +642,17 @@ def _d_BeginQuorumEpochResponse_TopicData_1(
     mv: memoryview, pos: int
 ) -> tuple[BeginQuorumEpochResponse.TopicData, int]:
     o = BeginQuorumEpochResponse.TopicData.__new__(BeginQuorumEpochResponse.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -605,7 +675,12 @@ def _d_BeginQuorumEpochResponse_NodeEndpoint_0(
     o = BeginQuorumEpochResponse.NodeEndpoint.__new__(BeginQuorumEpochResponse.NodeEndpoint)
     o.node_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_H.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -617,7 +692,12 @@ def _d_BeginQuorumEpochResponse_NodeEndpoint_0(
 
 
 def _dt_BeginQuorumEpochResponse_NodeEndpoints_0(mv: memoryview, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_len(mv, pos)
+    val: Any
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array NodeEndpoints at byte {pos}")
     else:
@@ -638,7 +718,11 @@ def _d_BeginQuorumEpochResponse_1(mv: memoryview, pos: int) -> tuple[BeginQuorum
     o = BeginQuorumEpochResponse.__new__(BeginQuorumEpochResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -669,9 +753,19 @@ def _e_BeginQuorumEpochResponse_PartitionData_1(
 def _e_BeginQuorumEpochResponse_TopicData_1(
     b: bytearray, m: BeginQuorumEpochResponse.TopicData
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_BeginQuorumEpochResponse_PartitionData_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -684,7 +778,13 @@ def _e_BeginQuorumEpochResponse_NodeEndpoint_0(
     b: bytearray, m: BeginQuorumEpochResponse.NodeEndpoint
 ) -> None:
     b += _S_i.pack(m.node_id)
-    write_compact_string(b, m.host)
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_H.pack(m.port)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -695,14 +795,22 @@ def _e_BeginQuorumEpochResponse_NodeEndpoint_0(
 def _e_BeginQuorumEpochResponse_1(b: bytearray, m: BeginQuorumEpochResponse) -> None:
     b += _S_h.pack(m.error_code)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_BeginQuorumEpochResponse_TopicData_1(b, e_topics)
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
     if m.node_endpoints:
         tb = bytearray()
         x_node_endpoints = m.node_endpoints
-        write_compact_array_len(tb, len(x_node_endpoints))
+        n = len(x_node_endpoints) + 1
+        if n < 0x80:
+            tb.append(n)
+        else:
+            write_uvarint(tb, n)
         for e_node_endpoints in x_node_endpoints:
             _e_BeginQuorumEpochResponse_NodeEndpoint_0(tb, e_node_endpoints)
         tags.append((0, tb))

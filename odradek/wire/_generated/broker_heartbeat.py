@@ -13,9 +13,9 @@ from odradek.wire.primitives import (
     read_compact_array_len,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -160,7 +160,12 @@ def _top_BrokerHeartbeatRequest_0(m: BrokerHeartbeatRequest) -> list[Buffer]:
 
 
 def _dt_BrokerHeartbeatRequest_OfflineLogDirs_0(mv: memoryview, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_len(mv, pos)
+    val: Any
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array OfflineLogDirs at byte {pos}")
     else:
@@ -200,7 +205,11 @@ def _e_BrokerHeartbeatRequest_1(b: bytearray, m: BrokerHeartbeatRequest) -> None
     if m.offline_log_dirs:
         tb = bytearray()
         x_offline_log_dirs = m.offline_log_dirs
-        write_compact_array_len(tb, len(x_offline_log_dirs))
+        n = len(x_offline_log_dirs) + 1
+        if n < 0x80:
+            tb.append(n)
+        else:
+            write_uvarint(tb, n)
         for e_offline_log_dirs in x_offline_log_dirs:
             write_uuid(tb, e_offline_log_dirs)
         tags.append((0, tb))

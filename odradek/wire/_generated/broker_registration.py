@@ -16,11 +16,10 @@ from odradek.wire.primitives import (
     read_compact_string,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -190,8 +189,18 @@ def _d_BrokerRegistrationRequest_Listener_0(
     mv: memoryview, pos: int
 ) -> tuple[BrokerRegistrationRequest.Listener, int]:
     o = BrokerRegistrationRequest.Listener.__new__(BrokerRegistrationRequest.Listener)
-    o.name, pos = read_compact_string(mv, pos)
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port, o.security_protocol = _S_Hh.unpack_from(mv, pos)
     pos += 4
     if mv[pos] == 0:
@@ -206,7 +215,12 @@ def _d_BrokerRegistrationRequest_Feature_0(
     mv: memoryview, pos: int
 ) -> tuple[BrokerRegistrationRequest.Feature, int]:
     o = BrokerRegistrationRequest.Feature.__new__(BrokerRegistrationRequest.Feature)
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.min_supported_version, o.max_supported_version = _S_hh.unpack_from(mv, pos)
     pos += 4
     if mv[pos] == 0:
@@ -223,9 +237,18 @@ def _d_BrokerRegistrationRequest_0(
     o = BrokerRegistrationRequest.__new__(BrokerRegistrationRequest)
     o.broker_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.cluster_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_string(mv, pos)
     o.incarnation_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Listeners at byte {pos}")
     else:
@@ -234,7 +257,11 @@ def _d_BrokerRegistrationRequest_0(
             e_listeners, pos = _d_BrokerRegistrationRequest_Listener_0(mv, pos)
             lst_listeners.append(e_listeners)
         o.listeners = lst_listeners
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Features at byte {pos}")
     else:
@@ -243,7 +270,12 @@ def _d_BrokerRegistrationRequest_0(
             e_features, pos = _d_BrokerRegistrationRequest_Feature_0(mv, pos)
             lst_features.append(e_features)
         o.features = lst_features
-    o.rack, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack, pos = read_compact_nullable_string(mv, pos)
     o.is_migrating_zk_broker = False
     o.log_dirs = []
     o.previous_broker_epoch = -1
@@ -258,8 +290,20 @@ def _d_BrokerRegistrationRequest_0(
 def _e_BrokerRegistrationRequest_Listener_0(
     b: bytearray, m: BrokerRegistrationRequest.Listener
 ) -> None:
-    write_compact_string(b, m.name)
-    write_compact_string(b, m.host)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_Hh.pack(m.port, m.security_protocol)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -270,7 +314,13 @@ def _e_BrokerRegistrationRequest_Listener_0(
 def _e_BrokerRegistrationRequest_Feature_0(
     b: bytearray, m: BrokerRegistrationRequest.Feature
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     b += _S_hh.pack(m.min_supported_version, m.max_supported_version)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -280,14 +330,28 @@ def _e_BrokerRegistrationRequest_Feature_0(
 
 def _e_BrokerRegistrationRequest_0(b: bytearray, m: BrokerRegistrationRequest) -> None:
     b += _S_i.pack(m.broker_id)
-    write_compact_string(b, m.cluster_id)
+    e_cluster_id = m.cluster_id.encode()
+    n = len(e_cluster_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_cluster_id
     write_uuid(b, m.incarnation_id)
     x_listeners = m.listeners
-    write_compact_array_len(b, len(x_listeners))
+    n = len(x_listeners) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_listeners in x_listeners:
         _e_BrokerRegistrationRequest_Listener_0(b, e_listeners)
     x_features = m.features
-    write_compact_array_len(b, len(x_features))
+    n = len(x_features) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_features in x_features:
         _e_BrokerRegistrationRequest_Feature_0(b, e_features)
     write_compact_nullable_string(b, m.rack)
@@ -309,9 +373,18 @@ def _d_BrokerRegistrationRequest_1(
     o = BrokerRegistrationRequest.__new__(BrokerRegistrationRequest)
     o.broker_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.cluster_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_string(mv, pos)
     o.incarnation_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Listeners at byte {pos}")
     else:
@@ -320,7 +393,11 @@ def _d_BrokerRegistrationRequest_1(
             e_listeners, pos = _d_BrokerRegistrationRequest_Listener_0(mv, pos)
             lst_listeners.append(e_listeners)
         o.listeners = lst_listeners
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Features at byte {pos}")
     else:
@@ -329,7 +406,12 @@ def _d_BrokerRegistrationRequest_1(
             e_features, pos = _d_BrokerRegistrationRequest_Feature_0(mv, pos)
             lst_features.append(e_features)
         o.features = lst_features
-    o.rack, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack, pos = read_compact_nullable_string(mv, pos)
     o.is_migrating_zk_broker = _S_o.unpack_from(mv, pos)[0]
     pos += 1
     o.log_dirs = []
@@ -344,14 +426,28 @@ def _d_BrokerRegistrationRequest_1(
 
 def _e_BrokerRegistrationRequest_1(b: bytearray, m: BrokerRegistrationRequest) -> None:
     b += _S_i.pack(m.broker_id)
-    write_compact_string(b, m.cluster_id)
+    e_cluster_id = m.cluster_id.encode()
+    n = len(e_cluster_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_cluster_id
     write_uuid(b, m.incarnation_id)
     x_listeners = m.listeners
-    write_compact_array_len(b, len(x_listeners))
+    n = len(x_listeners) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_listeners in x_listeners:
         _e_BrokerRegistrationRequest_Listener_0(b, e_listeners)
     x_features = m.features
-    write_compact_array_len(b, len(x_features))
+    n = len(x_features) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_features in x_features:
         _e_BrokerRegistrationRequest_Feature_0(b, e_features)
     write_compact_nullable_string(b, m.rack)
@@ -374,9 +470,18 @@ def _d_BrokerRegistrationRequest_2(
     o = BrokerRegistrationRequest.__new__(BrokerRegistrationRequest)
     o.broker_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.cluster_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_string(mv, pos)
     o.incarnation_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Listeners at byte {pos}")
     else:
@@ -385,7 +490,11 @@ def _d_BrokerRegistrationRequest_2(
             e_listeners, pos = _d_BrokerRegistrationRequest_Listener_0(mv, pos)
             lst_listeners.append(e_listeners)
         o.listeners = lst_listeners
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Features at byte {pos}")
     else:
@@ -394,10 +503,19 @@ def _d_BrokerRegistrationRequest_2(
             e_features, pos = _d_BrokerRegistrationRequest_Feature_0(mv, pos)
             lst_features.append(e_features)
         o.features = lst_features
-    o.rack, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack, pos = read_compact_nullable_string(mv, pos)
     o.is_migrating_zk_broker = _S_o.unpack_from(mv, pos)[0]
     pos += 1
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array LogDirs at byte {pos}")
     else:
@@ -417,20 +535,38 @@ def _d_BrokerRegistrationRequest_2(
 
 def _e_BrokerRegistrationRequest_2(b: bytearray, m: BrokerRegistrationRequest) -> None:
     b += _S_i.pack(m.broker_id)
-    write_compact_string(b, m.cluster_id)
+    e_cluster_id = m.cluster_id.encode()
+    n = len(e_cluster_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_cluster_id
     write_uuid(b, m.incarnation_id)
     x_listeners = m.listeners
-    write_compact_array_len(b, len(x_listeners))
+    n = len(x_listeners) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_listeners in x_listeners:
         _e_BrokerRegistrationRequest_Listener_0(b, e_listeners)
     x_features = m.features
-    write_compact_array_len(b, len(x_features))
+    n = len(x_features) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_features in x_features:
         _e_BrokerRegistrationRequest_Feature_0(b, e_features)
     write_compact_nullable_string(b, m.rack)
     b += _S_o.pack(m.is_migrating_zk_broker)
     x_log_dirs = m.log_dirs
-    write_compact_array_len(b, len(x_log_dirs))
+    n = len(x_log_dirs) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_log_dirs in x_log_dirs:
         write_uuid(b, e_log_dirs)
     if m.unknown_tagged_fields is None:
@@ -451,9 +587,18 @@ def _d_BrokerRegistrationRequest_3(
     o = BrokerRegistrationRequest.__new__(BrokerRegistrationRequest)
     o.broker_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.cluster_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_string(mv, pos)
     o.incarnation_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Listeners at byte {pos}")
     else:
@@ -462,7 +607,11 @@ def _d_BrokerRegistrationRequest_3(
             e_listeners, pos = _d_BrokerRegistrationRequest_Listener_0(mv, pos)
             lst_listeners.append(e_listeners)
         o.listeners = lst_listeners
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Features at byte {pos}")
     else:
@@ -471,10 +620,19 @@ def _d_BrokerRegistrationRequest_3(
             e_features, pos = _d_BrokerRegistrationRequest_Feature_0(mv, pos)
             lst_features.append(e_features)
         o.features = lst_features
-    o.rack, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack, pos = read_compact_nullable_string(mv, pos)
     o.is_migrating_zk_broker = _S_o.unpack_from(mv, pos)[0]
     pos += 1
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array LogDirs at byte {pos}")
     else:
@@ -495,20 +653,38 @@ def _d_BrokerRegistrationRequest_3(
 
 def _e_BrokerRegistrationRequest_3(b: bytearray, m: BrokerRegistrationRequest) -> None:
     b += _S_i.pack(m.broker_id)
-    write_compact_string(b, m.cluster_id)
+    e_cluster_id = m.cluster_id.encode()
+    n = len(e_cluster_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_cluster_id
     write_uuid(b, m.incarnation_id)
     x_listeners = m.listeners
-    write_compact_array_len(b, len(x_listeners))
+    n = len(x_listeners) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_listeners in x_listeners:
         _e_BrokerRegistrationRequest_Listener_0(b, e_listeners)
     x_features = m.features
-    write_compact_array_len(b, len(x_features))
+    n = len(x_features) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_features in x_features:
         _e_BrokerRegistrationRequest_Feature_0(b, e_features)
     write_compact_nullable_string(b, m.rack)
     b += _S_o.pack(m.is_migrating_zk_broker)
     x_log_dirs = m.log_dirs
-    write_compact_array_len(b, len(x_log_dirs))
+    n = len(x_log_dirs) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_log_dirs in x_log_dirs:
         write_uuid(b, e_log_dirs)
     b += _S_q.pack(m.previous_broker_epoch)

@@ -11,17 +11,17 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_nullable_string,
     write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -271,7 +271,11 @@ def _d_ConsumerGroupDescribeRequest_0(
     mv: memoryview, pos: int
 ) -> tuple[ConsumerGroupDescribeRequest, int]:
     o = ConsumerGroupDescribeRequest.__new__(ConsumerGroupDescribeRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array GroupIds at byte {pos}")
     else:
@@ -292,7 +296,11 @@ def _d_ConsumerGroupDescribeRequest_0(
 
 def _e_ConsumerGroupDescribeRequest_0(b: bytearray, m: ConsumerGroupDescribeRequest) -> None:
     x_group_ids = m.group_ids
-    write_compact_array_len(b, len(x_group_ids))
+    n = len(x_group_ids) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_group_ids in x_group_ids:
         write_compact_string(b, e_group_ids)
     b += _S_o.pack(m.include_authorized_operations)
@@ -315,12 +323,25 @@ def _d_ConsumerGroupDescribeResponse_TopicPartitions_0(
         ConsumerGroupDescribeResponse.TopicPartitions
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -333,7 +354,11 @@ def _d_ConsumerGroupDescribeResponse_Assignment_0(
     mv: memoryview, pos: int
 ) -> tuple[ConsumerGroupDescribeResponse.Assignment, int]:
     o = ConsumerGroupDescribeResponse.Assignment.__new__(ConsumerGroupDescribeResponse.Assignment)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicPartitions at byte {pos}")
     else:
@@ -354,14 +379,43 @@ def _d_ConsumerGroupDescribeResponse_Member_0(
     mv: memoryview, pos: int
 ) -> tuple[ConsumerGroupDescribeResponse.Member, int]:
     o = ConsumerGroupDescribeResponse.Member.__new__(ConsumerGroupDescribeResponse.Member)
-    o.member_id, pos = read_compact_string(mv, pos)
-    o.instance_id, pos = read_compact_nullable_string(mv, pos)
-    o.rack_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack_id, pos = read_compact_nullable_string(mv, pos)
     o.member_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.client_id, pos = read_compact_string(mv, pos)
-    o.client_host, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.client_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.client_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.client_host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.client_host, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array SubscribedTopicNames at byte {pos}")
     else:
@@ -370,7 +424,12 @@ def _d_ConsumerGroupDescribeResponse_Member_0(
             e_subscribed_topic_names, pos = read_compact_string(mv, pos)
             lst_subscribed_topic_names.append(e_subscribed_topic_names)
         o.subscribed_topic_names = lst_subscribed_topic_names
-    o.subscribed_topic_regex, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.subscribed_topic_regex = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.subscribed_topic_regex, pos = read_compact_nullable_string(mv, pos)
     o.assignment, pos = _d_ConsumerGroupDescribeResponse_Assignment_0(mv, pos)
     o.target_assignment, pos = _d_ConsumerGroupDescribeResponse_Assignment_0(mv, pos)
     if mv[pos] == 0:
@@ -389,13 +448,37 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_0(
     )
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    o.group_id, pos = read_compact_string(mv, pos)
-    o.group_state, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_state = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_state, pos = read_compact_string(mv, pos)
     o.group_epoch, o.assignment_epoch = _S_ii.unpack_from(mv, pos)
     pos += 8
-    o.assignor_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.assignor_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.assignor_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Members at byte {pos}")
     else:
@@ -420,7 +503,11 @@ def _d_ConsumerGroupDescribeResponse_0(
     o = ConsumerGroupDescribeResponse.__new__(ConsumerGroupDescribeResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Groups at byte {pos}")
     else:
@@ -441,9 +528,19 @@ def _e_ConsumerGroupDescribeResponse_TopicPartitions_0(
     b: bytearray, m: ConsumerGroupDescribeResponse.TopicPartitions
 ) -> None:
     write_uuid(b, m.topic_id)
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partitions)}i", *x_partitions)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -455,7 +552,11 @@ def _e_ConsumerGroupDescribeResponse_Assignment_0(
     b: bytearray, m: ConsumerGroupDescribeResponse.Assignment
 ) -> None:
     x_topic_partitions = m.topic_partitions
-    write_compact_array_len(b, len(x_topic_partitions))
+    n = len(x_topic_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_partitions in x_topic_partitions:
         _e_ConsumerGroupDescribeResponse_TopicPartitions_0(b, e_topic_partitions)
     if m.unknown_tagged_fields is None:
@@ -467,14 +568,36 @@ def _e_ConsumerGroupDescribeResponse_Assignment_0(
 def _e_ConsumerGroupDescribeResponse_Member_0(
     b: bytearray, m: ConsumerGroupDescribeResponse.Member
 ) -> None:
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_nullable_string(b, m.instance_id)
     write_compact_nullable_string(b, m.rack_id)
     b += _S_i.pack(m.member_epoch)
-    write_compact_string(b, m.client_id)
-    write_compact_string(b, m.client_host)
+    e_client_id = m.client_id.encode()
+    n = len(e_client_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_client_id
+    e_client_host = m.client_host.encode()
+    n = len(e_client_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_client_host
     x_subscribed_topic_names = m.subscribed_topic_names
-    write_compact_array_len(b, len(x_subscribed_topic_names))
+    n = len(x_subscribed_topic_names) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_subscribed_topic_names in x_subscribed_topic_names:
         write_compact_string(b, e_subscribed_topic_names)
     write_compact_nullable_string(b, m.subscribed_topic_regex)
@@ -491,12 +614,34 @@ def _e_ConsumerGroupDescribeResponse_DescribedGroup_0(
 ) -> None:
     b += _S_h.pack(m.error_code)
     write_compact_nullable_string(b, m.error_message)
-    write_compact_string(b, m.group_id)
-    write_compact_string(b, m.group_state)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
+    e_group_state = m.group_state.encode()
+    n = len(e_group_state) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_state
     b += _S_ii.pack(m.group_epoch, m.assignment_epoch)
-    write_compact_string(b, m.assignor_name)
+    e_assignor_name = m.assignor_name.encode()
+    n = len(e_assignor_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_assignor_name
     x_members = m.members
-    write_compact_array_len(b, len(x_members))
+    n = len(x_members) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_members in x_members:
         _e_ConsumerGroupDescribeResponse_Member_0(b, e_members)
     b += _S_i.pack(m.authorized_operations)
@@ -509,7 +654,11 @@ def _e_ConsumerGroupDescribeResponse_DescribedGroup_0(
 def _e_ConsumerGroupDescribeResponse_0(b: bytearray, m: ConsumerGroupDescribeResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_groups = m.groups
-    write_compact_array_len(b, len(x_groups))
+    n = len(x_groups) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_groups in x_groups:
         _e_ConsumerGroupDescribeResponse_DescribedGroup_0(b, e_groups)
     if m.unknown_tagged_fields is None:

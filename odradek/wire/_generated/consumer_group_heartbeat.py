@@ -11,10 +11,10 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_tagged_fields,
     read_uuid,
     write_compact_array_len,
@@ -22,6 +22,7 @@ from odradek.wire.primitives import (
     write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -234,11 +235,19 @@ def _d_ConsumerGroupHeartbeatRequest_TopicPartitions_0(
         ConsumerGroupHeartbeatRequest.TopicPartitions
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -251,15 +260,39 @@ def _d_ConsumerGroupHeartbeatRequest_0(
     mv: memoryview, pos: int
 ) -> tuple[ConsumerGroupHeartbeatRequest, int]:
     o = ConsumerGroupHeartbeatRequest.__new__(ConsumerGroupHeartbeatRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
-    o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
     o.member_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.instance_id, pos = read_compact_nullable_string(mv, pos)
-    o.rack_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack_id, pos = read_compact_nullable_string(mv, pos)
     o.rebalance_timeout_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.subscribed_topic_names = None
     else:
@@ -268,8 +301,17 @@ def _d_ConsumerGroupHeartbeatRequest_0(
             e_subscribed_topic_names, pos = read_compact_string(mv, pos)
             lst_subscribed_topic_names.append(e_subscribed_topic_names)
         o.subscribed_topic_names = lst_subscribed_topic_names
-    o.server_assignor, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.server_assignor = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.server_assignor, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.topic_partitions = None
     else:
@@ -292,7 +334,11 @@ def _e_ConsumerGroupHeartbeatRequest_TopicPartitions_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partitions)}i", *x_partitions)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -301,8 +347,20 @@ def _e_ConsumerGroupHeartbeatRequest_TopicPartitions_0(
 
 
 def _e_ConsumerGroupHeartbeatRequest_0(b: bytearray, m: ConsumerGroupHeartbeatRequest) -> None:
-    write_compact_string(b, m.group_id)
-    write_compact_string(b, m.member_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     b += _S_i.pack(m.member_epoch)
     write_compact_nullable_string(b, m.instance_id)
     write_compact_nullable_string(b, m.rack_id)
@@ -311,7 +369,11 @@ def _e_ConsumerGroupHeartbeatRequest_0(b: bytearray, m: ConsumerGroupHeartbeatRe
     if x_subscribed_topic_names is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_subscribed_topic_names))
+        n = len(x_subscribed_topic_names) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_subscribed_topic_names in x_subscribed_topic_names:
             write_compact_string(b, e_subscribed_topic_names)
     write_compact_nullable_string(b, m.server_assignor)
@@ -319,7 +381,11 @@ def _e_ConsumerGroupHeartbeatRequest_0(b: bytearray, m: ConsumerGroupHeartbeatRe
     if x_topic_partitions is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_topic_partitions))
+        n = len(x_topic_partitions) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_topic_partitions in x_topic_partitions:
             _e_ConsumerGroupHeartbeatRequest_TopicPartitions_0(b, e_topic_partitions)
     if m.unknown_tagged_fields is None:
@@ -338,15 +404,39 @@ def _d_ConsumerGroupHeartbeatRequest_1(
     mv: memoryview, pos: int
 ) -> tuple[ConsumerGroupHeartbeatRequest, int]:
     o = ConsumerGroupHeartbeatRequest.__new__(ConsumerGroupHeartbeatRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
-    o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
     o.member_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.instance_id, pos = read_compact_nullable_string(mv, pos)
-    o.rack_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack_id, pos = read_compact_nullable_string(mv, pos)
     o.rebalance_timeout_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.subscribed_topic_names = None
     else:
@@ -355,9 +445,23 @@ def _d_ConsumerGroupHeartbeatRequest_1(
             e_subscribed_topic_names, pos = read_compact_string(mv, pos)
             lst_subscribed_topic_names.append(e_subscribed_topic_names)
         o.subscribed_topic_names = lst_subscribed_topic_names
-    o.subscribed_topic_regex, pos = read_compact_nullable_string(mv, pos)
-    o.server_assignor, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.subscribed_topic_regex = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.subscribed_topic_regex, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.server_assignor = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.server_assignor, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.topic_partitions = None
     else:
@@ -375,8 +479,20 @@ def _d_ConsumerGroupHeartbeatRequest_1(
 
 
 def _e_ConsumerGroupHeartbeatRequest_1(b: bytearray, m: ConsumerGroupHeartbeatRequest) -> None:
-    write_compact_string(b, m.group_id)
-    write_compact_string(b, m.member_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     b += _S_i.pack(m.member_epoch)
     write_compact_nullable_string(b, m.instance_id)
     write_compact_nullable_string(b, m.rack_id)
@@ -385,7 +501,11 @@ def _e_ConsumerGroupHeartbeatRequest_1(b: bytearray, m: ConsumerGroupHeartbeatRe
     if x_subscribed_topic_names is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_subscribed_topic_names))
+        n = len(x_subscribed_topic_names) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_subscribed_topic_names in x_subscribed_topic_names:
             write_compact_string(b, e_subscribed_topic_names)
     write_compact_nullable_string(b, m.subscribed_topic_regex)
@@ -394,7 +514,11 @@ def _e_ConsumerGroupHeartbeatRequest_1(b: bytearray, m: ConsumerGroupHeartbeatRe
     if x_topic_partitions is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_topic_partitions))
+        n = len(x_topic_partitions) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_topic_partitions in x_topic_partitions:
             _e_ConsumerGroupHeartbeatRequest_TopicPartitions_0(b, e_topic_partitions)
     if m.unknown_tagged_fields is None:
@@ -416,11 +540,19 @@ def _d_ConsumerGroupHeartbeatResponse_TopicPartitions_0(
         ConsumerGroupHeartbeatResponse.TopicPartitions
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -433,7 +565,11 @@ def _d_ConsumerGroupHeartbeatResponse_Assignment_0(
     mv: memoryview, pos: int
 ) -> tuple[ConsumerGroupHeartbeatResponse.Assignment, int]:
     o = ConsumerGroupHeartbeatResponse.Assignment.__new__(ConsumerGroupHeartbeatResponse.Assignment)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicPartitions at byte {pos}")
     else:
@@ -456,8 +592,18 @@ def _d_ConsumerGroupHeartbeatResponse_0(
     o = ConsumerGroupHeartbeatResponse.__new__(ConsumerGroupHeartbeatResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    o.member_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_nullable_string(mv, pos)
     o.member_epoch, o.heartbeat_interval_ms = _S_ii.unpack_from(mv, pos)
     pos += 8
     if _I8u(mv, pos)[0] < 0:
@@ -478,7 +624,11 @@ def _e_ConsumerGroupHeartbeatResponse_TopicPartitions_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partitions)}i", *x_partitions)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -490,7 +640,11 @@ def _e_ConsumerGroupHeartbeatResponse_Assignment_0(
     b: bytearray, m: ConsumerGroupHeartbeatResponse.Assignment
 ) -> None:
     x_topic_partitions = m.topic_partitions
-    write_compact_array_len(b, len(x_topic_partitions))
+    n = len(x_topic_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_partitions in x_topic_partitions:
         _e_ConsumerGroupHeartbeatResponse_TopicPartitions_0(b, e_topic_partitions)
     if m.unknown_tagged_fields is None:

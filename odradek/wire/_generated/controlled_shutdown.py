@@ -15,10 +15,9 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
-    write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -250,7 +249,12 @@ def _d_ControlledShutdownResponse_RemainingPartition_1(
     o = ControlledShutdownResponse.RemainingPartition.__new__(
         ControlledShutdownResponse.RemainingPartition
     )
-    o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
     o.partition_index = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     if mv[pos] == 0:
@@ -267,7 +271,11 @@ def _d_ControlledShutdownResponse_1(
     o = ControlledShutdownResponse.__new__(ControlledShutdownResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array RemainingPartitions at byte {pos}")
     else:
@@ -289,7 +297,13 @@ def _d_ControlledShutdownResponse_1(
 def _e_ControlledShutdownResponse_RemainingPartition_1(
     b: bytearray, m: ControlledShutdownResponse.RemainingPartition
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     b += _S_i.pack(m.partition_index)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -300,7 +314,11 @@ def _e_ControlledShutdownResponse_RemainingPartition_1(
 def _e_ControlledShutdownResponse_1(b: bytearray, m: ControlledShutdownResponse) -> None:
     b += _S_h.pack(m.error_code)
     x_remaining_partitions = m.remaining_partitions
-    write_compact_array_len(b, len(x_remaining_partitions))
+    n = len(x_remaining_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_remaining_partitions in x_remaining_partitions:
         _e_ControlledShutdownResponse_RemainingPartition_1(b, e_remaining_partitions)
     if m.unknown_tagged_fields is None:

@@ -16,11 +16,10 @@ from odradek.wire.primitives import (
     read_compact_string,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -184,8 +183,18 @@ def _d_ControllerRegistrationRequest_Listener_0(
     mv: memoryview, pos: int
 ) -> tuple[ControllerRegistrationRequest.Listener, int]:
     o = ControllerRegistrationRequest.Listener.__new__(ControllerRegistrationRequest.Listener)
-    o.name, pos = read_compact_string(mv, pos)
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port, o.security_protocol = _S_Hh.unpack_from(mv, pos)
     pos += 4
     if mv[pos] == 0:
@@ -200,7 +209,12 @@ def _d_ControllerRegistrationRequest_Feature_0(
     mv: memoryview, pos: int
 ) -> tuple[ControllerRegistrationRequest.Feature, int]:
     o = ControllerRegistrationRequest.Feature.__new__(ControllerRegistrationRequest.Feature)
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.min_supported_version, o.max_supported_version = _S_hh.unpack_from(mv, pos)
     pos += 4
     if mv[pos] == 0:
@@ -220,7 +234,11 @@ def _d_ControllerRegistrationRequest_0(
     o.incarnation_id, pos = read_uuid(mv, pos)
     o.zk_migration_ready = _S_o.unpack_from(mv, pos)[0]
     pos += 1
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Listeners at byte {pos}")
     else:
@@ -229,7 +247,11 @@ def _d_ControllerRegistrationRequest_0(
             e_listeners, pos = _d_ControllerRegistrationRequest_Listener_0(mv, pos)
             lst_listeners.append(e_listeners)
         o.listeners = lst_listeners
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Features at byte {pos}")
     else:
@@ -249,8 +271,20 @@ def _d_ControllerRegistrationRequest_0(
 def _e_ControllerRegistrationRequest_Listener_0(
     b: bytearray, m: ControllerRegistrationRequest.Listener
 ) -> None:
-    write_compact_string(b, m.name)
-    write_compact_string(b, m.host)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_Hh.pack(m.port, m.security_protocol)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -261,7 +295,13 @@ def _e_ControllerRegistrationRequest_Listener_0(
 def _e_ControllerRegistrationRequest_Feature_0(
     b: bytearray, m: ControllerRegistrationRequest.Feature
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     b += _S_hh.pack(m.min_supported_version, m.max_supported_version)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -274,11 +314,19 @@ def _e_ControllerRegistrationRequest_0(b: bytearray, m: ControllerRegistrationRe
     write_uuid(b, m.incarnation_id)
     b += _S_o.pack(m.zk_migration_ready)
     x_listeners = m.listeners
-    write_compact_array_len(b, len(x_listeners))
+    n = len(x_listeners) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_listeners in x_listeners:
         _e_ControllerRegistrationRequest_Listener_0(b, e_listeners)
     x_features = m.features
-    write_compact_array_len(b, len(x_features))
+    n = len(x_features) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_features in x_features:
         _e_ControllerRegistrationRequest_Feature_0(b, e_features)
     if m.unknown_tagged_fields is None:
@@ -299,7 +347,12 @@ def _d_ControllerRegistrationResponse_0(
     o = ControllerRegistrationResponse.__new__(ControllerRegistrationResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1

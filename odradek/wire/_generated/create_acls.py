@@ -17,12 +17,11 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -266,11 +265,26 @@ def _d_CreateAclsRequest_AclCreation_2(
     o = CreateAclsRequest.AclCreation.__new__(CreateAclsRequest.AclCreation)
     o.resource_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.resource_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.resource_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.resource_name, pos = read_compact_string(mv, pos)
     o.resource_pattern_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.principal, pos = read_compact_string(mv, pos)
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
     pos += 2
     if mv[pos] == 0:
@@ -283,7 +297,11 @@ def _d_CreateAclsRequest_AclCreation_2(
 
 def _d_CreateAclsRequest_2(mv: memoryview, pos: int) -> tuple[CreateAclsRequest, int]:
     o = CreateAclsRequest.__new__(CreateAclsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Creations at byte {pos}")
     else:
@@ -302,10 +320,28 @@ def _d_CreateAclsRequest_2(mv: memoryview, pos: int) -> tuple[CreateAclsRequest,
 
 def _e_CreateAclsRequest_AclCreation_2(b: bytearray, m: CreateAclsRequest.AclCreation) -> None:
     b += _S_b.pack(m.resource_type)
-    write_compact_string(b, m.resource_name)
+    e_resource_name = m.resource_name.encode()
+    n = len(e_resource_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_resource_name
     b += _S_b.pack(m.resource_pattern_type)
-    write_compact_string(b, m.principal)
-    write_compact_string(b, m.host)
+    e_principal = m.principal.encode()
+    n = len(e_principal) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_bb.pack(m.operation, m.permission_type)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -315,7 +351,11 @@ def _e_CreateAclsRequest_AclCreation_2(b: bytearray, m: CreateAclsRequest.AclCre
 
 def _e_CreateAclsRequest_2(b: bytearray, m: CreateAclsRequest) -> None:
     x_creations = m.creations
-    write_compact_array_len(b, len(x_creations))
+    n = len(x_creations) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_creations in x_creations:
         _e_CreateAclsRequest_AclCreation_2(b, e_creations)
     if m.unknown_tagged_fields is None:
@@ -385,7 +425,12 @@ def _d_CreateAclsResponse_AclCreationResult_1(
     o = CreateAclsResponse.AclCreationResult.__new__(CreateAclsResponse.AclCreationResult)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -398,7 +443,11 @@ def _d_CreateAclsResponse_1(mv: memoryview, pos: int) -> tuple[CreateAclsRespons
     o = CreateAclsResponse.__new__(CreateAclsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -429,7 +478,11 @@ def _e_CreateAclsResponse_AclCreationResult_1(
 def _e_CreateAclsResponse_1(b: bytearray, m: CreateAclsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_CreateAclsResponse_AclCreationResult_1(b, e_results)
     if m.unknown_tagged_fields is None:

@@ -19,12 +19,11 @@ from odradek.wire.primitives import (
     read_tagged_fields,
     write_array_len,
     write_bytes,
-    write_compact_array_len,
     write_compact_bytes,
     write_compact_nullable_string,
-    write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -244,8 +243,18 @@ def _d_CreateDelegationTokenRequest_CreatableRenewers_1(
     o = CreateDelegationTokenRequest.CreatableRenewers.__new__(
         CreateDelegationTokenRequest.CreatableRenewers
     )
-    o.principal_type, pos = read_compact_string(mv, pos)
-    o.principal_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_name, pos = read_compact_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -258,7 +267,11 @@ def _d_CreateDelegationTokenRequest_1(
     mv: memoryview, pos: int
 ) -> tuple[CreateDelegationTokenRequest, int]:
     o = CreateDelegationTokenRequest.__new__(CreateDelegationTokenRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Renewers at byte {pos}")
     else:
@@ -282,8 +295,20 @@ def _d_CreateDelegationTokenRequest_1(
 def _e_CreateDelegationTokenRequest_CreatableRenewers_1(
     b: bytearray, m: CreateDelegationTokenRequest.CreatableRenewers
 ) -> None:
-    write_compact_string(b, m.principal_type)
-    write_compact_string(b, m.principal_name)
+    e_principal_type = m.principal_type.encode()
+    n = len(e_principal_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal_type
+    e_principal_name = m.principal_name.encode()
+    n = len(e_principal_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal_name
     if m.unknown_tagged_fields is None:
         b.append(0)
     else:
@@ -292,7 +317,11 @@ def _e_CreateDelegationTokenRequest_CreatableRenewers_1(
 
 def _e_CreateDelegationTokenRequest_1(b: bytearray, m: CreateDelegationTokenRequest) -> None:
     x_renewers = m.renewers
-    write_compact_array_len(b, len(x_renewers))
+    n = len(x_renewers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_renewers in x_renewers:
         _e_CreateDelegationTokenRequest_CreatableRenewers_1(b, e_renewers)
     b += _S_q.pack(m.max_lifetime_ms)
@@ -312,9 +341,23 @@ def _d_CreateDelegationTokenRequest_2(
     mv: memoryview, pos: int
 ) -> tuple[CreateDelegationTokenRequest, int]:
     o = CreateDelegationTokenRequest.__new__(CreateDelegationTokenRequest)
-    o.owner_principal_type, pos = read_compact_nullable_string(mv, pos)
-    o.owner_principal_name, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.owner_principal_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.owner_principal_type, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.owner_principal_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.owner_principal_name, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Renewers at byte {pos}")
     else:
@@ -337,7 +380,11 @@ def _e_CreateDelegationTokenRequest_2(b: bytearray, m: CreateDelegationTokenRequ
     write_compact_nullable_string(b, m.owner_principal_type)
     write_compact_nullable_string(b, m.owner_principal_name)
     x_renewers = m.renewers
-    write_compact_array_len(b, len(x_renewers))
+    n = len(x_renewers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_renewers in x_renewers:
         _e_CreateDelegationTokenRequest_CreatableRenewers_1(b, e_renewers)
     b += _S_q.pack(m.max_lifetime_ms)
@@ -395,11 +442,26 @@ def _d_CreateDelegationTokenResponse_1(
     o = CreateDelegationTokenResponse.__new__(CreateDelegationTokenResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.principal_type, pos = read_compact_string(mv, pos)
-    o.principal_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_name, pos = read_compact_string(mv, pos)
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = _S_qqq.unpack_from(mv, pos)
     pos += 24
-    o.token_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.token_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.token_id, pos = read_compact_string(mv, pos)
     o.hmac, pos = read_compact_bytes(mv, pos)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
@@ -415,10 +477,28 @@ def _d_CreateDelegationTokenResponse_1(
 
 def _e_CreateDelegationTokenResponse_1(b: bytearray, m: CreateDelegationTokenResponse) -> None:
     b += _S_h.pack(m.error_code)
-    write_compact_string(b, m.principal_type)
-    write_compact_string(b, m.principal_name)
+    e_principal_type = m.principal_type.encode()
+    n = len(e_principal_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal_type
+    e_principal_name = m.principal_name.encode()
+    n = len(e_principal_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal_name
     b += _S_qqq.pack(m.issue_timestamp_ms, m.expiry_timestamp_ms, m.max_timestamp_ms)
-    write_compact_string(b, m.token_id)
+    e_token_id = m.token_id.encode()
+    n = len(e_token_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_token_id
     write_compact_bytes(b, m.hmac)
     b += _S_i.pack(m.throttle_time_ms)
     if m.unknown_tagged_fields is None:
@@ -439,13 +519,38 @@ def _d_CreateDelegationTokenResponse_2(
     o = CreateDelegationTokenResponse.__new__(CreateDelegationTokenResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.principal_type, pos = read_compact_string(mv, pos)
-    o.principal_name, pos = read_compact_string(mv, pos)
-    o.token_requester_principal_type, pos = read_compact_string(mv, pos)
-    o.token_requester_principal_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.token_requester_principal_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.token_requester_principal_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.token_requester_principal_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.token_requester_principal_name, pos = read_compact_string(mv, pos)
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = _S_qqq.unpack_from(mv, pos)
     pos += 24
-    o.token_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.token_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.token_id, pos = read_compact_string(mv, pos)
     o.hmac, pos = read_compact_bytes(mv, pos)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
@@ -459,12 +564,42 @@ def _d_CreateDelegationTokenResponse_2(
 
 def _e_CreateDelegationTokenResponse_2(b: bytearray, m: CreateDelegationTokenResponse) -> None:
     b += _S_h.pack(m.error_code)
-    write_compact_string(b, m.principal_type)
-    write_compact_string(b, m.principal_name)
-    write_compact_string(b, m.token_requester_principal_type)
-    write_compact_string(b, m.token_requester_principal_name)
+    e_principal_type = m.principal_type.encode()
+    n = len(e_principal_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal_type
+    e_principal_name = m.principal_name.encode()
+    n = len(e_principal_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal_name
+    e_token_requester_principal_type = m.token_requester_principal_type.encode()
+    n = len(e_token_requester_principal_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_token_requester_principal_type
+    e_token_requester_principal_name = m.token_requester_principal_name.encode()
+    n = len(e_token_requester_principal_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_token_requester_principal_name
     b += _S_qqq.pack(m.issue_timestamp_ms, m.expiry_timestamp_ms, m.max_timestamp_ms)
-    write_compact_string(b, m.token_id)
+    e_token_id = m.token_id.encode()
+    n = len(e_token_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_token_id
     write_compact_bytes(b, m.hmac)
     b += _S_i.pack(m.throttle_time_ms)
     if m.unknown_tagged_fields is None:

@@ -9,21 +9,21 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_tagged_fields,
     write_array_len,
     write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -183,7 +183,11 @@ def _d_CreatePartitionsRequest_CreatePartitionsAssignment_0(
     if n < 0:
         raise ProtocolError(f"null array BrokerIds at byte {pos}")
     else:
-        o.broker_ids, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array BrokerIds at byte {pos} runs past the end")
+        o.broker_ids = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -269,11 +273,19 @@ def _d_CreatePartitionsRequest_CreatePartitionsAssignment_1(
     o = CreatePartitionsRequest.CreatePartitionsAssignment.__new__(
         CreatePartitionsRequest.CreatePartitionsAssignment
     )
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array BrokerIds at byte {pos}")
     else:
-        o.broker_ids, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array BrokerIds at byte {pos} runs past the end")
+        o.broker_ids = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -288,10 +300,19 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_1(
     o = CreatePartitionsRequest.CreatePartitionsTopic.__new__(
         CreatePartitionsRequest.CreatePartitionsTopic
     )
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.count = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.assignments = None
     else:
@@ -310,7 +331,11 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_1(
 
 def _d_CreatePartitionsRequest_1(mv: memoryview, pos: int) -> tuple[CreatePartitionsRequest, int]:
     o = CreatePartitionsRequest.__new__(CreatePartitionsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -333,7 +358,11 @@ def _e_CreatePartitionsRequest_CreatePartitionsAssignment_1(
     b: bytearray, m: CreatePartitionsRequest.CreatePartitionsAssignment
 ) -> None:
     x_broker_ids = m.broker_ids
-    write_compact_array_len(b, len(x_broker_ids))
+    n = len(x_broker_ids) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_broker_ids)}i", *x_broker_ids)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -344,13 +373,23 @@ def _e_CreatePartitionsRequest_CreatePartitionsAssignment_1(
 def _e_CreatePartitionsRequest_CreatePartitionsTopic_1(
     b: bytearray, m: CreatePartitionsRequest.CreatePartitionsTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     b += _S_i.pack(m.count)
     x_assignments = m.assignments
     if x_assignments is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_assignments))
+        n = len(x_assignments) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_assignments in x_assignments:
             _e_CreatePartitionsRequest_CreatePartitionsAssignment_1(b, e_assignments)
     if m.unknown_tagged_fields is None:
@@ -361,7 +400,11 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_1(
 
 def _e_CreatePartitionsRequest_1(b: bytearray, m: CreatePartitionsRequest) -> None:
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_CreatePartitionsRequest_CreatePartitionsTopic_1(b, e_topics)
     b += _S_io.pack(m.timeout_ms, m.validate_only)
@@ -436,10 +479,20 @@ def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_1(
     o = CreatePartitionsResponse.CreatePartitionsTopicResult.__new__(
         CreatePartitionsResponse.CreatePartitionsTopicResult
     )
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -452,7 +505,11 @@ def _d_CreatePartitionsResponse_1(mv: memoryview, pos: int) -> tuple[CreateParti
     o = CreatePartitionsResponse.__new__(CreatePartitionsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -472,7 +529,13 @@ def _d_CreatePartitionsResponse_1(mv: memoryview, pos: int) -> tuple[CreateParti
 def _e_CreatePartitionsResponse_CreatePartitionsTopicResult_1(
     b: bytearray, m: CreatePartitionsResponse.CreatePartitionsTopicResult
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     b += _S_h.pack(m.error_code)
     write_compact_nullable_string(b, m.error_message)
     if m.unknown_tagged_fields is None:
@@ -484,7 +547,11 @@ def _e_CreatePartitionsResponse_CreatePartitionsTopicResult_1(
 def _e_CreatePartitionsResponse_1(b: bytearray, m: CreatePartitionsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_CreatePartitionsResponse_CreatePartitionsTopicResult_1(b, e_results)
     if m.unknown_tagged_fields is None:

@@ -11,11 +11,11 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_tagged_fields,
@@ -23,11 +23,11 @@ from odradek.wire.primitives import (
     write_array_len,
     write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -269,7 +269,11 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_0(
     if n < 0:
         raise ProtocolError(f"null array BrokerIds at byte {pos}")
     else:
-        o.broker_ids, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array BrokerIds at byte {pos} runs past the end")
+        o.broker_ids = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -415,11 +419,19 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_1(
     )
     o.partition_index = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array BrokerIds at byte {pos}")
     else:
-        o.broker_ids, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array BrokerIds at byte {pos} runs past the end")
+        o.broker_ids = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -432,8 +444,18 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_1(
     mv: memoryview, pos: int
 ) -> tuple[CreateTopicsRequest.CreatableTopicConfig, int]:
     o = CreateTopicsRequest.CreatableTopicConfig.__new__(CreateTopicsRequest.CreatableTopicConfig)
-    o.name, pos = read_compact_string(mv, pos)
-    o.value, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.value = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.value, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -446,10 +468,19 @@ def _d_CreateTopicsRequest_CreatableTopic_1(
     mv: memoryview, pos: int
 ) -> tuple[CreateTopicsRequest.CreatableTopic, int]:
     o = CreateTopicsRequest.CreatableTopic.__new__(CreateTopicsRequest.CreatableTopic)
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.num_partitions, o.replication_factor = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Assignments at byte {pos}")
     else:
@@ -458,7 +489,11 @@ def _d_CreateTopicsRequest_CreatableTopic_1(
             e_assignments, pos = _d_CreateTopicsRequest_CreatableReplicaAssignment_1(mv, pos)
             lst_assignments.append(e_assignments)
         o.assignments = lst_assignments
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Configs at byte {pos}")
     else:
@@ -477,7 +512,11 @@ def _d_CreateTopicsRequest_CreatableTopic_1(
 
 def _d_CreateTopicsRequest_2(mv: memoryview, pos: int) -> tuple[CreateTopicsRequest, int]:
     o = CreateTopicsRequest.__new__(CreateTopicsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -501,7 +540,11 @@ def _e_CreateTopicsRequest_CreatableReplicaAssignment_1(
 ) -> None:
     b += _S_i.pack(m.partition_index)
     x_broker_ids = m.broker_ids
-    write_compact_array_len(b, len(x_broker_ids))
+    n = len(x_broker_ids) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_broker_ids)}i", *x_broker_ids)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -512,7 +555,13 @@ def _e_CreateTopicsRequest_CreatableReplicaAssignment_1(
 def _e_CreateTopicsRequest_CreatableTopicConfig_1(
     b: bytearray, m: CreateTopicsRequest.CreatableTopicConfig
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     write_compact_nullable_string(b, m.value)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -523,14 +572,28 @@ def _e_CreateTopicsRequest_CreatableTopicConfig_1(
 def _e_CreateTopicsRequest_CreatableTopic_1(
     b: bytearray, m: CreateTopicsRequest.CreatableTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     b += _S_ih.pack(m.num_partitions, m.replication_factor)
     x_assignments = m.assignments
-    write_compact_array_len(b, len(x_assignments))
+    n = len(x_assignments) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_assignments in x_assignments:
         _e_CreateTopicsRequest_CreatableReplicaAssignment_1(b, e_assignments)
     x_configs = m.configs
-    write_compact_array_len(b, len(x_configs))
+    n = len(x_configs) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_configs in x_configs:
         _e_CreateTopicsRequest_CreatableTopicConfig_1(b, e_configs)
     if m.unknown_tagged_fields is None:
@@ -541,7 +604,11 @@ def _e_CreateTopicsRequest_CreatableTopic_1(
 
 def _e_CreateTopicsRequest_2(b: bytearray, m: CreateTopicsRequest) -> None:
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_CreateTopicsRequest_CreatableTopic_1(b, e_topics)
     b += _S_io.pack(m.timeout_ms, m.validate_only)
@@ -701,8 +768,18 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_0(
     o = CreateTopicsResponse.CreatableTopicConfigs.__new__(
         CreateTopicsResponse.CreatableTopicConfigs
     )
-    o.name, pos = read_compact_string(mv, pos)
-    o.value, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.value = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.value, pos = read_compact_nullable_string(mv, pos)
     o.read_only, o.config_source, o.is_sensitive = _S_obo.unpack_from(mv, pos)
     pos += 3
     if mv[pos] == 0:
@@ -714,6 +791,7 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_0(
 
 
 def _dt_CreateTopicsResponse_TopicConfigErrorCode_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val = _S_h.unpack_from(mv, pos)[0]
     pos += 2
     return val, pos
@@ -728,13 +806,27 @@ def _d_CreateTopicsResponse_CreatableTopicResult_2(
     mv: memoryview, pos: int
 ) -> tuple[CreateTopicsResponse.CreatableTopicResult, int]:
     o = CreateTopicsResponse.CreatableTopicResult.__new__(CreateTopicsResponse.CreatableTopicResult)
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.num_partitions, o.replication_factor = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.configs = None
     else:
@@ -757,7 +849,11 @@ def _d_CreateTopicsResponse_3(mv: memoryview, pos: int) -> tuple[CreateTopicsRes
     o = CreateTopicsResponse.__new__(CreateTopicsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -777,7 +873,13 @@ def _d_CreateTopicsResponse_3(mv: memoryview, pos: int) -> tuple[CreateTopicsRes
 def _e_CreateTopicsResponse_CreatableTopicConfigs_0(
     b: bytearray, m: CreateTopicsResponse.CreatableTopicConfigs
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     write_compact_nullable_string(b, m.value)
     b += _S_obo.pack(m.read_only, m.config_source, m.is_sensitive)
     if m.unknown_tagged_fields is None:
@@ -789,7 +891,13 @@ def _e_CreateTopicsResponse_CreatableTopicConfigs_0(
 def _e_CreateTopicsResponse_CreatableTopicResult_2(
     b: bytearray, m: CreateTopicsResponse.CreatableTopicResult
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     b += _S_h.pack(m.error_code)
     write_compact_nullable_string(b, m.error_message)
     b += _S_ih.pack(m.num_partitions, m.replication_factor)
@@ -797,7 +905,11 @@ def _e_CreateTopicsResponse_CreatableTopicResult_2(
     if x_configs is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_configs))
+        n = len(x_configs) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_configs in x_configs:
             _e_CreateTopicsResponse_CreatableTopicConfigs_0(b, e_configs)
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
@@ -811,7 +923,11 @@ def _e_CreateTopicsResponse_CreatableTopicResult_2(
 def _e_CreateTopicsResponse_3(b: bytearray, m: CreateTopicsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_CreateTopicsResponse_CreatableTopicResult_2(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -830,14 +946,28 @@ def _d_CreateTopicsResponse_CreatableTopicResult_3(
     mv: memoryview, pos: int
 ) -> tuple[CreateTopicsResponse.CreatableTopicResult, int]:
     o = CreateTopicsResponse.CreatableTopicResult.__new__(CreateTopicsResponse.CreatableTopicResult)
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.topic_id, pos = read_uuid(mv, pos)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.num_partitions, o.replication_factor = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.configs = None
     else:
@@ -859,7 +989,11 @@ def _d_CreateTopicsResponse_4(mv: memoryview, pos: int) -> tuple[CreateTopicsRes
     o = CreateTopicsResponse.__new__(CreateTopicsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -879,7 +1013,13 @@ def _d_CreateTopicsResponse_4(mv: memoryview, pos: int) -> tuple[CreateTopicsRes
 def _e_CreateTopicsResponse_CreatableTopicResult_3(
     b: bytearray, m: CreateTopicsResponse.CreatableTopicResult
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     write_uuid(b, m.topic_id)
     b += _S_h.pack(m.error_code)
     write_compact_nullable_string(b, m.error_message)
@@ -888,7 +1028,11 @@ def _e_CreateTopicsResponse_CreatableTopicResult_3(
     if x_configs is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_configs))
+        n = len(x_configs) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_configs in x_configs:
             _e_CreateTopicsResponse_CreatableTopicConfigs_0(b, e_configs)
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
@@ -902,7 +1046,11 @@ def _e_CreateTopicsResponse_CreatableTopicResult_3(
 def _e_CreateTopicsResponse_4(b: bytearray, m: CreateTopicsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_CreateTopicsResponse_CreatableTopicResult_3(b, e_topics)
     if m.unknown_tagged_fields is None:

@@ -11,23 +11,22 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_compact_array_len,
     read_compact_string,
-    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_string,
     read_tagged_fields,
     read_uuid,
     write_array_len,
-    write_compact_array_len,
-    write_compact_string,
     write_nullable_bytes,
     write_nullable_string,
     write_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -453,7 +452,11 @@ def _d_ConsumerProtocolAssignment_TopicPartition_0(
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -545,7 +548,11 @@ def _d_ConsumerProtocolSubscription_TopicPartition_0(
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -707,8 +714,18 @@ def _top_ConsumerProtocolSubscription_3(m: ConsumerProtocolSubscription) -> list
 
 def _d_DefaultPrincipalData_0(mv: memoryview, pos: int) -> tuple[DefaultPrincipalData, int]:
     o = DefaultPrincipalData.__new__(DefaultPrincipalData)
-    o.type, pos = read_compact_string(mv, pos)
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.token_authenticated = _S_o.unpack_from(mv, pos)[0]
     pos += 1
     if mv[pos] == 0:
@@ -720,8 +737,20 @@ def _d_DefaultPrincipalData_0(mv: memoryview, pos: int) -> tuple[DefaultPrincipa
 
 
 def _e_DefaultPrincipalData_0(b: bytearray, m: DefaultPrincipalData) -> None:
-    write_compact_string(b, m.type)
-    write_compact_string(b, m.name)
+    e_type = m.type.encode()
+    n = len(e_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_type
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     b += _S_o.pack(m.token_authenticated)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -780,7 +809,11 @@ def _d_LeaderChangeMessage_0(mv: memoryview, pos: int) -> tuple[LeaderChangeMess
     o = LeaderChangeMessage.__new__(LeaderChangeMessage)
     o.version, o.leader_id = _S_hi.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Voters at byte {pos}")
     else:
@@ -789,7 +822,11 @@ def _d_LeaderChangeMessage_0(mv: memoryview, pos: int) -> tuple[LeaderChangeMess
             e_voters, pos = _d_LeaderChangeMessage_Voter_0(mv, pos)
             lst_voters.append(e_voters)
         o.voters = lst_voters
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array GrantingVoters at byte {pos}")
     else:
@@ -817,11 +854,19 @@ def _e_LeaderChangeMessage_Voter_0(b: bytearray, m: LeaderChangeMessage.Voter) -
 def _e_LeaderChangeMessage_0(b: bytearray, m: LeaderChangeMessage) -> None:
     b += _S_hi.pack(m.version, m.leader_id)
     x_voters = m.voters
-    write_compact_array_len(b, len(x_voters))
+    n = len(x_voters) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_voters in x_voters:
         _e_LeaderChangeMessage_Voter_0(b, e_voters)
     x_granting_voters = m.granting_voters
-    write_compact_array_len(b, len(x_granting_voters))
+    n = len(x_granting_voters) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_granting_voters in x_granting_voters:
         _e_LeaderChangeMessage_Voter_0(b, e_granting_voters)
     if m.unknown_tagged_fields is None:
@@ -855,7 +900,11 @@ def _d_LeaderChangeMessage_1(mv: memoryview, pos: int) -> tuple[LeaderChangeMess
     o = LeaderChangeMessage.__new__(LeaderChangeMessage)
     o.version, o.leader_id = _S_hi.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Voters at byte {pos}")
     else:
@@ -864,7 +913,11 @@ def _d_LeaderChangeMessage_1(mv: memoryview, pos: int) -> tuple[LeaderChangeMess
             e_voters, pos = _d_LeaderChangeMessage_Voter_1(mv, pos)
             lst_voters.append(e_voters)
         o.voters = lst_voters
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array GrantingVoters at byte {pos}")
     else:
@@ -893,11 +946,19 @@ def _e_LeaderChangeMessage_Voter_1(b: bytearray, m: LeaderChangeMessage.Voter) -
 def _e_LeaderChangeMessage_1(b: bytearray, m: LeaderChangeMessage) -> None:
     b += _S_hi.pack(m.version, m.leader_id)
     x_voters = m.voters
-    write_compact_array_len(b, len(x_voters))
+    n = len(x_voters) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_voters in x_voters:
         _e_LeaderChangeMessage_Voter_1(b, e_voters)
     x_granting_voters = m.granting_voters
-    write_compact_array_len(b, len(x_granting_voters))
+    n = len(x_granting_voters) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_granting_voters in x_granting_voters:
         _e_LeaderChangeMessage_Voter_1(b, e_granting_voters)
     if m.unknown_tagged_fields is None:
@@ -966,8 +1027,18 @@ def _top_SnapshotHeaderRecord_0(m: SnapshotHeaderRecord) -> list[Buffer]:
 
 def _d_VotersRecord_Endpoint_0(mv: memoryview, pos: int) -> tuple[VotersRecord.Endpoint, int]:
     o = VotersRecord.Endpoint.__new__(VotersRecord.Endpoint)
-    o.name, pos = read_compact_string(mv, pos)
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_H.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -997,7 +1068,11 @@ def _d_VotersRecord_Voter_0(mv: memoryview, pos: int) -> tuple[VotersRecord.Vote
     o.voter_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     o.voter_directory_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Endpoints at byte {pos}")
     else:
@@ -1019,7 +1094,11 @@ def _d_VotersRecord_0(mv: memoryview, pos: int) -> tuple[VotersRecord, int]:
     o = VotersRecord.__new__(VotersRecord)
     o.version = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Voters at byte {pos}")
     else:
@@ -1037,8 +1116,20 @@ def _d_VotersRecord_0(mv: memoryview, pos: int) -> tuple[VotersRecord, int]:
 
 
 def _e_VotersRecord_Endpoint_0(b: bytearray, m: VotersRecord.Endpoint) -> None:
-    write_compact_string(b, m.name)
-    write_compact_string(b, m.host)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_H.pack(m.port)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -1060,7 +1151,11 @@ def _e_VotersRecord_Voter_0(b: bytearray, m: VotersRecord.Voter) -> None:
     b += _S_i.pack(m.voter_id)
     write_uuid(b, m.voter_directory_id)
     x_endpoints = m.endpoints
-    write_compact_array_len(b, len(x_endpoints))
+    n = len(x_endpoints) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_endpoints in x_endpoints:
         _e_VotersRecord_Endpoint_0(b, e_endpoints)
     _e_VotersRecord_KRaftVersionFeature_0(b, m.k_raft_version_feature)
@@ -1073,7 +1168,11 @@ def _e_VotersRecord_Voter_0(b: bytearray, m: VotersRecord.Voter) -> None:
 def _e_VotersRecord_0(b: bytearray, m: VotersRecord) -> None:
     b += _S_h.pack(m.version)
     x_voters = m.voters
-    write_compact_array_len(b, len(x_voters))
+    n = len(x_voters) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_voters in x_voters:
         _e_VotersRecord_Voter_0(b, e_voters)
     if m.unknown_tagged_fields is None:

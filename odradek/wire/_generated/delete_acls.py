@@ -17,12 +17,11 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -327,11 +326,26 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_2(
     o = DeleteAclsRequest.DeleteAclsFilter.__new__(DeleteAclsRequest.DeleteAclsFilter)
     o.resource_type_filter = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.resource_name_filter, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.resource_name_filter = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.resource_name_filter, pos = read_compact_nullable_string(mv, pos)
     o.pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.principal_filter, pos = read_compact_nullable_string(mv, pos)
-    o.host_filter, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_filter = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_filter, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host_filter = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host_filter, pos = read_compact_nullable_string(mv, pos)
     o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
     pos += 2
     if mv[pos] == 0:
@@ -344,7 +358,11 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_2(
 
 def _d_DeleteAclsRequest_2(mv: memoryview, pos: int) -> tuple[DeleteAclsRequest, int]:
     o = DeleteAclsRequest.__new__(DeleteAclsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Filters at byte {pos}")
     else:
@@ -378,7 +396,11 @@ def _e_DeleteAclsRequest_DeleteAclsFilter_2(
 
 def _e_DeleteAclsRequest_2(b: bytearray, m: DeleteAclsRequest) -> None:
     x_filters = m.filters
-    write_compact_array_len(b, len(x_filters))
+    n = len(x_filters) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_filters in x_filters:
         _e_DeleteAclsRequest_DeleteAclsFilter_2(b, e_filters)
     if m.unknown_tagged_fields is None:
@@ -587,14 +609,34 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_2(
     o = DeleteAclsResponse.DeleteAclsMatchingAcl.__new__(DeleteAclsResponse.DeleteAclsMatchingAcl)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.resource_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.resource_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.resource_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.resource_name, pos = read_compact_string(mv, pos)
     o.pattern_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.principal, pos = read_compact_string(mv, pos)
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
     pos += 2
     if mv[pos] == 0:
@@ -611,8 +653,17 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_2(
     o = DeleteAclsResponse.DeleteAclsFilterResult.__new__(DeleteAclsResponse.DeleteAclsFilterResult)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array MatchingAcls at byte {pos}")
     else:
@@ -633,7 +684,11 @@ def _d_DeleteAclsResponse_2(mv: memoryview, pos: int) -> tuple[DeleteAclsRespons
     o = DeleteAclsResponse.__new__(DeleteAclsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array FilterResults at byte {pos}")
     else:
@@ -656,10 +711,28 @@ def _e_DeleteAclsResponse_DeleteAclsMatchingAcl_2(
     b += _S_h.pack(m.error_code)
     write_compact_nullable_string(b, m.error_message)
     b += _S_b.pack(m.resource_type)
-    write_compact_string(b, m.resource_name)
+    e_resource_name = m.resource_name.encode()
+    n = len(e_resource_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_resource_name
     b += _S_b.pack(m.pattern_type)
-    write_compact_string(b, m.principal)
-    write_compact_string(b, m.host)
+    e_principal = m.principal.encode()
+    n = len(e_principal) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_bb.pack(m.operation, m.permission_type)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -673,7 +746,11 @@ def _e_DeleteAclsResponse_DeleteAclsFilterResult_2(
     b += _S_h.pack(m.error_code)
     write_compact_nullable_string(b, m.error_message)
     x_matching_acls = m.matching_acls
-    write_compact_array_len(b, len(x_matching_acls))
+    n = len(x_matching_acls) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_matching_acls in x_matching_acls:
         _e_DeleteAclsResponse_DeleteAclsMatchingAcl_2(b, e_matching_acls)
     if m.unknown_tagged_fields is None:
@@ -685,7 +762,11 @@ def _e_DeleteAclsResponse_DeleteAclsFilterResult_2(
 def _e_DeleteAclsResponse_2(b: bytearray, m: DeleteAclsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_filter_results = m.filter_results
-    write_compact_array_len(b, len(x_filter_results))
+    n = len(x_filter_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_filter_results in x_filter_results:
         _e_DeleteAclsResponse_DeleteAclsFilterResult_2(b, e_filter_results)
     if m.unknown_tagged_fields is None:

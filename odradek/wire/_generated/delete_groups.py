@@ -15,10 +15,10 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
     write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -138,7 +138,11 @@ def _top_DeleteGroupsRequest_0(m: DeleteGroupsRequest) -> list[Buffer]:
 
 def _d_DeleteGroupsRequest_1(mv: memoryview, pos: int) -> tuple[DeleteGroupsRequest, int]:
     o = DeleteGroupsRequest.__new__(DeleteGroupsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array GroupsNames at byte {pos}")
     else:
@@ -157,7 +161,11 @@ def _d_DeleteGroupsRequest_1(mv: memoryview, pos: int) -> tuple[DeleteGroupsRequ
 
 def _e_DeleteGroupsRequest_1(b: bytearray, m: DeleteGroupsRequest) -> None:
     x_groups_names = m.groups_names
-    write_compact_array_len(b, len(x_groups_names))
+    n = len(x_groups_names) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_groups_names in x_groups_names:
         write_compact_string(b, e_groups_names)
     if m.unknown_tagged_fields is None:
@@ -225,7 +233,12 @@ def _d_DeleteGroupsResponse_DeletableGroupResult_1(
     mv: memoryview, pos: int
 ) -> tuple[DeleteGroupsResponse.DeletableGroupResult, int]:
     o = DeleteGroupsResponse.DeletableGroupResult.__new__(DeleteGroupsResponse.DeletableGroupResult)
-    o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -240,7 +253,11 @@ def _d_DeleteGroupsResponse_1(mv: memoryview, pos: int) -> tuple[DeleteGroupsRes
     o = DeleteGroupsResponse.__new__(DeleteGroupsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -260,7 +277,13 @@ def _d_DeleteGroupsResponse_1(mv: memoryview, pos: int) -> tuple[DeleteGroupsRes
 def _e_DeleteGroupsResponse_DeletableGroupResult_1(
     b: bytearray, m: DeleteGroupsResponse.DeletableGroupResult
 ) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     b += _S_h.pack(m.error_code)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -271,7 +294,11 @@ def _e_DeleteGroupsResponse_DeletableGroupResult_1(
 def _e_DeleteGroupsResponse_1(b: bytearray, m: DeleteGroupsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_DeleteGroupsResponse_DeletableGroupResult_1(b, e_results)
     if m.unknown_tagged_fields is None:

@@ -15,10 +15,9 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
-    write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -274,8 +273,17 @@ def _d_DeleteRecordsRequest_DeleteRecordsTopic_1(
     mv: memoryview, pos: int
 ) -> tuple[DeleteRecordsRequest.DeleteRecordsTopic, int]:
     o = DeleteRecordsRequest.DeleteRecordsTopic.__new__(DeleteRecordsRequest.DeleteRecordsTopic)
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -294,7 +302,11 @@ def _d_DeleteRecordsRequest_DeleteRecordsTopic_1(
 
 def _d_DeleteRecordsRequest_1(mv: memoryview, pos: int) -> tuple[DeleteRecordsRequest, int]:
     o = DeleteRecordsRequest.__new__(DeleteRecordsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -326,9 +338,19 @@ def _e_DeleteRecordsRequest_DeleteRecordsPartition_1(
 def _e_DeleteRecordsRequest_DeleteRecordsTopic_1(
     b: bytearray, m: DeleteRecordsRequest.DeleteRecordsTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_DeleteRecordsRequest_DeleteRecordsPartition_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -339,7 +361,11 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_1(
 
 def _e_DeleteRecordsRequest_1(b: bytearray, m: DeleteRecordsRequest) -> None:
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_DeleteRecordsRequest_DeleteRecordsTopic_1(b, e_topics)
     b += _S_i.pack(m.timeout_ms)
@@ -456,8 +482,17 @@ def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_1(
     o = DeleteRecordsResponse.DeleteRecordsTopicResult.__new__(
         DeleteRecordsResponse.DeleteRecordsTopicResult
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -478,7 +513,11 @@ def _d_DeleteRecordsResponse_1(mv: memoryview, pos: int) -> tuple[DeleteRecordsR
     o = DeleteRecordsResponse.__new__(DeleteRecordsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -508,9 +547,19 @@ def _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_1(
 def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_1(
     b: bytearray, m: DeleteRecordsResponse.DeleteRecordsTopicResult
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -522,7 +571,11 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_1(
 def _e_DeleteRecordsResponse_1(b: bytearray, m: DeleteRecordsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_DeleteRecordsResponse_DeleteRecordsTopicResult_1(b, e_topics)
     if m.unknown_tagged_fields is None:

@@ -20,12 +20,12 @@ from odradek.wire.primitives import (
     read_tagged_fields,
     read_uuid,
     write_array_len,
-    write_compact_array_len,
     write_compact_nullable_string,
     write_compact_string,
     write_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -189,7 +189,11 @@ def _top_DeleteTopicsRequest_0(m: DeleteTopicsRequest) -> list[Buffer]:
 
 def _d_DeleteTopicsRequest_1(mv: memoryview, pos: int) -> tuple[DeleteTopicsRequest, int]:
     o = DeleteTopicsRequest.__new__(DeleteTopicsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicNames at byte {pos}")
     else:
@@ -211,7 +215,11 @@ def _d_DeleteTopicsRequest_1(mv: memoryview, pos: int) -> tuple[DeleteTopicsRequ
 
 def _e_DeleteTopicsRequest_1(b: bytearray, m: DeleteTopicsRequest) -> None:
     x_topic_names = m.topic_names
-    write_compact_array_len(b, len(x_topic_names))
+    n = len(x_topic_names) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_names in x_topic_names:
         write_compact_string(b, e_topic_names)
     b += _S_i.pack(m.timeout_ms)
@@ -231,7 +239,12 @@ def _d_DeleteTopicsRequest_DeleteTopicState_0(
     mv: memoryview, pos: int
 ) -> tuple[DeleteTopicsRequest.DeleteTopicState, int]:
     o = DeleteTopicsRequest.DeleteTopicState.__new__(DeleteTopicsRequest.DeleteTopicState)
-    o.name, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_nullable_string(mv, pos)
     o.topic_id, pos = read_uuid(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -243,7 +256,11 @@ def _d_DeleteTopicsRequest_DeleteTopicState_0(
 
 def _d_DeleteTopicsRequest_2(mv: memoryview, pos: int) -> tuple[DeleteTopicsRequest, int]:
     o = DeleteTopicsRequest.__new__(DeleteTopicsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -276,7 +293,11 @@ def _e_DeleteTopicsRequest_DeleteTopicState_0(
 
 def _e_DeleteTopicsRequest_2(b: bytearray, m: DeleteTopicsRequest) -> None:
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_DeleteTopicsRequest_DeleteTopicState_0(b, e_topics)
     b += _S_i.pack(m.timeout_ms)
@@ -376,7 +397,12 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_1(
     mv: memoryview, pos: int
 ) -> tuple[DeleteTopicsResponse.DeletableTopicResult, int]:
     o = DeleteTopicsResponse.DeletableTopicResult.__new__(DeleteTopicsResponse.DeletableTopicResult)
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
     o.topic_id = ZERO_UUID
@@ -393,7 +419,11 @@ def _d_DeleteTopicsResponse_2(mv: memoryview, pos: int) -> tuple[DeleteTopicsRes
     o = DeleteTopicsResponse.__new__(DeleteTopicsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Responses at byte {pos}")
     else:
@@ -424,7 +454,11 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_1(
 def _e_DeleteTopicsResponse_2(b: bytearray, m: DeleteTopicsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_responses = m.responses
-    write_compact_array_len(b, len(x_responses))
+    n = len(x_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_responses in x_responses:
         _e_DeleteTopicsResponse_DeletableTopicResult_1(b, e_responses)
     if m.unknown_tagged_fields is None:
@@ -443,10 +477,20 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_2(
     mv: memoryview, pos: int
 ) -> tuple[DeleteTopicsResponse.DeletableTopicResult, int]:
     o = DeleteTopicsResponse.DeletableTopicResult.__new__(DeleteTopicsResponse.DeletableTopicResult)
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.topic_id = ZERO_UUID
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -460,7 +504,11 @@ def _d_DeleteTopicsResponse_3(mv: memoryview, pos: int) -> tuple[DeleteTopicsRes
     o = DeleteTopicsResponse.__new__(DeleteTopicsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Responses at byte {pos}")
     else:
@@ -492,7 +540,11 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_2(
 def _e_DeleteTopicsResponse_3(b: bytearray, m: DeleteTopicsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_responses = m.responses
-    write_compact_array_len(b, len(x_responses))
+    n = len(x_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_responses in x_responses:
         _e_DeleteTopicsResponse_DeletableTopicResult_2(b, e_responses)
     if m.unknown_tagged_fields is None:
@@ -511,11 +563,21 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_3(
     mv: memoryview, pos: int
 ) -> tuple[DeleteTopicsResponse.DeletableTopicResult, int]:
     o = DeleteTopicsResponse.DeletableTopicResult.__new__(DeleteTopicsResponse.DeletableTopicResult)
-    o.name, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_nullable_string(mv, pos)
     o.topic_id, pos = read_uuid(mv, pos)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -528,7 +590,11 @@ def _d_DeleteTopicsResponse_4(mv: memoryview, pos: int) -> tuple[DeleteTopicsRes
     o = DeleteTopicsResponse.__new__(DeleteTopicsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Responses at byte {pos}")
     else:
@@ -561,7 +627,11 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_3(
 def _e_DeleteTopicsResponse_4(b: bytearray, m: DeleteTopicsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_responses = m.responses
-    write_compact_array_len(b, len(x_responses))
+    n = len(x_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_responses in x_responses:
         _e_DeleteTopicsResponse_DeletableTopicResult_3(b, e_responses)
     if m.unknown_tagged_fields is None:

@@ -17,12 +17,11 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -252,11 +251,26 @@ def _d_DescribeAclsRequest_2(mv: memoryview, pos: int) -> tuple[DescribeAclsRequ
     o = DescribeAclsRequest.__new__(DescribeAclsRequest)
     o.resource_type_filter = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.resource_name_filter, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.resource_name_filter = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.resource_name_filter, pos = read_compact_nullable_string(mv, pos)
     o.pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.principal_filter, pos = read_compact_nullable_string(mv, pos)
-    o.host_filter, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_filter = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_filter, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host_filter = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host_filter, pos = read_compact_nullable_string(mv, pos)
     o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
     pos += 2
     if mv[pos] == 0:
@@ -442,8 +456,18 @@ def _d_DescribeAclsResponse_AclDescription_1(
     mv: memoryview, pos: int
 ) -> tuple[DescribeAclsResponse.AclDescription, int]:
     o = DescribeAclsResponse.AclDescription.__new__(DescribeAclsResponse.AclDescription)
-    o.principal, pos = read_compact_string(mv, pos)
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
     pos += 2
     if mv[pos] == 0:
@@ -460,10 +484,19 @@ def _d_DescribeAclsResponse_DescribeAclsResource_2(
     o = DescribeAclsResponse.DescribeAclsResource.__new__(DescribeAclsResponse.DescribeAclsResource)
     o.resource_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.resource_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.resource_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.resource_name, pos = read_compact_string(mv, pos)
     o.pattern_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Acls at byte {pos}")
     else:
@@ -484,8 +517,17 @@ def _d_DescribeAclsResponse_2(mv: memoryview, pos: int) -> tuple[DescribeAclsRes
     o = DescribeAclsResponse.__new__(DescribeAclsResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Resources at byte {pos}")
     else:
@@ -505,8 +547,20 @@ def _d_DescribeAclsResponse_2(mv: memoryview, pos: int) -> tuple[DescribeAclsRes
 def _e_DescribeAclsResponse_AclDescription_1(
     b: bytearray, m: DescribeAclsResponse.AclDescription
 ) -> None:
-    write_compact_string(b, m.principal)
-    write_compact_string(b, m.host)
+    e_principal = m.principal.encode()
+    n = len(e_principal) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_bb.pack(m.operation, m.permission_type)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -518,10 +572,20 @@ def _e_DescribeAclsResponse_DescribeAclsResource_2(
     b: bytearray, m: DescribeAclsResponse.DescribeAclsResource
 ) -> None:
     b += _S_b.pack(m.resource_type)
-    write_compact_string(b, m.resource_name)
+    e_resource_name = m.resource_name.encode()
+    n = len(e_resource_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_resource_name
     b += _S_b.pack(m.pattern_type)
     x_acls = m.acls
-    write_compact_array_len(b, len(x_acls))
+    n = len(x_acls) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_acls in x_acls:
         _e_DescribeAclsResponse_AclDescription_1(b, e_acls)
     if m.unknown_tagged_fields is None:
@@ -534,7 +598,11 @@ def _e_DescribeAclsResponse_2(b: bytearray, m: DescribeAclsResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(b, m.error_message)
     x_resources = m.resources
-    write_compact_array_len(b, len(x_resources))
+    n = len(x_resources) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_resources in x_resources:
         _e_DescribeAclsResponse_DescribeAclsResource_2(b, e_resources)
     if m.unknown_tagged_fields is None:

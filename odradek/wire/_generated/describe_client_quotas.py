@@ -19,10 +19,10 @@ from odradek.wire.primitives import (
     write_array_len,
     write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -254,10 +254,20 @@ def _d_DescribeClientQuotasRequest_ComponentData_1(
     mv: memoryview, pos: int
 ) -> tuple[DescribeClientQuotasRequest.ComponentData, int]:
     o = DescribeClientQuotasRequest.ComponentData.__new__(DescribeClientQuotasRequest.ComponentData)
-    o.entity_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.entity_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.entity_type, pos = read_compact_string(mv, pos)
     o.match_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.match, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.match = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.match, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -270,7 +280,11 @@ def _d_DescribeClientQuotasRequest_1(
     mv: memoryview, pos: int
 ) -> tuple[DescribeClientQuotasRequest, int]:
     o = DescribeClientQuotasRequest.__new__(DescribeClientQuotasRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Components at byte {pos}")
     else:
@@ -292,7 +306,13 @@ def _d_DescribeClientQuotasRequest_1(
 def _e_DescribeClientQuotasRequest_ComponentData_1(
     b: bytearray, m: DescribeClientQuotasRequest.ComponentData
 ) -> None:
-    write_compact_string(b, m.entity_type)
+    e_entity_type = m.entity_type.encode()
+    n = len(e_entity_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_entity_type
     b += _S_b.pack(m.match_type)
     write_compact_nullable_string(b, m.match)
     if m.unknown_tagged_fields is None:
@@ -303,7 +323,11 @@ def _e_DescribeClientQuotasRequest_ComponentData_1(
 
 def _e_DescribeClientQuotasRequest_1(b: bytearray, m: DescribeClientQuotasRequest) -> None:
     x_components = m.components
-    write_compact_array_len(b, len(x_components))
+    n = len(x_components) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_components in x_components:
         _e_DescribeClientQuotasRequest_ComponentData_1(b, e_components)
     b += _S_o.pack(m.strict)
@@ -435,8 +459,18 @@ def _d_DescribeClientQuotasResponse_EntityData_1(
     mv: memoryview, pos: int
 ) -> tuple[DescribeClientQuotasResponse.EntityData, int]:
     o = DescribeClientQuotasResponse.EntityData.__new__(DescribeClientQuotasResponse.EntityData)
-    o.entity_type, pos = read_compact_string(mv, pos)
-    o.entity_name, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.entity_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.entity_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.entity_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.entity_name, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -449,7 +483,12 @@ def _d_DescribeClientQuotasResponse_ValueData_1(
     mv: memoryview, pos: int
 ) -> tuple[DescribeClientQuotasResponse.ValueData, int]:
     o = DescribeClientQuotasResponse.ValueData.__new__(DescribeClientQuotasResponse.ValueData)
-    o.key, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.key = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.key, pos = read_compact_string(mv, pos)
     o.value = _S_d.unpack_from(mv, pos)[0]
     pos += 8
     if mv[pos] == 0:
@@ -464,7 +503,11 @@ def _d_DescribeClientQuotasResponse_EntryData_1(
     mv: memoryview, pos: int
 ) -> tuple[DescribeClientQuotasResponse.EntryData, int]:
     o = DescribeClientQuotasResponse.EntryData.__new__(DescribeClientQuotasResponse.EntryData)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Entity at byte {pos}")
     else:
@@ -473,7 +516,11 @@ def _d_DescribeClientQuotasResponse_EntryData_1(
             e_entity, pos = _d_DescribeClientQuotasResponse_EntityData_1(mv, pos)
             lst_entity.append(e_entity)
         o.entity = lst_entity
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Values at byte {pos}")
     else:
@@ -496,8 +543,17 @@ def _d_DescribeClientQuotasResponse_1(
     o = DescribeClientQuotasResponse.__new__(DescribeClientQuotasResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.entries = None
     else:
@@ -517,7 +573,13 @@ def _d_DescribeClientQuotasResponse_1(
 def _e_DescribeClientQuotasResponse_EntityData_1(
     b: bytearray, m: DescribeClientQuotasResponse.EntityData
 ) -> None:
-    write_compact_string(b, m.entity_type)
+    e_entity_type = m.entity_type.encode()
+    n = len(e_entity_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_entity_type
     write_compact_nullable_string(b, m.entity_name)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -528,7 +590,13 @@ def _e_DescribeClientQuotasResponse_EntityData_1(
 def _e_DescribeClientQuotasResponse_ValueData_1(
     b: bytearray, m: DescribeClientQuotasResponse.ValueData
 ) -> None:
-    write_compact_string(b, m.key)
+    e_key = m.key.encode()
+    n = len(e_key) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_key
     b += _S_d.pack(m.value)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -540,11 +608,19 @@ def _e_DescribeClientQuotasResponse_EntryData_1(
     b: bytearray, m: DescribeClientQuotasResponse.EntryData
 ) -> None:
     x_entity = m.entity
-    write_compact_array_len(b, len(x_entity))
+    n = len(x_entity) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_entity in x_entity:
         _e_DescribeClientQuotasResponse_EntityData_1(b, e_entity)
     x_values = m.values
-    write_compact_array_len(b, len(x_values))
+    n = len(x_values) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_values in x_values:
         _e_DescribeClientQuotasResponse_ValueData_1(b, e_values)
     if m.unknown_tagged_fields is None:
@@ -560,7 +636,11 @@ def _e_DescribeClientQuotasResponse_1(b: bytearray, m: DescribeClientQuotasRespo
     if x_entries is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_entries))
+        n = len(x_entries) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_entries in x_entries:
             _e_DescribeClientQuotasResponse_EntryData_1(b, e_entries)
     if m.unknown_tagged_fields is None:

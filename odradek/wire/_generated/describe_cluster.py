@@ -13,10 +13,9 @@ from odradek.wire.primitives import (
     read_compact_nullable_string,
     read_compact_string,
     read_tagged_fields,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -209,10 +208,20 @@ def _d_DescribeClusterResponse_DescribeClusterBroker_0(
     )
     o.broker_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.rack, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -225,11 +234,25 @@ def _d_DescribeClusterResponse_0(mv: memoryview, pos: int) -> tuple[DescribeClus
     o = DescribeClusterResponse.__new__(DescribeClusterResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    o.cluster_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_string(mv, pos)
     o.controller_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Brokers at byte {pos}")
     else:
@@ -253,7 +276,13 @@ def _e_DescribeClusterResponse_DescribeClusterBroker_0(
     b: bytearray, m: DescribeClusterResponse.DescribeClusterBroker
 ) -> None:
     b += _S_i.pack(m.broker_id)
-    write_compact_string(b, m.host)
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_i.pack(m.port)
     write_compact_nullable_string(b, m.rack)
     if m.unknown_tagged_fields is None:
@@ -265,10 +294,20 @@ def _e_DescribeClusterResponse_DescribeClusterBroker_0(
 def _e_DescribeClusterResponse_0(b: bytearray, m: DescribeClusterResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(b, m.error_message)
-    write_compact_string(b, m.cluster_id)
+    e_cluster_id = m.cluster_id.encode()
+    n = len(e_cluster_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_cluster_id
     b += _S_i.pack(m.controller_id)
     x_brokers = m.brokers
-    write_compact_array_len(b, len(x_brokers))
+    n = len(x_brokers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_brokers in x_brokers:
         _e_DescribeClusterResponse_DescribeClusterBroker_0(b, e_brokers)
     b += _S_i.pack(m.cluster_authorized_operations)
@@ -288,13 +327,27 @@ def _d_DescribeClusterResponse_1(mv: memoryview, pos: int) -> tuple[DescribeClus
     o = DescribeClusterResponse.__new__(DescribeClusterResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.endpoint_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.cluster_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_string(mv, pos)
     o.controller_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Brokers at byte {pos}")
     else:
@@ -317,10 +370,20 @@ def _e_DescribeClusterResponse_1(b: bytearray, m: DescribeClusterResponse) -> No
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(b, m.error_message)
     b += _S_b.pack(m.endpoint_type)
-    write_compact_string(b, m.cluster_id)
+    e_cluster_id = m.cluster_id.encode()
+    n = len(e_cluster_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_cluster_id
     b += _S_i.pack(m.controller_id)
     x_brokers = m.brokers
-    write_compact_array_len(b, len(x_brokers))
+    n = len(x_brokers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_brokers in x_brokers:
         _e_DescribeClusterResponse_DescribeClusterBroker_0(b, e_brokers)
     b += _S_i.pack(m.cluster_authorized_operations)

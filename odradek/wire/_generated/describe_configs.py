@@ -23,6 +23,7 @@ from odradek.wire.primitives import (
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -375,8 +376,17 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_1(
     )
     o.resource_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.resource_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.resource_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.resource_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.configuration_keys = None
     else:
@@ -395,7 +405,11 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_1(
 
 def _d_DescribeConfigsRequest_3(mv: memoryview, pos: int) -> tuple[DescribeConfigsRequest, int]:
     o = DescribeConfigsRequest.__new__(DescribeConfigsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Resources at byte {pos}")
     else:
@@ -418,12 +432,22 @@ def _e_DescribeConfigsRequest_DescribeConfigsResource_1(
     b: bytearray, m: DescribeConfigsRequest.DescribeConfigsResource
 ) -> None:
     b += _S_b.pack(m.resource_type)
-    write_compact_string(b, m.resource_name)
+    e_resource_name = m.resource_name.encode()
+    n = len(e_resource_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_resource_name
     x_configuration_keys = m.configuration_keys
     if x_configuration_keys is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_configuration_keys))
+        n = len(x_configuration_keys) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_configuration_keys in x_configuration_keys:
             write_compact_string(b, e_configuration_keys)
     if m.unknown_tagged_fields is None:
@@ -434,7 +458,11 @@ def _e_DescribeConfigsRequest_DescribeConfigsResource_1(
 
 def _e_DescribeConfigsRequest_3(b: bytearray, m: DescribeConfigsRequest) -> None:
     x_resources = m.resources
-    write_compact_array_len(b, len(x_resources))
+    n = len(x_resources) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_resources in x_resources:
         _e_DescribeConfigsRequest_DescribeConfigsResource_1(b, e_resources)
     b += _S_oo.pack(m.include_synonyms, m.include_documentation)
@@ -790,8 +818,18 @@ def _d_DescribeConfigsResponse_DescribeConfigsSynonym_1(
     o = DescribeConfigsResponse.DescribeConfigsSynonym.__new__(
         DescribeConfigsResponse.DescribeConfigsSynonym
     )
-    o.name, pos = read_compact_string(mv, pos)
-    o.value, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.value = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.value, pos = read_compact_nullable_string(mv, pos)
     o.source = _S_b.unpack_from(mv, pos)[0]
     pos += 1
     if mv[pos] == 0:
@@ -808,11 +846,25 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_3(
     o = DescribeConfigsResponse.DescribeConfigsResourceResult.__new__(
         DescribeConfigsResponse.DescribeConfigsResourceResult
     )
-    o.name, pos = read_compact_string(mv, pos)
-    o.value, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.value = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.value, pos = read_compact_nullable_string(mv, pos)
     o.read_only, o.config_source, o.is_sensitive = _S_obo.unpack_from(mv, pos)
     pos += 3
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Synonyms at byte {pos}")
     else:
@@ -823,7 +875,12 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_3(
         o.synonyms = lst_synonyms
     o.config_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.documentation, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.documentation = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.documentation, pos = read_compact_nullable_string(mv, pos)
     o.is_default = False
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -841,11 +898,25 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_3(
     )
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.resource_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.resource_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.resource_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.resource_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Configs at byte {pos}")
     else:
@@ -866,7 +937,11 @@ def _d_DescribeConfigsResponse_3(mv: memoryview, pos: int) -> tuple[DescribeConf
     o = DescribeConfigsResponse.__new__(DescribeConfigsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -886,7 +961,13 @@ def _d_DescribeConfigsResponse_3(mv: memoryview, pos: int) -> tuple[DescribeConf
 def _e_DescribeConfigsResponse_DescribeConfigsSynonym_1(
     b: bytearray, m: DescribeConfigsResponse.DescribeConfigsSynonym
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     write_compact_nullable_string(b, m.value)
     b += _S_b.pack(m.source)
     if m.unknown_tagged_fields is None:
@@ -898,11 +979,21 @@ def _e_DescribeConfigsResponse_DescribeConfigsSynonym_1(
 def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_3(
     b: bytearray, m: DescribeConfigsResponse.DescribeConfigsResourceResult
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     write_compact_nullable_string(b, m.value)
     b += _S_obo.pack(m.read_only, m.config_source, m.is_sensitive)
     x_synonyms = m.synonyms
-    write_compact_array_len(b, len(x_synonyms))
+    n = len(x_synonyms) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_synonyms in x_synonyms:
         _e_DescribeConfigsResponse_DescribeConfigsSynonym_1(b, e_synonyms)
     b += _S_b.pack(m.config_type)
@@ -919,9 +1010,19 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_3(
     b += _S_h.pack(m.error_code)
     write_compact_nullable_string(b, m.error_message)
     b += _S_b.pack(m.resource_type)
-    write_compact_string(b, m.resource_name)
+    e_resource_name = m.resource_name.encode()
+    n = len(e_resource_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_resource_name
     x_configs = m.configs
-    write_compact_array_len(b, len(x_configs))
+    n = len(x_configs) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_configs in x_configs:
         _e_DescribeConfigsResponse_DescribeConfigsResourceResult_3(b, e_configs)
     if m.unknown_tagged_fields is None:
@@ -933,7 +1034,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_3(
 def _e_DescribeConfigsResponse_3(b: bytearray, m: DescribeConfigsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_DescribeConfigsResponse_DescribeConfigsResult_3(b, e_results)
     if m.unknown_tagged_fields is None:

@@ -20,9 +20,9 @@ from odradek.wire.primitives import (
     write_bytes,
     write_compact_array_len,
     write_compact_bytes,
-    write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -271,8 +271,18 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_1(
     o = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner.__new__(
         DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
     )
-    o.principal_type, pos = read_compact_string(mv, pos)
-    o.principal_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_name, pos = read_compact_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -285,7 +295,11 @@ def _d_DescribeDelegationTokenRequest_1(
     mv: memoryview, pos: int
 ) -> tuple[DescribeDelegationTokenRequest, int]:
     o = DescribeDelegationTokenRequest.__new__(DescribeDelegationTokenRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.owners = None
     else:
@@ -307,8 +321,20 @@ def _d_DescribeDelegationTokenRequest_1(
 def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_1(
     b: bytearray, m: DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
 ) -> None:
-    write_compact_string(b, m.principal_type)
-    write_compact_string(b, m.principal_name)
+    e_principal_type = m.principal_type.encode()
+    n = len(e_principal_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal_type
+    e_principal_name = m.principal_name.encode()
+    n = len(e_principal_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal_name
     if m.unknown_tagged_fields is None:
         b.append(0)
     else:
@@ -320,7 +346,11 @@ def _e_DescribeDelegationTokenRequest_1(b: bytearray, m: DescribeDelegationToken
     if x_owners is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_owners))
+        n = len(x_owners) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_owners in x_owners:
             _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_1(b, e_owners)
     if m.unknown_tagged_fields is None:
@@ -439,8 +469,18 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(
     o = DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer.__new__(
         DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer
     )
-    o.principal_type, pos = read_compact_string(mv, pos)
-    o.principal_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_name, pos = read_compact_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -455,13 +495,32 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_1(
     o = DescribeDelegationTokenResponse.DescribedDelegationToken.__new__(
         DescribeDelegationTokenResponse.DescribedDelegationToken
     )
-    o.principal_type, pos = read_compact_string(mv, pos)
-    o.principal_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_name, pos = read_compact_string(mv, pos)
     o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S_qqq.unpack_from(mv, pos)
     pos += 24
-    o.token_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.token_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.token_id, pos = read_compact_string(mv, pos)
     o.hmac, pos = read_compact_bytes(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Renewers at byte {pos}")
     else:
@@ -488,7 +547,11 @@ def _d_DescribeDelegationTokenResponse_1(
     o = DescribeDelegationTokenResponse.__new__(DescribeDelegationTokenResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Tokens at byte {pos}")
     else:
@@ -510,8 +573,20 @@ def _d_DescribeDelegationTokenResponse_1(
 def _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(
     b: bytearray, m: DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer
 ) -> None:
-    write_compact_string(b, m.principal_type)
-    write_compact_string(b, m.principal_name)
+    e_principal_type = m.principal_type.encode()
+    n = len(e_principal_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal_type
+    e_principal_name = m.principal_name.encode()
+    n = len(e_principal_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal_name
     if m.unknown_tagged_fields is None:
         b.append(0)
     else:
@@ -521,13 +596,35 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(
 def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_1(
     b: bytearray, m: DescribeDelegationTokenResponse.DescribedDelegationToken
 ) -> None:
-    write_compact_string(b, m.principal_type)
-    write_compact_string(b, m.principal_name)
+    e_principal_type = m.principal_type.encode()
+    n = len(e_principal_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal_type
+    e_principal_name = m.principal_name.encode()
+    n = len(e_principal_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal_name
     b += _S_qqq.pack(m.issue_timestamp, m.expiry_timestamp, m.max_timestamp)
-    write_compact_string(b, m.token_id)
+    e_token_id = m.token_id.encode()
+    n = len(e_token_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_token_id
     write_compact_bytes(b, m.hmac)
     x_renewers = m.renewers
-    write_compact_array_len(b, len(x_renewers))
+    n = len(x_renewers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_renewers in x_renewers:
         _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(b, e_renewers)
     if m.unknown_tagged_fields is None:
@@ -539,7 +636,11 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_1(
 def _e_DescribeDelegationTokenResponse_1(b: bytearray, m: DescribeDelegationTokenResponse) -> None:
     b += _S_h.pack(m.error_code)
     x_tokens = m.tokens
-    write_compact_array_len(b, len(x_tokens))
+    n = len(x_tokens) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_tokens in x_tokens:
         _e_DescribeDelegationTokenResponse_DescribedDelegationToken_1(b, e_tokens)
     b += _S_i.pack(m.throttle_time_ms)
@@ -561,15 +662,44 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_2(
     o = DescribeDelegationTokenResponse.DescribedDelegationToken.__new__(
         DescribeDelegationTokenResponse.DescribedDelegationToken
     )
-    o.principal_type, pos = read_compact_string(mv, pos)
-    o.principal_name, pos = read_compact_string(mv, pos)
-    o.token_requester_principal_type, pos = read_compact_string(mv, pos)
-    o.token_requester_principal_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.principal_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.principal_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.token_requester_principal_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.token_requester_principal_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.token_requester_principal_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.token_requester_principal_name, pos = read_compact_string(mv, pos)
     o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S_qqq.unpack_from(mv, pos)
     pos += 24
-    o.token_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.token_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.token_id, pos = read_compact_string(mv, pos)
     o.hmac, pos = read_compact_bytes(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Renewers at byte {pos}")
     else:
@@ -594,7 +724,11 @@ def _d_DescribeDelegationTokenResponse_2(
     o = DescribeDelegationTokenResponse.__new__(DescribeDelegationTokenResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Tokens at byte {pos}")
     else:
@@ -616,15 +750,49 @@ def _d_DescribeDelegationTokenResponse_2(
 def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_2(
     b: bytearray, m: DescribeDelegationTokenResponse.DescribedDelegationToken
 ) -> None:
-    write_compact_string(b, m.principal_type)
-    write_compact_string(b, m.principal_name)
-    write_compact_string(b, m.token_requester_principal_type)
-    write_compact_string(b, m.token_requester_principal_name)
+    e_principal_type = m.principal_type.encode()
+    n = len(e_principal_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal_type
+    e_principal_name = m.principal_name.encode()
+    n = len(e_principal_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_principal_name
+    e_token_requester_principal_type = m.token_requester_principal_type.encode()
+    n = len(e_token_requester_principal_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_token_requester_principal_type
+    e_token_requester_principal_name = m.token_requester_principal_name.encode()
+    n = len(e_token_requester_principal_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_token_requester_principal_name
     b += _S_qqq.pack(m.issue_timestamp, m.expiry_timestamp, m.max_timestamp)
-    write_compact_string(b, m.token_id)
+    e_token_id = m.token_id.encode()
+    n = len(e_token_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_token_id
     write_compact_bytes(b, m.hmac)
     x_renewers = m.renewers
-    write_compact_array_len(b, len(x_renewers))
+    n = len(x_renewers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_renewers in x_renewers:
         _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(b, e_renewers)
     if m.unknown_tagged_fields is None:
@@ -636,7 +804,11 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_2(
 def _e_DescribeDelegationTokenResponse_2(b: bytearray, m: DescribeDelegationTokenResponse) -> None:
     b += _S_h.pack(m.error_code)
     x_tokens = m.tokens
-    write_compact_array_len(b, len(x_tokens))
+    n = len(x_tokens) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_tokens in x_tokens:
         _e_DescribeDelegationTokenResponse_DescribedDelegationToken_2(b, e_tokens)
     b += _S_i.pack(m.throttle_time_ms)

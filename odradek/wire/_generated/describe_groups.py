@@ -20,13 +20,13 @@ from odradek.wire.primitives import (
     read_tagged_fields,
     write_array_len,
     write_bytes,
-    write_compact_array_len,
     write_compact_bytes,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -245,7 +245,11 @@ def _top_DescribeGroupsRequest_1(m: DescribeGroupsRequest) -> list[Buffer]:
 
 def _d_DescribeGroupsRequest_2(mv: memoryview, pos: int) -> tuple[DescribeGroupsRequest, int]:
     o = DescribeGroupsRequest.__new__(DescribeGroupsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Groups at byte {pos}")
     else:
@@ -266,7 +270,11 @@ def _d_DescribeGroupsRequest_2(mv: memoryview, pos: int) -> tuple[DescribeGroups
 
 def _e_DescribeGroupsRequest_2(b: bytearray, m: DescribeGroupsRequest) -> None:
     x_groups = m.groups
-    write_compact_array_len(b, len(x_groups))
+    n = len(x_groups) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_groups in x_groups:
         write_compact_string(b, e_groups)
     b += _S_o.pack(m.include_authorized_operations)
@@ -581,10 +589,30 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_2(
     o = DescribeGroupsResponse.DescribedGroupMember.__new__(
         DescribeGroupsResponse.DescribedGroupMember
     )
-    o.member_id, pos = read_compact_string(mv, pos)
-    o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
-    o.client_id, pos = read_compact_string(mv, pos)
-    o.client_host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.client_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.client_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.client_host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.client_host, pos = read_compact_string(mv, pos)
     o.member_metadata, pos = read_compact_bytes(mv, pos)
     o.member_assignment, pos = read_compact_bytes(mv, pos)
     if mv[pos] == 0:
@@ -601,11 +629,35 @@ def _d_DescribeGroupsResponse_DescribedGroup_3(
     o = DescribeGroupsResponse.DescribedGroup.__new__(DescribeGroupsResponse.DescribedGroup)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.group_id, pos = read_compact_string(mv, pos)
-    o.group_state, pos = read_compact_string(mv, pos)
-    o.protocol_type, pos = read_compact_string(mv, pos)
-    o.protocol_data, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_state = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_state, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_data = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_data, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Members at byte {pos}")
     else:
@@ -628,7 +680,11 @@ def _d_DescribeGroupsResponse_4(mv: memoryview, pos: int) -> tuple[DescribeGroup
     o = DescribeGroupsResponse.__new__(DescribeGroupsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Groups at byte {pos}")
     else:
@@ -648,10 +704,28 @@ def _d_DescribeGroupsResponse_4(mv: memoryview, pos: int) -> tuple[DescribeGroup
 def _e_DescribeGroupsResponse_DescribedGroupMember_2(
     b: bytearray, m: DescribeGroupsResponse.DescribedGroupMember
 ) -> None:
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_nullable_string(b, m.group_instance_id)
-    write_compact_string(b, m.client_id)
-    write_compact_string(b, m.client_host)
+    e_client_id = m.client_id.encode()
+    n = len(e_client_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_client_id
+    e_client_host = m.client_host.encode()
+    n = len(e_client_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_client_host
     write_compact_bytes(b, m.member_metadata)
     write_compact_bytes(b, m.member_assignment)
     if m.unknown_tagged_fields is None:
@@ -664,12 +738,40 @@ def _e_DescribeGroupsResponse_DescribedGroup_3(
     b: bytearray, m: DescribeGroupsResponse.DescribedGroup
 ) -> None:
     b += _S_h.pack(m.error_code)
-    write_compact_string(b, m.group_id)
-    write_compact_string(b, m.group_state)
-    write_compact_string(b, m.protocol_type)
-    write_compact_string(b, m.protocol_data)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
+    e_group_state = m.group_state.encode()
+    n = len(e_group_state) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_state
+    e_protocol_type = m.protocol_type.encode()
+    n = len(e_protocol_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_protocol_type
+    e_protocol_data = m.protocol_data.encode()
+    n = len(e_protocol_data) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_protocol_data
     x_members = m.members
-    write_compact_array_len(b, len(x_members))
+    n = len(x_members) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_members in x_members:
         _e_DescribeGroupsResponse_DescribedGroupMember_2(b, e_members)
     b += _S_i.pack(m.authorized_operations)
@@ -682,7 +784,11 @@ def _e_DescribeGroupsResponse_DescribedGroup_3(
 def _e_DescribeGroupsResponse_4(b: bytearray, m: DescribeGroupsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_groups = m.groups
-    write_compact_array_len(b, len(x_groups))
+    n = len(x_groups) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_groups in x_groups:
         _e_DescribeGroupsResponse_DescribedGroup_3(b, e_groups)
     if m.unknown_tagged_fields is None:

@@ -9,17 +9,17 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_compact_array_len,
     read_compact_string,
-    read_fixed_array,
     read_string,
     read_tagged_fields,
     write_array_len,
     write_compact_array_len,
-    write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -211,7 +211,11 @@ def _d_DescribeLogDirsRequest_DescribableLogDirTopic_0(
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -262,12 +266,25 @@ def _d_DescribeLogDirsRequest_DescribableLogDirTopic_1(
     o = DescribeLogDirsRequest.DescribableLogDirTopic.__new__(
         DescribeLogDirsRequest.DescribableLogDirTopic
     )
-    o.topic, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -278,7 +295,11 @@ def _d_DescribeLogDirsRequest_DescribableLogDirTopic_1(
 
 def _d_DescribeLogDirsRequest_1(mv: memoryview, pos: int) -> tuple[DescribeLogDirsRequest, int]:
     o = DescribeLogDirsRequest.__new__(DescribeLogDirsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.topics = None
     else:
@@ -298,9 +319,19 @@ def _d_DescribeLogDirsRequest_1(mv: memoryview, pos: int) -> tuple[DescribeLogDi
 def _e_DescribeLogDirsRequest_DescribableLogDirTopic_1(
     b: bytearray, m: DescribeLogDirsRequest.DescribableLogDirTopic
 ) -> None:
-    write_compact_string(b, m.topic)
+    e_topic = m.topic.encode()
+    n = len(e_topic) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partitions)}i", *x_partitions)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -313,7 +344,11 @@ def _e_DescribeLogDirsRequest_1(b: bytearray, m: DescribeLogDirsRequest) -> None
     if x_topics is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_topics))
+        n = len(x_topics) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_topics in x_topics:
             _e_DescribeLogDirsRequest_DescribableLogDirTopic_1(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -469,8 +504,17 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_1(
     o = DescribeLogDirsResponse.DescribeLogDirsTopic.__new__(
         DescribeLogDirsResponse.DescribeLogDirsTopic
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -495,8 +539,17 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_1(
     )
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.log_dir, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.log_dir = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.log_dir, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -519,7 +572,11 @@ def _d_DescribeLogDirsResponse_1(mv: memoryview, pos: int) -> tuple[DescribeLogD
     o = DescribeLogDirsResponse.__new__(DescribeLogDirsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -550,9 +607,19 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsPartition_1(
 def _e_DescribeLogDirsResponse_DescribeLogDirsTopic_1(
     b: bytearray, m: DescribeLogDirsResponse.DescribeLogDirsTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_DescribeLogDirsResponse_DescribeLogDirsPartition_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -565,9 +632,19 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_1(
     b: bytearray, m: DescribeLogDirsResponse.DescribeLogDirsResult
 ) -> None:
     b += _S_h.pack(m.error_code)
-    write_compact_string(b, m.log_dir)
+    e_log_dir = m.log_dir.encode()
+    n = len(e_log_dir) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_log_dir
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_DescribeLogDirsResponse_DescribeLogDirsTopic_1(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -579,7 +656,11 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_1(
 def _e_DescribeLogDirsResponse_1(b: bytearray, m: DescribeLogDirsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_DescribeLogDirsResponse_DescribeLogDirsResult_1(b, e_results)
     if m.unknown_tagged_fields is None:
@@ -598,7 +679,11 @@ def _d_DescribeLogDirsResponse_2(mv: memoryview, pos: int) -> tuple[DescribeLogD
     o = DescribeLogDirsResponse.__new__(DescribeLogDirsResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -618,7 +703,11 @@ def _d_DescribeLogDirsResponse_2(mv: memoryview, pos: int) -> tuple[DescribeLogD
 def _e_DescribeLogDirsResponse_2(b: bytearray, m: DescribeLogDirsResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_DescribeLogDirsResponse_DescribeLogDirsResult_1(b, e_results)
     if m.unknown_tagged_fields is None:
@@ -641,8 +730,17 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_2(
     )
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.log_dir, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.log_dir = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.log_dir, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -665,7 +763,11 @@ def _d_DescribeLogDirsResponse_3(mv: memoryview, pos: int) -> tuple[DescribeLogD
     o = DescribeLogDirsResponse.__new__(DescribeLogDirsResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -686,9 +788,19 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_2(
     b: bytearray, m: DescribeLogDirsResponse.DescribeLogDirsResult
 ) -> None:
     b += _S_h.pack(m.error_code)
-    write_compact_string(b, m.log_dir)
+    e_log_dir = m.log_dir.encode()
+    n = len(e_log_dir) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_log_dir
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_DescribeLogDirsResponse_DescribeLogDirsTopic_1(b, e_topics)
     b += _S_qq.pack(m.total_bytes, m.usable_bytes)
@@ -701,7 +813,11 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_2(
 def _e_DescribeLogDirsResponse_3(b: bytearray, m: DescribeLogDirsResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_DescribeLogDirsResponse_DescribeLogDirsResult_2(b, e_results)
     if m.unknown_tagged_fields is None:

@@ -9,15 +9,14 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_tagged_fields,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -206,12 +205,25 @@ def _d_DescribeProducersRequest_TopicRequest_0(
     mv: memoryview, pos: int
 ) -> tuple[DescribeProducersRequest.TopicRequest, int]:
     o = DescribeProducersRequest.TopicRequest.__new__(DescribeProducersRequest.TopicRequest)
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionIndexes at byte {pos}")
     else:
-        o.partition_indexes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array PartitionIndexes at byte {pos} runs past the end")
+        o.partition_indexes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -222,7 +234,11 @@ def _d_DescribeProducersRequest_TopicRequest_0(
 
 def _d_DescribeProducersRequest_0(mv: memoryview, pos: int) -> tuple[DescribeProducersRequest, int]:
     o = DescribeProducersRequest.__new__(DescribeProducersRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -242,9 +258,19 @@ def _d_DescribeProducersRequest_0(mv: memoryview, pos: int) -> tuple[DescribePro
 def _e_DescribeProducersRequest_TopicRequest_0(
     b: bytearray, m: DescribeProducersRequest.TopicRequest
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partition_indexes = m.partition_indexes
-    write_compact_array_len(b, len(x_partition_indexes))
+    n = len(x_partition_indexes) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partition_indexes)}i", *x_partition_indexes)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -254,7 +280,11 @@ def _e_DescribeProducersRequest_TopicRequest_0(
 
 def _e_DescribeProducersRequest_0(b: bytearray, m: DescribeProducersRequest) -> None:
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_DescribeProducersRequest_TopicRequest_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -298,8 +328,17 @@ def _d_DescribeProducersResponse_PartitionResponse_0(
     )
     o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ActiveProducers at byte {pos}")
     else:
@@ -320,8 +359,17 @@ def _d_DescribeProducersResponse_TopicResponse_0(
     mv: memoryview, pos: int
 ) -> tuple[DescribeProducersResponse.TopicResponse, int]:
     o = DescribeProducersResponse.TopicResponse.__new__(DescribeProducersResponse.TopicResponse)
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -344,7 +392,11 @@ def _d_DescribeProducersResponse_0(
     o = DescribeProducersResponse.__new__(DescribeProducersResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -384,7 +436,11 @@ def _e_DescribeProducersResponse_PartitionResponse_0(
     b += _S_ih.pack(m.partition_index, m.error_code)
     write_compact_nullable_string(b, m.error_message)
     x_active_producers = m.active_producers
-    write_compact_array_len(b, len(x_active_producers))
+    n = len(x_active_producers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_active_producers in x_active_producers:
         _e_DescribeProducersResponse_ProducerState_0(b, e_active_producers)
     if m.unknown_tagged_fields is None:
@@ -396,9 +452,19 @@ def _e_DescribeProducersResponse_PartitionResponse_0(
 def _e_DescribeProducersResponse_TopicResponse_0(
     b: bytearray, m: DescribeProducersResponse.TopicResponse
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_DescribeProducersResponse_PartitionResponse_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -410,7 +476,11 @@ def _e_DescribeProducersResponse_TopicResponse_0(
 def _e_DescribeProducersResponse_0(b: bytearray, m: DescribeProducersResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_DescribeProducersResponse_TopicResponse_0(b, e_topics)
     if m.unknown_tagged_fields is None:

@@ -16,11 +16,10 @@ from odradek.wire.primitives import (
     read_compact_string,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -294,8 +293,17 @@ def _d_DescribeQuorumRequest_TopicData_0(
     mv: memoryview, pos: int
 ) -> tuple[DescribeQuorumRequest.TopicData, int]:
     o = DescribeQuorumRequest.TopicData.__new__(DescribeQuorumRequest.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -314,7 +322,11 @@ def _d_DescribeQuorumRequest_TopicData_0(
 
 def _d_DescribeQuorumRequest_0(mv: memoryview, pos: int) -> tuple[DescribeQuorumRequest, int]:
     o = DescribeQuorumRequest.__new__(DescribeQuorumRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -342,9 +354,19 @@ def _e_DescribeQuorumRequest_PartitionData_0(
 
 
 def _e_DescribeQuorumRequest_TopicData_0(b: bytearray, m: DescribeQuorumRequest.TopicData) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_DescribeQuorumRequest_PartitionData_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -355,7 +377,11 @@ def _e_DescribeQuorumRequest_TopicData_0(b: bytearray, m: DescribeQuorumRequest.
 
 def _e_DescribeQuorumRequest_0(b: bytearray, m: DescribeQuorumRequest) -> None:
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_DescribeQuorumRequest_TopicData_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -395,7 +421,11 @@ def _d_DescribeQuorumResponse_PartitionData_0(
         _S_ihiiq.unpack_from(mv, pos)
     )
     pos += 22
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array CurrentVoters at byte {pos}")
     else:
@@ -404,7 +434,11 @@ def _d_DescribeQuorumResponse_PartitionData_0(
             e_current_voters, pos = _d_DescribeQuorumResponse_ReplicaState_0(mv, pos)
             lst_current_voters.append(e_current_voters)
         o.current_voters = lst_current_voters
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Observers at byte {pos}")
     else:
@@ -426,8 +460,17 @@ def _d_DescribeQuorumResponse_TopicData_0(
     mv: memoryview, pos: int
 ) -> tuple[DescribeQuorumResponse.TopicData, int]:
     o = DescribeQuorumResponse.TopicData.__new__(DescribeQuorumResponse.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -448,7 +491,11 @@ def _d_DescribeQuorumResponse_0(mv: memoryview, pos: int) -> tuple[DescribeQuoru
     o = DescribeQuorumResponse.__new__(DescribeQuorumResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -484,11 +531,19 @@ def _e_DescribeQuorumResponse_PartitionData_0(
         m.partition_index, m.error_code, m.leader_id, m.leader_epoch, m.high_watermark
     )
     x_current_voters = m.current_voters
-    write_compact_array_len(b, len(x_current_voters))
+    n = len(x_current_voters) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_current_voters in x_current_voters:
         _e_DescribeQuorumResponse_ReplicaState_0(b, e_current_voters)
     x_observers = m.observers
-    write_compact_array_len(b, len(x_observers))
+    n = len(x_observers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_observers in x_observers:
         _e_DescribeQuorumResponse_ReplicaState_0(b, e_observers)
     if m.unknown_tagged_fields is None:
@@ -500,9 +555,19 @@ def _e_DescribeQuorumResponse_PartitionData_0(
 def _e_DescribeQuorumResponse_TopicData_0(
     b: bytearray, m: DescribeQuorumResponse.TopicData
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_DescribeQuorumResponse_PartitionData_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -514,7 +579,11 @@ def _e_DescribeQuorumResponse_TopicData_0(
 def _e_DescribeQuorumResponse_0(b: bytearray, m: DescribeQuorumResponse) -> None:
     b += _S_h.pack(m.error_code)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_DescribeQuorumResponse_TopicData_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -554,7 +623,11 @@ def _d_DescribeQuorumResponse_PartitionData_1(
         _S_ihiiq.unpack_from(mv, pos)
     )
     pos += 22
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array CurrentVoters at byte {pos}")
     else:
@@ -563,7 +636,11 @@ def _d_DescribeQuorumResponse_PartitionData_1(
             e_current_voters, pos = _d_DescribeQuorumResponse_ReplicaState_1(mv, pos)
             lst_current_voters.append(e_current_voters)
         o.current_voters = lst_current_voters
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Observers at byte {pos}")
     else:
@@ -585,8 +662,17 @@ def _d_DescribeQuorumResponse_TopicData_1(
     mv: memoryview, pos: int
 ) -> tuple[DescribeQuorumResponse.TopicData, int]:
     o = DescribeQuorumResponse.TopicData.__new__(DescribeQuorumResponse.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -607,7 +693,11 @@ def _d_DescribeQuorumResponse_1(mv: memoryview, pos: int) -> tuple[DescribeQuoru
     o = DescribeQuorumResponse.__new__(DescribeQuorumResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -645,11 +735,19 @@ def _e_DescribeQuorumResponse_PartitionData_1(
         m.partition_index, m.error_code, m.leader_id, m.leader_epoch, m.high_watermark
     )
     x_current_voters = m.current_voters
-    write_compact_array_len(b, len(x_current_voters))
+    n = len(x_current_voters) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_current_voters in x_current_voters:
         _e_DescribeQuorumResponse_ReplicaState_1(b, e_current_voters)
     x_observers = m.observers
-    write_compact_array_len(b, len(x_observers))
+    n = len(x_observers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_observers in x_observers:
         _e_DescribeQuorumResponse_ReplicaState_1(b, e_observers)
     if m.unknown_tagged_fields is None:
@@ -661,9 +759,19 @@ def _e_DescribeQuorumResponse_PartitionData_1(
 def _e_DescribeQuorumResponse_TopicData_1(
     b: bytearray, m: DescribeQuorumResponse.TopicData
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_DescribeQuorumResponse_PartitionData_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -675,7 +783,11 @@ def _e_DescribeQuorumResponse_TopicData_1(
 def _e_DescribeQuorumResponse_1(b: bytearray, m: DescribeQuorumResponse) -> None:
     b += _S_h.pack(m.error_code)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_DescribeQuorumResponse_TopicData_1(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -715,10 +827,19 @@ def _d_DescribeQuorumResponse_PartitionData_2(
     o = DescribeQuorumResponse.PartitionData.__new__(DescribeQuorumResponse.PartitionData)
     o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.leader_id, o.leader_epoch, o.high_watermark = _S_iiq.unpack_from(mv, pos)
     pos += 16
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array CurrentVoters at byte {pos}")
     else:
@@ -727,7 +848,11 @@ def _d_DescribeQuorumResponse_PartitionData_2(
             e_current_voters, pos = _d_DescribeQuorumResponse_ReplicaState_2(mv, pos)
             lst_current_voters.append(e_current_voters)
         o.current_voters = lst_current_voters
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Observers at byte {pos}")
     else:
@@ -748,8 +873,17 @@ def _d_DescribeQuorumResponse_TopicData_2(
     mv: memoryview, pos: int
 ) -> tuple[DescribeQuorumResponse.TopicData, int]:
     o = DescribeQuorumResponse.TopicData.__new__(DescribeQuorumResponse.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -770,8 +904,18 @@ def _d_DescribeQuorumResponse_Listener_0(
     mv: memoryview, pos: int
 ) -> tuple[DescribeQuorumResponse.Listener, int]:
     o = DescribeQuorumResponse.Listener.__new__(DescribeQuorumResponse.Listener)
-    o.name, pos = read_compact_string(mv, pos)
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_H.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -788,7 +932,11 @@ def _d_DescribeQuorumResponse_Node_0(
     o = DescribeQuorumResponse.Node.__new__(DescribeQuorumResponse.Node)
     o.node_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Listeners at byte {pos}")
     else:
@@ -809,8 +957,17 @@ def _d_DescribeQuorumResponse_2(mv: memoryview, pos: int) -> tuple[DescribeQuoru
     o = DescribeQuorumResponse.__new__(DescribeQuorumResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -819,7 +976,11 @@ def _d_DescribeQuorumResponse_2(mv: memoryview, pos: int) -> tuple[DescribeQuoru
             e_topics, pos = _d_DescribeQuorumResponse_TopicData_2(mv, pos)
             lst_topics.append(e_topics)
         o.topics = lst_topics
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Nodes at byte {pos}")
     else:
@@ -855,11 +1016,19 @@ def _e_DescribeQuorumResponse_PartitionData_2(
     write_compact_nullable_string(b, m.error_message)
     b += _S_iiq.pack(m.leader_id, m.leader_epoch, m.high_watermark)
     x_current_voters = m.current_voters
-    write_compact_array_len(b, len(x_current_voters))
+    n = len(x_current_voters) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_current_voters in x_current_voters:
         _e_DescribeQuorumResponse_ReplicaState_2(b, e_current_voters)
     x_observers = m.observers
-    write_compact_array_len(b, len(x_observers))
+    n = len(x_observers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_observers in x_observers:
         _e_DescribeQuorumResponse_ReplicaState_2(b, e_observers)
     if m.unknown_tagged_fields is None:
@@ -871,9 +1040,19 @@ def _e_DescribeQuorumResponse_PartitionData_2(
 def _e_DescribeQuorumResponse_TopicData_2(
     b: bytearray, m: DescribeQuorumResponse.TopicData
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_DescribeQuorumResponse_PartitionData_2(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -883,8 +1062,20 @@ def _e_DescribeQuorumResponse_TopicData_2(
 
 
 def _e_DescribeQuorumResponse_Listener_0(b: bytearray, m: DescribeQuorumResponse.Listener) -> None:
-    write_compact_string(b, m.name)
-    write_compact_string(b, m.host)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_H.pack(m.port)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -895,7 +1086,11 @@ def _e_DescribeQuorumResponse_Listener_0(b: bytearray, m: DescribeQuorumResponse
 def _e_DescribeQuorumResponse_Node_0(b: bytearray, m: DescribeQuorumResponse.Node) -> None:
     b += _S_i.pack(m.node_id)
     x_listeners = m.listeners
-    write_compact_array_len(b, len(x_listeners))
+    n = len(x_listeners) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_listeners in x_listeners:
         _e_DescribeQuorumResponse_Listener_0(b, e_listeners)
     if m.unknown_tagged_fields is None:
@@ -908,11 +1103,19 @@ def _e_DescribeQuorumResponse_2(b: bytearray, m: DescribeQuorumResponse) -> None
     b += _S_h.pack(m.error_code)
     write_compact_nullable_string(b, m.error_message)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_DescribeQuorumResponse_TopicData_2(b, e_topics)
     x_nodes = m.nodes
-    write_compact_array_len(b, len(x_nodes))
+    n = len(x_nodes) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_nodes in x_nodes:
         _e_DescribeQuorumResponse_Node_0(b, e_nodes)
     if m.unknown_tagged_fields is None:

@@ -11,17 +11,17 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_tagged_fields,
     read_uuid,
     write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -273,7 +273,12 @@ def _d_DescribeTopicPartitionsRequest_TopicRequest_0(
     o = DescribeTopicPartitionsRequest.TopicRequest.__new__(
         DescribeTopicPartitionsRequest.TopicRequest
     )
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -286,7 +291,12 @@ def _d_DescribeTopicPartitionsRequest_Cursor_0(
     mv: memoryview, pos: int
 ) -> tuple[DescribeTopicPartitionsRequest.Cursor, int]:
     o = DescribeTopicPartitionsRequest.Cursor.__new__(DescribeTopicPartitionsRequest.Cursor)
-    o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
     o.partition_index = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     if mv[pos] == 0:
@@ -301,7 +311,11 @@ def _d_DescribeTopicPartitionsRequest_0(
     mv: memoryview, pos: int
 ) -> tuple[DescribeTopicPartitionsRequest, int]:
     o = DescribeTopicPartitionsRequest.__new__(DescribeTopicPartitionsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -328,7 +342,13 @@ def _d_DescribeTopicPartitionsRequest_0(
 def _e_DescribeTopicPartitionsRequest_TopicRequest_0(
     b: bytearray, m: DescribeTopicPartitionsRequest.TopicRequest
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     if m.unknown_tagged_fields is None:
         b.append(0)
     else:
@@ -338,7 +358,13 @@ def _e_DescribeTopicPartitionsRequest_TopicRequest_0(
 def _e_DescribeTopicPartitionsRequest_Cursor_0(
     b: bytearray, m: DescribeTopicPartitionsRequest.Cursor
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     b += _S_i.pack(m.partition_index)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -348,7 +374,11 @@ def _e_DescribeTopicPartitionsRequest_Cursor_0(
 
 def _e_DescribeTopicPartitionsRequest_0(b: bytearray, m: DescribeTopicPartitionsRequest) -> None:
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_DescribeTopicPartitionsRequest_TopicRequest_0(b, e_topics)
     b += _S_i.pack(m.response_partition_limit)
@@ -378,31 +408,71 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
     )
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_hiii.unpack_from(mv, pos)
     pos += 14
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ReplicaNodes at byte {pos}")
     else:
-        o.replica_nodes, pos = read_fixed_array(mv, pos, n, "i", 4)
-    n, pos = read_compact_array_len(mv, pos)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array ReplicaNodes at byte {pos} runs past the end")
+        o.replica_nodes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array IsrNodes at byte {pos}")
     else:
-        o.isr_nodes, pos = read_fixed_array(mv, pos, n, "i", 4)
-    n, pos = read_compact_array_len(mv, pos)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array IsrNodes at byte {pos} runs past the end")
+        o.isr_nodes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.eligible_leader_replicas = None
     else:
-        o.eligible_leader_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
-    n, pos = read_compact_array_len(mv, pos)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array EligibleLeaderReplicas at byte {pos} runs past the end")
+        o.eligible_leader_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.last_known_elr = None
     else:
-        o.last_known_elr, pos = read_fixed_array(mv, pos, n, "i", 4)
-    n, pos = read_compact_array_len(mv, pos)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array LastKnownElr at byte {pos} runs past the end")
+        o.last_known_elr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array OfflineReplicas at byte {pos}")
     else:
-        o.offline_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array OfflineReplicas at byte {pos} runs past the end")
+        o.offline_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -419,11 +489,20 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(
     )
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.name, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_nullable_string(mv, pos)
     o.topic_id, pos = read_uuid(mv, pos)
     o.is_internal = _S_o.unpack_from(mv, pos)[0]
     pos += 1
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -450,7 +529,12 @@ def _d_DescribeTopicPartitionsResponse_Cursor_0(
     mv: memoryview, pos: int
 ) -> tuple[DescribeTopicPartitionsResponse.Cursor, int]:
     o = DescribeTopicPartitionsResponse.Cursor.__new__(DescribeTopicPartitionsResponse.Cursor)
-    o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
     o.partition_index = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     if mv[pos] == 0:
@@ -467,7 +551,11 @@ def _d_DescribeTopicPartitionsResponse_0(
     o = DescribeTopicPartitionsResponse.__new__(DescribeTopicPartitionsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -496,25 +584,45 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
 ) -> None:
     b += _S_hiii.pack(m.error_code, m.partition_index, m.leader_id, m.leader_epoch)
     x_replica_nodes = m.replica_nodes
-    write_compact_array_len(b, len(x_replica_nodes))
+    n = len(x_replica_nodes) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_replica_nodes)}i", *x_replica_nodes)
     x_isr_nodes = m.isr_nodes
-    write_compact_array_len(b, len(x_isr_nodes))
+    n = len(x_isr_nodes) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_isr_nodes)}i", *x_isr_nodes)
     x_eligible_leader_replicas = m.eligible_leader_replicas
     if x_eligible_leader_replicas is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_eligible_leader_replicas))
+        n = len(x_eligible_leader_replicas) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         b += _struct.pack(f">{len(x_eligible_leader_replicas)}i", *x_eligible_leader_replicas)
     x_last_known_elr = m.last_known_elr
     if x_last_known_elr is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_last_known_elr))
+        n = len(x_last_known_elr) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         b += _struct.pack(f">{len(x_last_known_elr)}i", *x_last_known_elr)
     x_offline_replicas = m.offline_replicas
-    write_compact_array_len(b, len(x_offline_replicas))
+    n = len(x_offline_replicas) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_offline_replicas)}i", *x_offline_replicas)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -530,7 +638,11 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(
     write_uuid(b, m.topic_id)
     b += _S_o.pack(m.is_internal)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_0(
             b, e_partitions
@@ -545,7 +657,13 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(
 def _e_DescribeTopicPartitionsResponse_Cursor_0(
     b: bytearray, m: DescribeTopicPartitionsResponse.Cursor
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     b += _S_i.pack(m.partition_index)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -556,7 +674,11 @@ def _e_DescribeTopicPartitionsResponse_Cursor_0(
 def _e_DescribeTopicPartitionsResponse_0(b: bytearray, m: DescribeTopicPartitionsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(b, e_topics)
     x_next_cursor = m.next_cursor

@@ -9,13 +9,13 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_compact_array_len,
     read_compact_string,
-    read_fixed_array,
     read_tagged_fields,
-    write_compact_array_len,
     write_compact_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -166,7 +166,11 @@ def _d_DescribeTransactionsRequest_0(
     mv: memoryview, pos: int
 ) -> tuple[DescribeTransactionsRequest, int]:
     o = DescribeTransactionsRequest.__new__(DescribeTransactionsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TransactionalIds at byte {pos}")
     else:
@@ -185,7 +189,11 @@ def _d_DescribeTransactionsRequest_0(
 
 def _e_DescribeTransactionsRequest_0(b: bytearray, m: DescribeTransactionsRequest) -> None:
     x_transactional_ids = m.transactional_ids
-    write_compact_array_len(b, len(x_transactional_ids))
+    n = len(x_transactional_ids) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_transactional_ids in x_transactional_ids:
         write_compact_string(b, e_transactional_ids)
     if m.unknown_tagged_fields is None:
@@ -204,12 +212,25 @@ def _d_DescribeTransactionsResponse_TopicData_0(
     mv: memoryview, pos: int
 ) -> tuple[DescribeTransactionsResponse.TopicData, int]:
     o = DescribeTransactionsResponse.TopicData.__new__(DescribeTransactionsResponse.TopicData)
-    o.topic, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -226,13 +247,27 @@ def _d_DescribeTransactionsResponse_TransactionState_0(
     )
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.transactional_id, pos = read_compact_string(mv, pos)
-    o.transaction_state, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.transactional_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.transactional_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.transaction_state = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.transaction_state, pos = read_compact_string(mv, pos)
     o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch = (
         _S_iqqh.unpack_from(mv, pos)
     )
     pos += 22
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -255,7 +290,11 @@ def _d_DescribeTransactionsResponse_0(
     o = DescribeTransactionsResponse.__new__(DescribeTransactionsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TransactionStates at byte {pos}")
     else:
@@ -275,9 +314,19 @@ def _d_DescribeTransactionsResponse_0(
 def _e_DescribeTransactionsResponse_TopicData_0(
     b: bytearray, m: DescribeTransactionsResponse.TopicData
 ) -> None:
-    write_compact_string(b, m.topic)
+    e_topic = m.topic.encode()
+    n = len(e_topic) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partitions)}i", *x_partitions)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -289,13 +338,29 @@ def _e_DescribeTransactionsResponse_TransactionState_0(
     b: bytearray, m: DescribeTransactionsResponse.TransactionState
 ) -> None:
     b += _S_h.pack(m.error_code)
-    write_compact_string(b, m.transactional_id)
-    write_compact_string(b, m.transaction_state)
+    e_transactional_id = m.transactional_id.encode()
+    n = len(e_transactional_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_transactional_id
+    e_transaction_state = m.transaction_state.encode()
+    n = len(e_transaction_state) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_transaction_state
     b += _S_iqqh.pack(
         m.transaction_timeout_ms, m.transaction_start_time_ms, m.producer_id, m.producer_epoch
     )
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_DescribeTransactionsResponse_TopicData_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -307,7 +372,11 @@ def _e_DescribeTransactionsResponse_TransactionState_0(
 def _e_DescribeTransactionsResponse_0(b: bytearray, m: DescribeTransactionsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_transaction_states = m.transaction_states
-    write_compact_array_len(b, len(x_transaction_states))
+    n = len(x_transaction_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_transaction_states in x_transaction_states:
         _e_DescribeTransactionsResponse_TransactionState_0(b, e_transaction_states)
     if m.unknown_tagged_fields is None:

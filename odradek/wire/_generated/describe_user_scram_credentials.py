@@ -15,8 +15,8 @@ from odradek.wire.primitives import (
     read_tagged_fields,
     write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -187,7 +187,12 @@ def _d_DescribeUserScramCredentialsRequest_UserName_0(
     o = DescribeUserScramCredentialsRequest.UserName.__new__(
         DescribeUserScramCredentialsRequest.UserName
     )
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -200,7 +205,11 @@ def _d_DescribeUserScramCredentialsRequest_0(
     mv: memoryview, pos: int
 ) -> tuple[DescribeUserScramCredentialsRequest, int]:
     o = DescribeUserScramCredentialsRequest.__new__(DescribeUserScramCredentialsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.users = None
     else:
@@ -220,7 +229,13 @@ def _d_DescribeUserScramCredentialsRequest_0(
 def _e_DescribeUserScramCredentialsRequest_UserName_0(
     b: bytearray, m: DescribeUserScramCredentialsRequest.UserName
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     if m.unknown_tagged_fields is None:
         b.append(0)
     else:
@@ -234,7 +249,11 @@ def _e_DescribeUserScramCredentialsRequest_0(
     if x_users is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_users))
+        n = len(x_users) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_users in x_users:
             _e_DescribeUserScramCredentialsRequest_UserName_0(b, e_users)
     if m.unknown_tagged_fields is None:
@@ -273,11 +292,25 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0
     o = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult.__new__(
         DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
     )
-    o.user, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.user = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.user, pos = read_compact_string(mv, pos)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array CredentialInfos at byte {pos}")
     else:
@@ -302,8 +335,17 @@ def _d_DescribeUserScramCredentialsResponse_0(
     o = DescribeUserScramCredentialsResponse.__new__(DescribeUserScramCredentialsResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -337,11 +379,21 @@ def _e_DescribeUserScramCredentialsResponse_CredentialInfo_0(
 def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0(
     b: bytearray, m: DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
 ) -> None:
-    write_compact_string(b, m.user)
+    e_user = m.user.encode()
+    n = len(e_user) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_user
     b += _S_h.pack(m.error_code)
     write_compact_nullable_string(b, m.error_message)
     x_credential_infos = m.credential_infos
-    write_compact_array_len(b, len(x_credential_infos))
+    n = len(x_credential_infos) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_credential_infos in x_credential_infos:
         _e_DescribeUserScramCredentialsResponse_CredentialInfo_0(b, e_credential_infos)
     if m.unknown_tagged_fields is None:
@@ -356,7 +408,11 @@ def _e_DescribeUserScramCredentialsResponse_0(
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(b, m.error_message)
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0(b, e_results)
     if m.unknown_tagged_fields is None:

@@ -9,21 +9,21 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_tagged_fields,
     write_array_len,
     write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -181,7 +181,11 @@ def _d_ElectLeadersRequest_TopicPartitions_0(
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -271,12 +275,25 @@ def _d_ElectLeadersRequest_TopicPartitions_1(
     mv: memoryview, pos: int
 ) -> tuple[ElectLeadersRequest.TopicPartitions, int]:
     o = ElectLeadersRequest.TopicPartitions.__new__(ElectLeadersRequest.TopicPartitions)
-    o.topic, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -289,7 +306,11 @@ def _d_ElectLeadersRequest_2(mv: memoryview, pos: int) -> tuple[ElectLeadersRequ
     o = ElectLeadersRequest.__new__(ElectLeadersRequest)
     o.election_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.topic_partitions = None
     else:
@@ -311,9 +332,19 @@ def _d_ElectLeadersRequest_2(mv: memoryview, pos: int) -> tuple[ElectLeadersRequ
 def _e_ElectLeadersRequest_TopicPartitions_1(
     b: bytearray, m: ElectLeadersRequest.TopicPartitions
 ) -> None:
-    write_compact_string(b, m.topic)
+    e_topic = m.topic.encode()
+    n = len(e_topic) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partitions)}i", *x_partitions)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -327,7 +358,11 @@ def _e_ElectLeadersRequest_2(b: bytearray, m: ElectLeadersRequest) -> None:
     if x_topic_partitions is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_topic_partitions))
+        n = len(x_topic_partitions) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_topic_partitions in x_topic_partitions:
             _e_ElectLeadersRequest_TopicPartitions_1(b, e_topic_partitions)
     b += _S_i.pack(m.timeout_ms)
@@ -464,7 +499,12 @@ def _d_ElectLeadersResponse_PartitionResult_1(
     o = ElectLeadersResponse.PartitionResult.__new__(ElectLeadersResponse.PartitionResult)
     o.partition_id, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -479,8 +519,17 @@ def _d_ElectLeadersResponse_ReplicaElectionResult_1(
     o = ElectLeadersResponse.ReplicaElectionResult.__new__(
         ElectLeadersResponse.ReplicaElectionResult
     )
-    o.topic, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionResult at byte {pos}")
     else:
@@ -501,7 +550,11 @@ def _d_ElectLeadersResponse_2(mv: memoryview, pos: int) -> tuple[ElectLeadersRes
     o = ElectLeadersResponse.__new__(ElectLeadersResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ReplicaElectionResults at byte {pos}")
     else:
@@ -534,9 +587,19 @@ def _e_ElectLeadersResponse_PartitionResult_1(
 def _e_ElectLeadersResponse_ReplicaElectionResult_1(
     b: bytearray, m: ElectLeadersResponse.ReplicaElectionResult
 ) -> None:
-    write_compact_string(b, m.topic)
+    e_topic = m.topic.encode()
+    n = len(e_topic) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic
     x_partition_result = m.partition_result
-    write_compact_array_len(b, len(x_partition_result))
+    n = len(x_partition_result) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partition_result in x_partition_result:
         _e_ElectLeadersResponse_PartitionResult_1(b, e_partition_result)
     if m.unknown_tagged_fields is None:
@@ -548,7 +611,11 @@ def _e_ElectLeadersResponse_ReplicaElectionResult_1(
 def _e_ElectLeadersResponse_2(b: bytearray, m: ElectLeadersResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_replica_election_results = m.replica_election_results
-    write_compact_array_len(b, len(x_replica_election_results))
+    n = len(x_replica_election_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_replica_election_results in x_replica_election_results:
         _e_ElectLeadersResponse_ReplicaElectionResult_1(b, e_replica_election_results)
     if m.unknown_tagged_fields is None:

@@ -11,23 +11,22 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_tagged_fields,
     read_uuid,
     write_array_len,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -284,7 +283,11 @@ def _d_EndQuorumEpochRequest_PartitionData_0(
     if n < 0:
         raise ProtocolError(f"null array PreferredSuccessors at byte {pos}")
     else:
-        o.preferred_successors, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array PreferredSuccessors at byte {pos} runs past the end")
+        o.preferred_successors = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.preferred_candidates = []
     o.unknown_tagged_fields = None
     return o, pos
@@ -377,7 +380,11 @@ def _d_EndQuorumEpochRequest_PartitionData_1(
     o = EndQuorumEpochRequest.PartitionData.__new__(EndQuorumEpochRequest.PartitionData)
     o.partition_index, o.leader_id, o.leader_epoch = _S_iii.unpack_from(mv, pos)
     pos += 12
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PreferredCandidates at byte {pos}")
     else:
@@ -399,8 +406,17 @@ def _d_EndQuorumEpochRequest_TopicData_1(
     mv: memoryview, pos: int
 ) -> tuple[EndQuorumEpochRequest.TopicData, int]:
     o = EndQuorumEpochRequest.TopicData.__new__(EndQuorumEpochRequest.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -421,8 +437,18 @@ def _d_EndQuorumEpochRequest_LeaderEndpoint_0(
     mv: memoryview, pos: int
 ) -> tuple[EndQuorumEpochRequest.LeaderEndpoint, int]:
     o = EndQuorumEpochRequest.LeaderEndpoint.__new__(EndQuorumEpochRequest.LeaderEndpoint)
-    o.name, pos = read_compact_string(mv, pos)
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_H.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -435,8 +461,17 @@ def _d_EndQuorumEpochRequest_LeaderEndpoint_0(
 
 def _d_EndQuorumEpochRequest_1(mv: memoryview, pos: int) -> tuple[EndQuorumEpochRequest, int]:
     o = EndQuorumEpochRequest.__new__(EndQuorumEpochRequest)
-    o.cluster_id, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -445,7 +480,11 @@ def _d_EndQuorumEpochRequest_1(mv: memoryview, pos: int) -> tuple[EndQuorumEpoch
             e_topics, pos = _d_EndQuorumEpochRequest_TopicData_1(mv, pos)
             lst_topics.append(e_topics)
         o.topics = lst_topics
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array LeaderEndpoints at byte {pos}")
     else:
@@ -478,7 +517,11 @@ def _e_EndQuorumEpochRequest_PartitionData_1(
 ) -> None:
     b += _S_iii.pack(m.partition_index, m.leader_id, m.leader_epoch)
     x_preferred_candidates = m.preferred_candidates
-    write_compact_array_len(b, len(x_preferred_candidates))
+    n = len(x_preferred_candidates) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_preferred_candidates in x_preferred_candidates:
         _e_EndQuorumEpochRequest_ReplicaInfo_0(b, e_preferred_candidates)
     if m.unknown_tagged_fields is None:
@@ -488,9 +531,19 @@ def _e_EndQuorumEpochRequest_PartitionData_1(
 
 
 def _e_EndQuorumEpochRequest_TopicData_1(b: bytearray, m: EndQuorumEpochRequest.TopicData) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_EndQuorumEpochRequest_PartitionData_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -502,8 +555,20 @@ def _e_EndQuorumEpochRequest_TopicData_1(b: bytearray, m: EndQuorumEpochRequest.
 def _e_EndQuorumEpochRequest_LeaderEndpoint_0(
     b: bytearray, m: EndQuorumEpochRequest.LeaderEndpoint
 ) -> None:
-    write_compact_string(b, m.name)
-    write_compact_string(b, m.host)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_H.pack(m.port)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -514,11 +579,19 @@ def _e_EndQuorumEpochRequest_LeaderEndpoint_0(
 def _e_EndQuorumEpochRequest_1(b: bytearray, m: EndQuorumEpochRequest) -> None:
     write_compact_nullable_string(b, m.cluster_id)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_EndQuorumEpochRequest_TopicData_1(b, e_topics)
     x_leader_endpoints = m.leader_endpoints
-    write_compact_array_len(b, len(x_leader_endpoints))
+    n = len(x_leader_endpoints) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_leader_endpoints in x_leader_endpoints:
         _e_EndQuorumEpochRequest_LeaderEndpoint_0(b, e_leader_endpoints)
     if m.unknown_tagged_fields is None:
@@ -627,8 +700,17 @@ def _d_EndQuorumEpochResponse_TopicData_1(
     mv: memoryview, pos: int
 ) -> tuple[EndQuorumEpochResponse.TopicData, int]:
     o = EndQuorumEpochResponse.TopicData.__new__(EndQuorumEpochResponse.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -651,7 +733,12 @@ def _d_EndQuorumEpochResponse_NodeEndpoint_0(
     o = EndQuorumEpochResponse.NodeEndpoint.__new__(EndQuorumEpochResponse.NodeEndpoint)
     o.node_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_H.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -663,7 +750,12 @@ def _d_EndQuorumEpochResponse_NodeEndpoint_0(
 
 
 def _dt_EndQuorumEpochResponse_NodeEndpoints_0(mv: memoryview, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_len(mv, pos)
+    val: Any
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array NodeEndpoints at byte {pos}")
     else:
@@ -684,7 +776,11 @@ def _d_EndQuorumEpochResponse_1(mv: memoryview, pos: int) -> tuple[EndQuorumEpoc
     o = EndQuorumEpochResponse.__new__(EndQuorumEpochResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -715,9 +811,19 @@ def _e_EndQuorumEpochResponse_PartitionData_1(
 def _e_EndQuorumEpochResponse_TopicData_1(
     b: bytearray, m: EndQuorumEpochResponse.TopicData
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_EndQuorumEpochResponse_PartitionData_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -730,7 +836,13 @@ def _e_EndQuorumEpochResponse_NodeEndpoint_0(
     b: bytearray, m: EndQuorumEpochResponse.NodeEndpoint
 ) -> None:
     b += _S_i.pack(m.node_id)
-    write_compact_string(b, m.host)
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_H.pack(m.port)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -741,14 +853,22 @@ def _e_EndQuorumEpochResponse_NodeEndpoint_0(
 def _e_EndQuorumEpochResponse_1(b: bytearray, m: EndQuorumEpochResponse) -> None:
     b += _S_h.pack(m.error_code)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_EndQuorumEpochResponse_TopicData_1(b, e_topics)
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
     if m.node_endpoints:
         tb = bytearray()
         x_node_endpoints = m.node_endpoints
-        write_compact_array_len(tb, len(x_node_endpoints))
+        n = len(x_node_endpoints) + 1
+        if n < 0x80:
+            tb.append(n)
+        else:
+            write_uvarint(tb, n)
         for e_node_endpoints in x_node_endpoints:
             _e_EndQuorumEpochResponse_NodeEndpoint_0(tb, e_node_endpoints)
         tags.append((0, tb))

@@ -11,9 +11,9 @@ from odradek.wire.primitives import (
     read_compact_string,
     read_string,
     read_tagged_fields,
-    write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -135,7 +135,12 @@ def _top_EndTxnRequest_0(m: EndTxnRequest) -> list[Buffer]:
 
 def _d_EndTxnRequest_1(mv: memoryview, pos: int) -> tuple[EndTxnRequest, int]:
     o = EndTxnRequest.__new__(EndTxnRequest)
-    o.transactional_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.transactional_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.transactional_id, pos = read_compact_string(mv, pos)
     o.producer_id, o.producer_epoch, o.committed = _S_qho.unpack_from(mv, pos)
     pos += 11
     if mv[pos] == 0:
@@ -147,7 +152,13 @@ def _d_EndTxnRequest_1(mv: memoryview, pos: int) -> tuple[EndTxnRequest, int]:
 
 
 def _e_EndTxnRequest_1(b: bytearray, m: EndTxnRequest) -> None:
-    write_compact_string(b, m.transactional_id)
+    e_transactional_id = m.transactional_id.encode()
+    n = len(e_transactional_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_transactional_id
     b += _S_qho.pack(m.producer_id, m.producer_epoch, m.committed)
     if m.unknown_tagged_fields is None:
         b.append(0)

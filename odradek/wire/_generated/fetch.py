@@ -11,12 +11,12 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
-    read_fixed_array,
     read_records,
     read_string,
     read_tagged_fields,
@@ -24,7 +24,6 @@ from odradek.wire.primitives import (
     write_array_len,
     write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_string,
     write_tagged_fields,
     write_uuid,
@@ -701,7 +700,11 @@ def _d_FetchRequest_ForgottenTopic_0(
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.topic_id = ZERO_UUID
     o.unknown_tagged_fields = None
     return o, pos
@@ -981,8 +984,17 @@ def _d_FetchRequest_FetchPartition_3(
 
 def _d_FetchRequest_FetchTopic_3(mv: memoryview, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
     o = FetchRequest.FetchTopic.__new__(FetchRequest.FetchTopic)
-    o.topic, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -1004,12 +1016,25 @@ def _d_FetchRequest_ForgottenTopic_1(
     mv: memoryview, pos: int
 ) -> tuple[FetchRequest.ForgottenTopic, int]:
     o = FetchRequest.ForgottenTopic.__new__(FetchRequest.ForgottenTopic)
-    o.topic, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.topic_id = ZERO_UUID
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -1020,7 +1045,13 @@ def _d_FetchRequest_ForgottenTopic_1(
 
 
 def _dt_FetchRequest_ClusterId_0(mv: memoryview, pos: int) -> tuple[Any, int]:
-    val, pos = read_compact_nullable_string(mv, pos)
+    val: Any
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        val = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        val, pos = read_compact_nullable_string(mv, pos)
     return val, pos
 
 
@@ -1039,7 +1070,11 @@ def _d_FetchRequest_7(mv: memoryview, pos: int) -> tuple[FetchRequest, int]:
         o.session_epoch,
     ) = _S_iiiibii.unpack_from(mv, pos)
     pos += 25
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -1048,7 +1083,11 @@ def _d_FetchRequest_7(mv: memoryview, pos: int) -> tuple[FetchRequest, int]:
             e_topics, pos = _d_FetchRequest_FetchTopic_3(mv, pos)
             lst_topics.append(e_topics)
         o.topics = lst_topics
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ForgottenTopicsData at byte {pos}")
     else:
@@ -1057,7 +1096,12 @@ def _d_FetchRequest_7(mv: memoryview, pos: int) -> tuple[FetchRequest, int]:
             e_forgotten_topics_data, pos = _d_FetchRequest_ForgottenTopic_1(mv, pos)
             lst_forgotten_topics_data.append(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
-    o.rack_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack_id, pos = read_compact_string(mv, pos)
     o.replica_state = FetchRequest.ReplicaState()
     o.cluster_id = None
     if mv[pos] == 0:
@@ -1084,9 +1128,19 @@ def _e_FetchRequest_FetchPartition_3(b: bytearray, m: FetchRequest.FetchPartitio
 
 
 def _e_FetchRequest_FetchTopic_3(b: bytearray, m: FetchRequest.FetchTopic) -> None:
-    write_compact_string(b, m.topic)
+    e_topic = m.topic.encode()
+    n = len(e_topic) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_FetchRequest_FetchPartition_3(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -1096,9 +1150,19 @@ def _e_FetchRequest_FetchTopic_3(b: bytearray, m: FetchRequest.FetchTopic) -> No
 
 
 def _e_FetchRequest_ForgottenTopic_1(b: bytearray, m: FetchRequest.ForgottenTopic) -> None:
-    write_compact_string(b, m.topic)
+    e_topic = m.topic.encode()
+    n = len(e_topic) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partitions)}i", *x_partitions)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -1117,14 +1181,28 @@ def _e_FetchRequest_7(b: bytearray, m: FetchRequest) -> None:
         m.session_epoch,
     )
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_FetchRequest_FetchTopic_3(b, e_topics)
     x_forgotten_topics_data = m.forgotten_topics_data
-    write_compact_array_len(b, len(x_forgotten_topics_data))
+    n = len(x_forgotten_topics_data) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_forgotten_topics_data in x_forgotten_topics_data:
         _e_FetchRequest_ForgottenTopic_1(b, e_forgotten_topics_data)
-    write_compact_string(b, m.rack_id)
+    e_rack_id = m.rack_id.encode()
+    n = len(e_rack_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_rack_id
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
     if m.cluster_id is not None:
         tb = bytearray()
@@ -1142,7 +1220,11 @@ def _top_FetchRequest_7(m: FetchRequest) -> list[Buffer]:
 def _d_FetchRequest_FetchTopic_4(mv: memoryview, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
     o = FetchRequest.FetchTopic.__new__(FetchRequest.FetchTopic)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -1165,11 +1247,19 @@ def _d_FetchRequest_ForgottenTopic_2(
 ) -> tuple[FetchRequest.ForgottenTopic, int]:
     o = FetchRequest.ForgottenTopic.__new__(FetchRequest.ForgottenTopic)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.topic = ""
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -1191,7 +1281,11 @@ def _d_FetchRequest_8(mv: memoryview, pos: int) -> tuple[FetchRequest, int]:
         o.session_epoch,
     ) = _S_iiiibii.unpack_from(mv, pos)
     pos += 25
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -1200,7 +1294,11 @@ def _d_FetchRequest_8(mv: memoryview, pos: int) -> tuple[FetchRequest, int]:
             e_topics, pos = _d_FetchRequest_FetchTopic_4(mv, pos)
             lst_topics.append(e_topics)
         o.topics = lst_topics
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ForgottenTopicsData at byte {pos}")
     else:
@@ -1209,7 +1307,12 @@ def _d_FetchRequest_8(mv: memoryview, pos: int) -> tuple[FetchRequest, int]:
             e_forgotten_topics_data, pos = _d_FetchRequest_ForgottenTopic_2(mv, pos)
             lst_forgotten_topics_data.append(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
-    o.rack_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack_id, pos = read_compact_string(mv, pos)
     o.replica_state = FetchRequest.ReplicaState()
     o.cluster_id = None
     if mv[pos] == 0:
@@ -1223,7 +1326,11 @@ def _d_FetchRequest_8(mv: memoryview, pos: int) -> tuple[FetchRequest, int]:
 def _e_FetchRequest_FetchTopic_4(b: bytearray, m: FetchRequest.FetchTopic) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_FetchRequest_FetchPartition_3(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -1235,7 +1342,11 @@ def _e_FetchRequest_FetchTopic_4(b: bytearray, m: FetchRequest.FetchTopic) -> No
 def _e_FetchRequest_ForgottenTopic_2(b: bytearray, m: FetchRequest.ForgottenTopic) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partitions)}i", *x_partitions)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -1254,14 +1365,28 @@ def _e_FetchRequest_8(b: bytearray, m: FetchRequest) -> None:
         m.session_epoch,
     )
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_FetchRequest_FetchTopic_4(b, e_topics)
     x_forgotten_topics_data = m.forgotten_topics_data
-    write_compact_array_len(b, len(x_forgotten_topics_data))
+    n = len(x_forgotten_topics_data) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_forgotten_topics_data in x_forgotten_topics_data:
         _e_FetchRequest_ForgottenTopic_2(b, e_forgotten_topics_data)
-    write_compact_string(b, m.rack_id)
+    e_rack_id = m.rack_id.encode()
+    n = len(e_rack_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_rack_id
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
     if m.cluster_id is not None:
         tb = bytearray()
@@ -1291,6 +1416,7 @@ def _d_FetchRequest_ReplicaState_0(
 
 
 def _dt_FetchRequest_ReplicaState_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val, pos = _d_FetchRequest_ReplicaState_0(mv, pos)
     return val, pos
 
@@ -1307,7 +1433,11 @@ def _d_FetchRequest_9(mv: memoryview, pos: int) -> tuple[FetchRequest, int]:
         _S_iiibii.unpack_from(mv, pos)
     )
     pos += 21
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -1316,7 +1446,11 @@ def _d_FetchRequest_9(mv: memoryview, pos: int) -> tuple[FetchRequest, int]:
             e_topics, pos = _d_FetchRequest_FetchTopic_4(mv, pos)
             lst_topics.append(e_topics)
         o.topics = lst_topics
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ForgottenTopicsData at byte {pos}")
     else:
@@ -1325,7 +1459,12 @@ def _d_FetchRequest_9(mv: memoryview, pos: int) -> tuple[FetchRequest, int]:
             e_forgotten_topics_data, pos = _d_FetchRequest_ForgottenTopic_2(mv, pos)
             lst_forgotten_topics_data.append(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
-    o.rack_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack_id, pos = read_compact_string(mv, pos)
     o.replica_id = -1
     o.cluster_id = None
     o.replica_state = FetchRequest.ReplicaState()
@@ -1350,14 +1489,28 @@ def _e_FetchRequest_9(b: bytearray, m: FetchRequest) -> None:
         m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch
     )
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_FetchRequest_FetchTopic_4(b, e_topics)
     x_forgotten_topics_data = m.forgotten_topics_data
-    write_compact_array_len(b, len(x_forgotten_topics_data))
+    n = len(x_forgotten_topics_data) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_forgotten_topics_data in x_forgotten_topics_data:
         _e_FetchRequest_ForgottenTopic_2(b, e_forgotten_topics_data)
-    write_compact_string(b, m.rack_id)
+    e_rack_id = m.rack_id.encode()
+    n = len(e_rack_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_rack_id
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
     if m.cluster_id is not None:
         tb = bytearray()
@@ -1377,6 +1530,7 @@ def _top_FetchRequest_9(m: FetchRequest) -> list[Buffer]:
 
 
 def _dt_FetchRequest_ReplicaDirectoryId_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val, pos = read_uuid(mv, pos)
     return val, pos
 
@@ -1409,7 +1563,11 @@ def _d_FetchRequest_FetchPartition_4(
 def _d_FetchRequest_FetchTopic_5(mv: memoryview, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
     o = FetchRequest.FetchTopic.__new__(FetchRequest.FetchTopic)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -1433,7 +1591,11 @@ def _d_FetchRequest_10(mv: memoryview, pos: int) -> tuple[FetchRequest, int]:
         _S_iiibii.unpack_from(mv, pos)
     )
     pos += 21
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -1442,7 +1604,11 @@ def _d_FetchRequest_10(mv: memoryview, pos: int) -> tuple[FetchRequest, int]:
             e_topics, pos = _d_FetchRequest_FetchTopic_5(mv, pos)
             lst_topics.append(e_topics)
         o.topics = lst_topics
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ForgottenTopicsData at byte {pos}")
     else:
@@ -1451,7 +1617,12 @@ def _d_FetchRequest_10(mv: memoryview, pos: int) -> tuple[FetchRequest, int]:
             e_forgotten_topics_data, pos = _d_FetchRequest_ForgottenTopic_2(mv, pos)
             lst_forgotten_topics_data.append(e_forgotten_topics_data)
         o.forgotten_topics_data = lst_forgotten_topics_data
-    o.rack_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack_id, pos = read_compact_string(mv, pos)
     o.replica_id = -1
     o.cluster_id = None
     o.replica_state = FetchRequest.ReplicaState()
@@ -1483,7 +1654,11 @@ def _e_FetchRequest_FetchPartition_4(b: bytearray, m: FetchRequest.FetchPartitio
 def _e_FetchRequest_FetchTopic_5(b: bytearray, m: FetchRequest.FetchTopic) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_FetchRequest_FetchPartition_4(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -1497,14 +1672,28 @@ def _e_FetchRequest_10(b: bytearray, m: FetchRequest) -> None:
         m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch
     )
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_FetchRequest_FetchTopic_5(b, e_topics)
     x_forgotten_topics_data = m.forgotten_topics_data
-    write_compact_array_len(b, len(x_forgotten_topics_data))
+    n = len(x_forgotten_topics_data) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_forgotten_topics_data in x_forgotten_topics_data:
         _e_FetchRequest_ForgottenTopic_2(b, e_forgotten_topics_data)
-    write_compact_string(b, m.rack_id)
+    e_rack_id = m.rack_id.encode()
+    n = len(e_rack_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_rack_id
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
     if m.cluster_id is not None:
         tb = bytearray()
@@ -2076,6 +2265,7 @@ def _d_FetchResponse_EpochEndOffset_0(
 
 
 def _dt_FetchResponse_DivergingEpoch_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val, pos = _d_FetchResponse_EpochEndOffset_0(mv, pos)
     return val, pos
 
@@ -2095,6 +2285,7 @@ def _d_FetchResponse_LeaderIdAndEpoch_0(
 
 
 def _dt_FetchResponse_CurrentLeader_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val, pos = _d_FetchResponse_LeaderIdAndEpoch_0(mv, pos)
     return val, pos
 
@@ -2112,6 +2303,7 @@ def _d_FetchResponse_SnapshotId_0(mv: memoryview, pos: int) -> tuple[FetchRespon
 
 
 def _dt_FetchResponse_SnapshotId_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val, pos = _d_FetchResponse_SnapshotId_0(mv, pos)
     return val, pos
 
@@ -2131,7 +2323,11 @@ def _d_FetchResponse_PartitionData_4(
         _S_ihqqq.unpack_from(mv, pos)
     )
     pos += 30
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.aborted_transactions = None
     else:
@@ -2158,8 +2354,17 @@ def _d_FetchResponse_FetchableTopicResponse_4(
     mv: memoryview, pos: int
 ) -> tuple[FetchResponse.FetchableTopicResponse, int]:
     o = FetchResponse.FetchableTopicResponse.__new__(FetchResponse.FetchableTopicResponse)
-    o.topic, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -2181,7 +2386,11 @@ def _d_FetchResponse_6(mv: memoryview, pos: int) -> tuple[FetchResponse, int]:
     o = FetchResponse.__new__(FetchResponse)
     o.throttle_time_ms, o.error_code, o.session_id = _S_ihi.unpack_from(mv, pos)
     pos += 10
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Responses at byte {pos}")
     else:
@@ -2243,7 +2452,11 @@ def _e_FetchResponse_PartitionData_4(
     if x_aborted_transactions is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_aborted_transactions))
+        n = len(x_aborted_transactions) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_aborted_transactions in x_aborted_transactions:
             _e_FetchResponse_AbortedTransaction_1(b, e_aborted_transactions)
     b += _S_i.pack(m.preferred_read_replica)
@@ -2275,9 +2488,19 @@ def _e_FetchResponse_PartitionData_4(
 def _e_FetchResponse_FetchableTopicResponse_4(
     b: bytearray, parts: list[Buffer], m: FetchResponse.FetchableTopicResponse
 ) -> bytearray:
-    write_compact_string(b, m.topic)
+    e_topic = m.topic.encode()
+    n = len(e_topic) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         b = _e_FetchResponse_PartitionData_4(b, parts, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -2290,7 +2513,11 @@ def _e_FetchResponse_FetchableTopicResponse_4(
 def _e_FetchResponse_6(b: bytearray, parts: list[Buffer], m: FetchResponse) -> bytearray:
     b += _S_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_responses = m.responses
-    write_compact_array_len(b, len(x_responses))
+    n = len(x_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_responses in x_responses:
         b = _e_FetchResponse_FetchableTopicResponse_4(b, parts, e_responses)
     if m.unknown_tagged_fields is None:
@@ -2311,7 +2538,11 @@ def _d_FetchResponse_FetchableTopicResponse_5(
 ) -> tuple[FetchResponse.FetchableTopicResponse, int]:
     o = FetchResponse.FetchableTopicResponse.__new__(FetchResponse.FetchableTopicResponse)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -2333,7 +2564,11 @@ def _d_FetchResponse_7(mv: memoryview, pos: int) -> tuple[FetchResponse, int]:
     o = FetchResponse.__new__(FetchResponse)
     o.throttle_time_ms, o.error_code, o.session_id = _S_ihi.unpack_from(mv, pos)
     pos += 10
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Responses at byte {pos}")
     else:
@@ -2356,7 +2591,11 @@ def _e_FetchResponse_FetchableTopicResponse_5(
 ) -> bytearray:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         b = _e_FetchResponse_PartitionData_4(b, parts, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -2369,7 +2608,11 @@ def _e_FetchResponse_FetchableTopicResponse_5(
 def _e_FetchResponse_7(b: bytearray, parts: list[Buffer], m: FetchResponse) -> bytearray:
     b += _S_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_responses = m.responses
-    write_compact_array_len(b, len(x_responses))
+    n = len(x_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_responses in x_responses:
         b = _e_FetchResponse_FetchableTopicResponse_5(b, parts, e_responses)
     if m.unknown_tagged_fields is None:
@@ -2391,10 +2634,20 @@ def _d_FetchResponse_NodeEndpoint_0(
     o = FetchResponse.NodeEndpoint.__new__(FetchResponse.NodeEndpoint)
     o.node_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.rack, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -2404,7 +2657,12 @@ def _d_FetchResponse_NodeEndpoint_0(
 
 
 def _dt_FetchResponse_NodeEndpoints_0(mv: memoryview, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_len(mv, pos)
+    val: Any
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array NodeEndpoints at byte {pos}")
     else:
@@ -2423,7 +2681,11 @@ def _d_FetchResponse_8(mv: memoryview, pos: int) -> tuple[FetchResponse, int]:
     o = FetchResponse.__new__(FetchResponse)
     o.throttle_time_ms, o.error_code, o.session_id = _S_ihi.unpack_from(mv, pos)
     pos += 10
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Responses at byte {pos}")
     else:
@@ -2443,7 +2705,13 @@ def _d_FetchResponse_8(mv: memoryview, pos: int) -> tuple[FetchResponse, int]:
 
 def _e_FetchResponse_NodeEndpoint_0(b: bytearray, m: FetchResponse.NodeEndpoint) -> None:
     b += _S_i.pack(m.node_id)
-    write_compact_string(b, m.host)
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_i.pack(m.port)
     write_compact_nullable_string(b, m.rack)
     if m.unknown_tagged_fields is None:
@@ -2455,14 +2723,22 @@ def _e_FetchResponse_NodeEndpoint_0(b: bytearray, m: FetchResponse.NodeEndpoint)
 def _e_FetchResponse_8(b: bytearray, parts: list[Buffer], m: FetchResponse) -> bytearray:
     b += _S_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id)
     x_responses = m.responses
-    write_compact_array_len(b, len(x_responses))
+    n = len(x_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_responses in x_responses:
         b = _e_FetchResponse_FetchableTopicResponse_5(b, parts, e_responses)
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
     if m.node_endpoints:
         tb = bytearray()
         x_node_endpoints = m.node_endpoints
-        write_compact_array_len(tb, len(x_node_endpoints))
+        n = len(x_node_endpoints) + 1
+        if n < 0x80:
+            tb.append(n)
+        else:
+            write_uvarint(tb, n)
         for e_node_endpoints in x_node_endpoints:
             _e_FetchResponse_NodeEndpoint_0(tb, e_node_endpoints)
         tags.append((0, tb))

@@ -17,9 +17,7 @@ from odradek.wire.primitives import (
     read_compact_string,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
     write_uvarint,
@@ -345,8 +343,17 @@ def _d_FetchSnapshotRequest_TopicSnapshot_0(
     mv: memoryview, pos: int
 ) -> tuple[FetchSnapshotRequest.TopicSnapshot, int]:
     o = FetchSnapshotRequest.TopicSnapshot.__new__(FetchSnapshotRequest.TopicSnapshot)
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -364,7 +371,13 @@ def _d_FetchSnapshotRequest_TopicSnapshot_0(
 
 
 def _dt_FetchSnapshotRequest_ClusterId_0(mv: memoryview, pos: int) -> tuple[Any, int]:
-    val, pos = read_compact_nullable_string(mv, pos)
+    val: Any
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        val = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        val, pos = read_compact_nullable_string(mv, pos)
     return val, pos
 
 
@@ -375,7 +388,11 @@ def _d_FetchSnapshotRequest_0(mv: memoryview, pos: int) -> tuple[FetchSnapshotRe
     o = FetchSnapshotRequest.__new__(FetchSnapshotRequest)
     o.replica_id, o.max_bytes = _S_ii.unpack_from(mv, pos)
     pos += 8
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -416,9 +433,19 @@ def _e_FetchSnapshotRequest_PartitionSnapshot_0(
 def _e_FetchSnapshotRequest_TopicSnapshot_0(
     b: bytearray, m: FetchSnapshotRequest.TopicSnapshot
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_FetchSnapshotRequest_PartitionSnapshot_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -430,7 +457,11 @@ def _e_FetchSnapshotRequest_TopicSnapshot_0(
 def _e_FetchSnapshotRequest_0(b: bytearray, m: FetchSnapshotRequest) -> None:
     b += _S_ii.pack(m.replica_id, m.max_bytes)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_FetchSnapshotRequest_TopicSnapshot_0(b, e_topics)
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
@@ -448,6 +479,7 @@ def _top_FetchSnapshotRequest_0(m: FetchSnapshotRequest) -> list[Buffer]:
 
 
 def _dt_FetchSnapshotRequest_ReplicaDirectoryId_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val, pos = read_uuid(mv, pos)
     return val, pos
 
@@ -479,8 +511,17 @@ def _d_FetchSnapshotRequest_TopicSnapshot_1(
     mv: memoryview, pos: int
 ) -> tuple[FetchSnapshotRequest.TopicSnapshot, int]:
     o = FetchSnapshotRequest.TopicSnapshot.__new__(FetchSnapshotRequest.TopicSnapshot)
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -501,7 +542,11 @@ def _d_FetchSnapshotRequest_1(mv: memoryview, pos: int) -> tuple[FetchSnapshotRe
     o = FetchSnapshotRequest.__new__(FetchSnapshotRequest)
     o.replica_id, o.max_bytes = _S_ii.unpack_from(mv, pos)
     pos += 8
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -536,9 +581,19 @@ def _e_FetchSnapshotRequest_PartitionSnapshot_1(
 def _e_FetchSnapshotRequest_TopicSnapshot_1(
     b: bytearray, m: FetchSnapshotRequest.TopicSnapshot
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_FetchSnapshotRequest_PartitionSnapshot_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -550,7 +605,11 @@ def _e_FetchSnapshotRequest_TopicSnapshot_1(
 def _e_FetchSnapshotRequest_1(b: bytearray, m: FetchSnapshotRequest) -> None:
     b += _S_ii.pack(m.replica_id, m.max_bytes)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_FetchSnapshotRequest_TopicSnapshot_1(b, e_topics)
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
@@ -596,6 +655,7 @@ def _d_FetchSnapshotResponse_LeaderIdAndEpoch_0(
 
 
 def _dt_FetchSnapshotResponse_CurrentLeader_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val, pos = _d_FetchSnapshotResponse_LeaderIdAndEpoch_0(mv, pos)
     return val, pos
 
@@ -628,8 +688,17 @@ def _d_FetchSnapshotResponse_TopicSnapshot_0(
     mv: memoryview, pos: int
 ) -> tuple[FetchSnapshotResponse.TopicSnapshot, int]:
     o = FetchSnapshotResponse.TopicSnapshot.__new__(FetchSnapshotResponse.TopicSnapshot)
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -650,7 +719,11 @@ def _d_FetchSnapshotResponse_0(mv: memoryview, pos: int) -> tuple[FetchSnapshotR
     o = FetchSnapshotResponse.__new__(FetchSnapshotResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -714,9 +787,19 @@ def _e_FetchSnapshotResponse_PartitionSnapshot_0(
 def _e_FetchSnapshotResponse_TopicSnapshot_0(
     b: bytearray, parts: list[Buffer], m: FetchSnapshotResponse.TopicSnapshot
 ) -> bytearray:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         b = _e_FetchSnapshotResponse_PartitionSnapshot_0(b, parts, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -731,7 +814,11 @@ def _e_FetchSnapshotResponse_0(
 ) -> bytearray:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         b = _e_FetchSnapshotResponse_TopicSnapshot_0(b, parts, e_topics)
     if m.unknown_tagged_fields is None:
@@ -753,7 +840,12 @@ def _d_FetchSnapshotResponse_NodeEndpoint_0(
     o = FetchSnapshotResponse.NodeEndpoint.__new__(FetchSnapshotResponse.NodeEndpoint)
     o.node_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_H.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -765,7 +857,12 @@ def _d_FetchSnapshotResponse_NodeEndpoint_0(
 
 
 def _dt_FetchSnapshotResponse_NodeEndpoints_0(mv: memoryview, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_len(mv, pos)
+    val: Any
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array NodeEndpoints at byte {pos}")
     else:
@@ -786,7 +883,11 @@ def _d_FetchSnapshotResponse_1(mv: memoryview, pos: int) -> tuple[FetchSnapshotR
     o = FetchSnapshotResponse.__new__(FetchSnapshotResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -808,7 +909,13 @@ def _e_FetchSnapshotResponse_NodeEndpoint_0(
     b: bytearray, m: FetchSnapshotResponse.NodeEndpoint
 ) -> None:
     b += _S_i.pack(m.node_id)
-    write_compact_string(b, m.host)
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_H.pack(m.port)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -821,14 +928,22 @@ def _e_FetchSnapshotResponse_1(
 ) -> bytearray:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         b = _e_FetchSnapshotResponse_TopicSnapshot_0(b, parts, e_topics)
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
     if m.node_endpoints:
         tb = bytearray()
         x_node_endpoints = m.node_endpoints
-        write_compact_array_len(tb, len(x_node_endpoints))
+        n = len(x_node_endpoints) + 1
+        if n < 0x80:
+            tb.append(n)
+        else:
+            write_uvarint(tb, n)
         for e_node_endpoints in x_node_endpoints:
             _e_FetchSnapshotResponse_NodeEndpoint_0(tb, e_node_endpoints)
         tags.append((0, tb))

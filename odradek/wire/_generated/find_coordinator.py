@@ -15,12 +15,12 @@ from odradek.wire.primitives import (
     read_nullable_string,
     read_string,
     read_tagged_fields,
-    write_compact_array_len,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -205,7 +205,12 @@ def _top_FindCoordinatorRequest_1(m: FindCoordinatorRequest) -> list[Buffer]:
 
 def _d_FindCoordinatorRequest_2(mv: memoryview, pos: int) -> tuple[FindCoordinatorRequest, int]:
     o = FindCoordinatorRequest.__new__(FindCoordinatorRequest)
-    o.key, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.key = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.key, pos = read_compact_string(mv, pos)
     o.key_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
     o.coordinator_keys = []
@@ -218,7 +223,13 @@ def _d_FindCoordinatorRequest_2(mv: memoryview, pos: int) -> tuple[FindCoordinat
 
 
 def _e_FindCoordinatorRequest_2(b: bytearray, m: FindCoordinatorRequest) -> None:
-    write_compact_string(b, m.key)
+    e_key = m.key.encode()
+    n = len(e_key) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_key
     b += _S_b.pack(m.key_type)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -236,7 +247,11 @@ def _d_FindCoordinatorRequest_3(mv: memoryview, pos: int) -> tuple[FindCoordinat
     o = FindCoordinatorRequest.__new__(FindCoordinatorRequest)
     o.key_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array CoordinatorKeys at byte {pos}")
     else:
@@ -257,7 +272,11 @@ def _d_FindCoordinatorRequest_3(mv: memoryview, pos: int) -> tuple[FindCoordinat
 def _e_FindCoordinatorRequest_3(b: bytearray, m: FindCoordinatorRequest) -> None:
     b += _S_b.pack(m.key_type)
     x_coordinator_keys = m.coordinator_keys
-    write_compact_array_len(b, len(x_coordinator_keys))
+    n = len(x_coordinator_keys) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_coordinator_keys in x_coordinator_keys:
         write_compact_string(b, e_coordinator_keys)
     if m.unknown_tagged_fields is None:
@@ -331,10 +350,20 @@ def _d_FindCoordinatorResponse_2(mv: memoryview, pos: int) -> tuple[FindCoordina
     o = FindCoordinatorResponse.__new__(FindCoordinatorResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.node_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     o.coordinators = []
@@ -350,7 +379,13 @@ def _e_FindCoordinatorResponse_2(b: bytearray, m: FindCoordinatorResponse) -> No
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(b, m.error_message)
     b += _S_i.pack(m.node_id)
-    write_compact_string(b, m.host)
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_i.pack(m.port)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -368,13 +403,28 @@ def _d_FindCoordinatorResponse_Coordinator_0(
     mv: memoryview, pos: int
 ) -> tuple[FindCoordinatorResponse.Coordinator, int]:
     o = FindCoordinatorResponse.Coordinator.__new__(FindCoordinatorResponse.Coordinator)
-    o.key, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.key = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.key, pos = read_compact_string(mv, pos)
     o.node_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -387,7 +437,11 @@ def _d_FindCoordinatorResponse_3(mv: memoryview, pos: int) -> tuple[FindCoordina
     o = FindCoordinatorResponse.__new__(FindCoordinatorResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Coordinators at byte {pos}")
     else:
@@ -412,9 +466,21 @@ def _d_FindCoordinatorResponse_3(mv: memoryview, pos: int) -> tuple[FindCoordina
 def _e_FindCoordinatorResponse_Coordinator_0(
     b: bytearray, m: FindCoordinatorResponse.Coordinator
 ) -> None:
-    write_compact_string(b, m.key)
+    e_key = m.key.encode()
+    n = len(e_key) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_key
     b += _S_i.pack(m.node_id)
-    write_compact_string(b, m.host)
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_ih.pack(m.port, m.error_code)
     write_compact_nullable_string(b, m.error_message)
     if m.unknown_tagged_fields is None:
@@ -426,7 +492,11 @@ def _e_FindCoordinatorResponse_Coordinator_0(
 def _e_FindCoordinatorResponse_3(b: bytearray, m: FindCoordinatorResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_coordinators = m.coordinators
-    write_compact_array_len(b, len(x_coordinators))
+    n = len(x_coordinators) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_coordinators in x_coordinators:
         _e_FindCoordinatorResponse_Coordinator_0(b, e_coordinators)
     if m.unknown_tagged_fields is None:

@@ -11,15 +11,15 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_compact_array_len,
     read_compact_string,
-    read_fixed_array,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -185,14 +185,26 @@ def _d_GetTelemetrySubscriptionsResponse_0(
     o.client_instance_id, pos = read_uuid(mv, pos)
     o.subscription_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array AcceptedCompressionTypes at byte {pos}")
     else:
-        o.accepted_compression_types, pos = read_fixed_array(mv, pos, n, "b", 1)
+        end = pos + 1 * n
+        if end > len(mv):
+            raise ProtocolError(f"array AcceptedCompressionTypes at byte {pos} runs past the end")
+        o.accepted_compression_types = list(fixed_array_struct("b", n).unpack_from(mv, pos))
+        pos = end
     o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality = _S_iio.unpack_from(mv, pos)
     pos += 9
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array RequestedMetrics at byte {pos}")
     else:
@@ -216,11 +228,19 @@ def _e_GetTelemetrySubscriptionsResponse_0(
     write_uuid(b, m.client_instance_id)
     b += _S_i.pack(m.subscription_id)
     x_accepted_compression_types = m.accepted_compression_types
-    write_compact_array_len(b, len(x_accepted_compression_types))
+    n = len(x_accepted_compression_types) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_accepted_compression_types)}b", *x_accepted_compression_types)
     b += _S_iio.pack(m.push_interval_ms, m.telemetry_max_bytes, m.delta_temporality)
     x_requested_metrics = m.requested_metrics
-    write_compact_array_len(b, len(x_requested_metrics))
+    n = len(x_requested_metrics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_requested_metrics in x_requested_metrics:
         write_compact_string(b, e_requested_metrics)
     if m.unknown_tagged_fields is None:

@@ -14,10 +14,10 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -153,11 +153,26 @@ def _top_HeartbeatRequest_1(m: HeartbeatRequest) -> list[Buffer]:
 
 def _d_HeartbeatRequest_2(mv: memoryview, pos: int) -> tuple[HeartbeatRequest, int]:
     o = HeartbeatRequest.__new__(HeartbeatRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
     o.generation_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.member_id, pos = read_compact_string(mv, pos)
-    o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -167,9 +182,21 @@ def _d_HeartbeatRequest_2(mv: memoryview, pos: int) -> tuple[HeartbeatRequest, i
 
 
 def _e_HeartbeatRequest_2(b: bytearray, m: HeartbeatRequest) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     b += _S_i.pack(m.generation_id)
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_nullable_string(b, m.group_instance_id)
     if m.unknown_tagged_fields is None:
         b.append(0)

@@ -17,12 +17,11 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -295,10 +294,20 @@ def _d_IncrementalAlterConfigsRequest_AlterableConfig_1(
     o = IncrementalAlterConfigsRequest.AlterableConfig.__new__(
         IncrementalAlterConfigsRequest.AlterableConfig
     )
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.config_operation = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.value, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.value = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.value, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -315,8 +324,17 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_1(
     )
     o.resource_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.resource_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.resource_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.resource_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Configs at byte {pos}")
     else:
@@ -337,7 +355,11 @@ def _d_IncrementalAlterConfigsRequest_1(
     mv: memoryview, pos: int
 ) -> tuple[IncrementalAlterConfigsRequest, int]:
     o = IncrementalAlterConfigsRequest.__new__(IncrementalAlterConfigsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Resources at byte {pos}")
     else:
@@ -359,7 +381,13 @@ def _d_IncrementalAlterConfigsRequest_1(
 def _e_IncrementalAlterConfigsRequest_AlterableConfig_1(
     b: bytearray, m: IncrementalAlterConfigsRequest.AlterableConfig
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     b += _S_b.pack(m.config_operation)
     write_compact_nullable_string(b, m.value)
     if m.unknown_tagged_fields is None:
@@ -372,9 +400,19 @@ def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_1(
     b: bytearray, m: IncrementalAlterConfigsRequest.AlterConfigsResource
 ) -> None:
     b += _S_b.pack(m.resource_type)
-    write_compact_string(b, m.resource_name)
+    e_resource_name = m.resource_name.encode()
+    n = len(e_resource_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_resource_name
     x_configs = m.configs
-    write_compact_array_len(b, len(x_configs))
+    n = len(x_configs) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_configs in x_configs:
         _e_IncrementalAlterConfigsRequest_AlterableConfig_1(b, e_configs)
     if m.unknown_tagged_fields is None:
@@ -385,7 +423,11 @@ def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_1(
 
 def _e_IncrementalAlterConfigsRequest_1(b: bytearray, m: IncrementalAlterConfigsRequest) -> None:
     x_resources = m.resources
-    write_compact_array_len(b, len(x_resources))
+    n = len(x_resources) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_resources in x_resources:
         _e_IncrementalAlterConfigsRequest_AlterConfigsResource_1(b, e_resources)
     b += _S_o.pack(m.validate_only)
@@ -469,10 +511,20 @@ def _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(
     )
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.resource_type = _S_b.unpack_from(mv, pos)[0]
     pos += 1
-    o.resource_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.resource_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.resource_name, pos = read_compact_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -487,7 +539,11 @@ def _d_IncrementalAlterConfigsResponse_1(
     o = IncrementalAlterConfigsResponse.__new__(IncrementalAlterConfigsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Responses at byte {pos}")
     else:
@@ -512,7 +568,13 @@ def _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(
     b += _S_h.pack(m.error_code)
     write_compact_nullable_string(b, m.error_message)
     b += _S_b.pack(m.resource_type)
-    write_compact_string(b, m.resource_name)
+    e_resource_name = m.resource_name.encode()
+    n = len(e_resource_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_resource_name
     if m.unknown_tagged_fields is None:
         b.append(0)
     else:
@@ -522,7 +584,11 @@ def _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(
 def _e_IncrementalAlterConfigsResponse_1(b: bytearray, m: IncrementalAlterConfigsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_responses = m.responses
-    write_compact_array_len(b, len(x_responses))
+    n = len(x_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_responses in x_responses:
         _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(b, e_responses)
     if m.unknown_tagged_fields is None:

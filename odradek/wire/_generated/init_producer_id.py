@@ -137,7 +137,12 @@ def _top_InitProducerIdRequest_0(m: InitProducerIdRequest) -> list[Buffer]:
 
 def _d_InitProducerIdRequest_1(mv: memoryview, pos: int) -> tuple[InitProducerIdRequest, int]:
     o = InitProducerIdRequest.__new__(InitProducerIdRequest)
-    o.transactional_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.transactional_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.transactional_id, pos = read_compact_nullable_string(mv, pos)
     o.transaction_timeout_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     o.producer_id = -1
@@ -167,7 +172,12 @@ def _top_InitProducerIdRequest_1(m: InitProducerIdRequest) -> list[Buffer]:
 
 def _d_InitProducerIdRequest_2(mv: memoryview, pos: int) -> tuple[InitProducerIdRequest, int]:
     o = InitProducerIdRequest.__new__(InitProducerIdRequest)
-    o.transactional_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.transactional_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.transactional_id, pos = read_compact_nullable_string(mv, pos)
     o.transaction_timeout_ms, o.producer_id, o.producer_epoch = _S_iqh.unpack_from(mv, pos)
     pos += 14
     if mv[pos] == 0:

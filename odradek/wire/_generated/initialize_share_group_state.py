@@ -16,11 +16,10 @@ from odradek.wire.primitives import (
     read_compact_string,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -224,7 +223,11 @@ def _d_InitializeShareGroupStateRequest_InitializeStateData_0(
         InitializeShareGroupStateRequest.InitializeStateData
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -245,8 +248,17 @@ def _d_InitializeShareGroupStateRequest_0(
     mv: memoryview, pos: int
 ) -> tuple[InitializeShareGroupStateRequest, int]:
     o = InitializeShareGroupStateRequest.__new__(InitializeShareGroupStateRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -278,7 +290,11 @@ def _e_InitializeShareGroupStateRequest_InitializeStateData_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_InitializeShareGroupStateRequest_PartitionData_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -290,9 +306,19 @@ def _e_InitializeShareGroupStateRequest_InitializeStateData_0(
 def _e_InitializeShareGroupStateRequest_0(
     b: bytearray, m: InitializeShareGroupStateRequest
 ) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_InitializeShareGroupStateRequest_InitializeStateData_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -315,7 +341,12 @@ def _d_InitializeShareGroupStateResponse_PartitionResult_0(
     )
     o.partition, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -331,7 +362,11 @@ def _d_InitializeShareGroupStateResponse_InitializeStateResult_0(
         InitializeShareGroupStateResponse.InitializeStateResult
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -352,7 +387,11 @@ def _d_InitializeShareGroupStateResponse_0(
     mv: memoryview, pos: int
 ) -> tuple[InitializeShareGroupStateResponse, int]:
     o = InitializeShareGroupStateResponse.__new__(InitializeShareGroupStateResponse)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -385,7 +424,11 @@ def _e_InitializeShareGroupStateResponse_InitializeStateResult_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_InitializeShareGroupStateResponse_PartitionResult_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -398,7 +441,11 @@ def _e_InitializeShareGroupStateResponse_0(
     b: bytearray, m: InitializeShareGroupStateResponse
 ) -> None:
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_InitializeShareGroupStateResponse_InitializeStateResult_0(b, e_results)
     if m.unknown_tagged_fields is None:

@@ -11,13 +11,13 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_bytes,
     read_compact_array_len,
     read_compact_bytes,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_tagged_fields,
@@ -32,6 +32,7 @@ from odradek.wire.primitives import (
     write_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -1113,11 +1114,19 @@ def _d_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_0(
         ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -1132,7 +1141,11 @@ def _d_ConsumerGroupCurrentMemberAssignmentValue_0(
     o = ConsumerGroupCurrentMemberAssignmentValue.__new__(ConsumerGroupCurrentMemberAssignmentValue)
     o.member_epoch, o.previous_member_epoch, o.state = _S_iib.unpack_from(mv, pos)
     pos += 9
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array AssignedPartitions at byte {pos}")
     else:
@@ -1143,7 +1156,11 @@ def _d_ConsumerGroupCurrentMemberAssignmentValue_0(
             )
             lst_assigned_partitions.append(e_assigned_partitions)
         o.assigned_partitions = lst_assigned_partitions
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionsPendingRevocation at byte {pos}")
     else:
@@ -1167,7 +1184,11 @@ def _e_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partitions)}i", *x_partitions)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -1180,11 +1201,19 @@ def _e_ConsumerGroupCurrentMemberAssignmentValue_0(
 ) -> None:
     b += _S_iib.pack(m.member_epoch, m.previous_member_epoch, m.state)
     x_assigned_partitions = m.assigned_partitions
-    write_compact_array_len(b, len(x_assigned_partitions))
+    n = len(x_assigned_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_assigned_partitions in x_assigned_partitions:
         _e_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_0(b, e_assigned_partitions)
     x_partitions_pending_revocation = m.partitions_pending_revocation
-    write_compact_array_len(b, len(x_partitions_pending_revocation))
+    n = len(x_partitions_pending_revocation) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions_pending_revocation in x_partitions_pending_revocation:
         _e_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_0(
             b, e_partitions_pending_revocation
@@ -1230,7 +1259,12 @@ def _d_ConsumerGroupMemberMetadataValue_ClassicProtocol_0(
     o = ConsumerGroupMemberMetadataValue.ClassicProtocol.__new__(
         ConsumerGroupMemberMetadataValue.ClassicProtocol
     )
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.metadata, pos = read_compact_bytes(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -1248,7 +1282,11 @@ def _d_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_0(
     )
     o.session_timeout_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array SupportedProtocols at byte {pos}")
     else:
@@ -1270,6 +1308,7 @@ def _d_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_0(
 def _dt_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_0(
     mv: memoryview, pos: int
 ) -> tuple[Any, int]:
+    val: Any
     if _I8u(mv, pos)[0] < 0:
         pos += 1
         val = None
@@ -1287,11 +1326,35 @@ def _d_ConsumerGroupMemberMetadataValue_0(
     mv: memoryview, pos: int
 ) -> tuple[ConsumerGroupMemberMetadataValue, int]:
     o = ConsumerGroupMemberMetadataValue.__new__(ConsumerGroupMemberMetadataValue)
-    o.instance_id, pos = read_compact_nullable_string(mv, pos)
-    o.rack_id, pos = read_compact_nullable_string(mv, pos)
-    o.client_id, pos = read_compact_string(mv, pos)
-    o.client_host, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.client_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.client_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.client_host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.client_host, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array SubscribedTopicNames at byte {pos}")
     else:
@@ -1300,10 +1363,20 @@ def _d_ConsumerGroupMemberMetadataValue_0(
             e_subscribed_topic_names, pos = read_compact_string(mv, pos)
             lst_subscribed_topic_names.append(e_subscribed_topic_names)
         o.subscribed_topic_names = lst_subscribed_topic_names
-    o.subscribed_topic_regex, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.subscribed_topic_regex = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.subscribed_topic_regex, pos = read_compact_nullable_string(mv, pos)
     o.rebalance_timeout_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.server_assignor, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.server_assignor = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.server_assignor, pos = read_compact_nullable_string(mv, pos)
     o.classic_member_metadata = ConsumerGroupMemberMetadataValue.ClassicMemberMetadata()
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -1316,7 +1389,13 @@ def _d_ConsumerGroupMemberMetadataValue_0(
 def _e_ConsumerGroupMemberMetadataValue_ClassicProtocol_0(
     b: bytearray, m: ConsumerGroupMemberMetadataValue.ClassicProtocol
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     write_compact_bytes(b, m.metadata)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -1329,7 +1408,11 @@ def _e_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_0(
 ) -> None:
     b += _S_i.pack(m.session_timeout_ms)
     x_supported_protocols = m.supported_protocols
-    write_compact_array_len(b, len(x_supported_protocols))
+    n = len(x_supported_protocols) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_supported_protocols in x_supported_protocols:
         _e_ConsumerGroupMemberMetadataValue_ClassicProtocol_0(b, e_supported_protocols)
     if m.unknown_tagged_fields is None:
@@ -1343,10 +1426,26 @@ def _e_ConsumerGroupMemberMetadataValue_0(
 ) -> None:
     write_compact_nullable_string(b, m.instance_id)
     write_compact_nullable_string(b, m.rack_id)
-    write_compact_string(b, m.client_id)
-    write_compact_string(b, m.client_host)
+    e_client_id = m.client_id.encode()
+    n = len(e_client_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_client_id
+    e_client_host = m.client_host.encode()
+    n = len(e_client_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_client_host
     x_subscribed_topic_names = m.subscribed_topic_names
-    write_compact_array_len(b, len(x_subscribed_topic_names))
+    n = len(x_subscribed_topic_names) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_subscribed_topic_names in x_subscribed_topic_names:
         write_compact_string(b, e_subscribed_topic_names)
     write_compact_nullable_string(b, m.subscribed_topic_regex)
@@ -1447,7 +1546,11 @@ def _d_ConsumerGroupPartitionMetadataValue_PartitionMetadata_0(
     )
     o.partition = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Racks at byte {pos}")
     else:
@@ -1471,10 +1574,19 @@ def _d_ConsumerGroupPartitionMetadataValue_TopicMetadata_0(
         ConsumerGroupPartitionMetadataValue.TopicMetadata
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
     o.num_partitions = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionMetadata at byte {pos}")
     else:
@@ -1497,7 +1609,11 @@ def _d_ConsumerGroupPartitionMetadataValue_0(
     mv: memoryview, pos: int
 ) -> tuple[ConsumerGroupPartitionMetadataValue, int]:
     o = ConsumerGroupPartitionMetadataValue.__new__(ConsumerGroupPartitionMetadataValue)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -1519,7 +1635,11 @@ def _e_ConsumerGroupPartitionMetadataValue_PartitionMetadata_0(
 ) -> None:
     b += _S_i.pack(m.partition)
     x_racks = m.racks
-    write_compact_array_len(b, len(x_racks))
+    n = len(x_racks) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_racks in x_racks:
         write_compact_string(b, e_racks)
     if m.unknown_tagged_fields is None:
@@ -1532,10 +1652,20 @@ def _e_ConsumerGroupPartitionMetadataValue_TopicMetadata_0(
     b: bytearray, m: ConsumerGroupPartitionMetadataValue.TopicMetadata
 ) -> None:
     write_uuid(b, m.topic_id)
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     b += _S_i.pack(m.num_partitions)
     x_partition_metadata = m.partition_metadata
-    write_compact_array_len(b, len(x_partition_metadata))
+    n = len(x_partition_metadata) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partition_metadata in x_partition_metadata:
         _e_ConsumerGroupPartitionMetadataValue_PartitionMetadata_0(b, e_partition_metadata)
     if m.unknown_tagged_fields is None:
@@ -1548,7 +1678,11 @@ def _e_ConsumerGroupPartitionMetadataValue_0(
     b: bytearray, m: ConsumerGroupPartitionMetadataValue
 ) -> None:
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_ConsumerGroupPartitionMetadataValue_TopicMetadata_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -1597,11 +1731,19 @@ def _d_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_0(
         ConsumerGroupTargetAssignmentMemberValue.TopicPartition
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -1614,7 +1756,11 @@ def _d_ConsumerGroupTargetAssignmentMemberValue_0(
     mv: memoryview, pos: int
 ) -> tuple[ConsumerGroupTargetAssignmentMemberValue, int]:
     o = ConsumerGroupTargetAssignmentMemberValue.__new__(ConsumerGroupTargetAssignmentMemberValue)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicPartitions at byte {pos}")
     else:
@@ -1638,7 +1784,11 @@ def _e_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partitions)}i", *x_partitions)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -1650,7 +1800,11 @@ def _e_ConsumerGroupTargetAssignmentMemberValue_0(
     b: bytearray, m: ConsumerGroupTargetAssignmentMemberValue
 ) -> None:
     x_topic_partitions = m.topic_partitions
-    write_compact_array_len(b, len(x_topic_partitions))
+    n = len(x_topic_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_partitions in x_topic_partitions:
         _e_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_0(b, e_topic_partitions)
     if m.unknown_tagged_fields is None:
@@ -1984,10 +2138,30 @@ def _d_GroupMetadataValue_MemberMetadata_3(
     mv: memoryview, pos: int
 ) -> tuple[GroupMetadataValue.MemberMetadata, int]:
     o = GroupMetadataValue.MemberMetadata.__new__(GroupMetadataValue.MemberMetadata)
-    o.member_id, pos = read_compact_string(mv, pos)
-    o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
-    o.client_id, pos = read_compact_string(mv, pos)
-    o.client_host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.client_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.client_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.client_host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.client_host, pos = read_compact_string(mv, pos)
     o.rebalance_timeout, o.session_timeout = _S_ii.unpack_from(mv, pos)
     pos += 8
     o.subscription, pos = read_compact_bytes(mv, pos)
@@ -2002,14 +2176,33 @@ def _d_GroupMetadataValue_MemberMetadata_3(
 
 def _d_GroupMetadataValue_4(mv: memoryview, pos: int) -> tuple[GroupMetadataValue, int]:
     o = GroupMetadataValue.__new__(GroupMetadataValue)
-    o.protocol_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_type, pos = read_compact_string(mv, pos)
     o.generation = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.protocol, pos = read_compact_nullable_string(mv, pos)
-    o.leader, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.leader = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.leader, pos = read_compact_nullable_string(mv, pos)
     o.current_state_timestamp = _S_q.unpack_from(mv, pos)[0]
     pos += 8
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array members at byte {pos}")
     else:
@@ -2029,10 +2222,28 @@ def _d_GroupMetadataValue_4(mv: memoryview, pos: int) -> tuple[GroupMetadataValu
 def _e_GroupMetadataValue_MemberMetadata_3(
     b: bytearray, m: GroupMetadataValue.MemberMetadata
 ) -> None:
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_nullable_string(b, m.group_instance_id)
-    write_compact_string(b, m.client_id)
-    write_compact_string(b, m.client_host)
+    e_client_id = m.client_id.encode()
+    n = len(e_client_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_client_id
+    e_client_host = m.client_host.encode()
+    n = len(e_client_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_client_host
     b += _S_ii.pack(m.rebalance_timeout, m.session_timeout)
     write_compact_bytes(b, m.subscription)
     write_compact_bytes(b, m.assignment)
@@ -2043,13 +2254,23 @@ def _e_GroupMetadataValue_MemberMetadata_3(
 
 
 def _e_GroupMetadataValue_4(b: bytearray, m: GroupMetadataValue) -> None:
-    write_compact_string(b, m.protocol_type)
+    e_protocol_type = m.protocol_type.encode()
+    n = len(e_protocol_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_protocol_type
     b += _S_i.pack(m.generation)
     write_compact_nullable_string(b, m.protocol)
     write_compact_nullable_string(b, m.leader)
     b += _S_q.pack(m.current_state_timestamp)
     x_members = m.members
-    write_compact_array_len(b, len(x_members))
+    n = len(x_members) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_members in x_members:
         _e_GroupMetadataValue_MemberMetadata_3(b, e_members)
     if m.unknown_tagged_fields is None:
@@ -2163,7 +2384,12 @@ def _d_OffsetCommitValue_3(mv: memoryview, pos: int) -> tuple[OffsetCommitValue,
     o = OffsetCommitValue.__new__(OffsetCommitValue)
     o.offset, o.leader_epoch = _S_qi.unpack_from(mv, pos)
     pos += 12
-    o.metadata, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.metadata = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.metadata, pos = read_compact_string(mv, pos)
     o.commit_timestamp = _S_q.unpack_from(mv, pos)[0]
     pos += 8
     o.expire_timestamp = -1
@@ -2177,7 +2403,13 @@ def _d_OffsetCommitValue_3(mv: memoryview, pos: int) -> tuple[OffsetCommitValue,
 
 def _e_OffsetCommitValue_3(b: bytearray, m: OffsetCommitValue) -> None:
     b += _S_qi.pack(m.offset, m.leader_epoch)
-    write_compact_string(b, m.metadata)
+    e_metadata = m.metadata.encode()
+    n = len(e_metadata) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_metadata
     b += _S_q.pack(m.commit_timestamp)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -2280,7 +2512,11 @@ def _d_TransactionLogValue_PartitionsSchema_0(
     if n < 0:
         raise ProtocolError(f"null array PartitionIds at byte {pos}")
     else:
-        o.partition_ids, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array PartitionIds at byte {pos} runs past the end")
+        o.partition_ids = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -2344,12 +2580,25 @@ def _d_TransactionLogValue_PartitionsSchema_1(
     mv: memoryview, pos: int
 ) -> tuple[TransactionLogValue.PartitionsSchema, int]:
     o = TransactionLogValue.PartitionsSchema.__new__(TransactionLogValue.PartitionsSchema)
-    o.topic, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionIds at byte {pos}")
     else:
-        o.partition_ids, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array PartitionIds at byte {pos} runs past the end")
+        o.partition_ids = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -2359,12 +2608,14 @@ def _d_TransactionLogValue_PartitionsSchema_1(
 
 
 def _dt_TransactionLogValue_PreviousProducerId_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val = _S_q.unpack_from(mv, pos)[0]
     pos += 8
     return val, pos
 
 
 def _dt_TransactionLogValue_ClientTransactionVersion_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val = _S_h.unpack_from(mv, pos)[0]
     pos += 2
     return val, pos
@@ -2383,7 +2634,11 @@ def _d_TransactionLogValue_1(mv: memoryview, pos: int) -> tuple[TransactionLogVa
         _S_qhib.unpack_from(mv, pos)
     )
     pos += 15
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.transaction_partitions = None
     else:
@@ -2410,9 +2665,19 @@ def _d_TransactionLogValue_1(mv: memoryview, pos: int) -> tuple[TransactionLogVa
 def _e_TransactionLogValue_PartitionsSchema_1(
     b: bytearray, m: TransactionLogValue.PartitionsSchema
 ) -> None:
-    write_compact_string(b, m.topic)
+    e_topic = m.topic.encode()
+    n = len(e_topic) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic
     x_partition_ids = m.partition_ids
-    write_compact_array_len(b, len(x_partition_ids))
+    n = len(x_partition_ids) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partition_ids)}i", *x_partition_ids)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -2428,7 +2693,11 @@ def _e_TransactionLogValue_1(b: bytearray, m: TransactionLogValue) -> None:
     if x_transaction_partitions is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_transaction_partitions))
+        n = len(x_transaction_partitions) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_transaction_partitions in x_transaction_partitions:
             _e_TransactionLogValue_PartitionsSchema_1(b, e_transaction_partitions)
     b += _S_qq.pack(m.transaction_last_update_timestamp_ms, m.transaction_start_timestamp_ms)

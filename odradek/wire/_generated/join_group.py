@@ -21,13 +21,13 @@ from odradek.wire.primitives import (
     read_tagged_fields,
     write_array_len,
     write_bytes,
-    write_compact_array_len,
     write_compact_bytes,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -344,7 +344,12 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_1(
     mv: memoryview, pos: int
 ) -> tuple[JoinGroupRequest.JoinGroupRequestProtocol, int]:
     o = JoinGroupRequest.JoinGroupRequestProtocol.__new__(JoinGroupRequest.JoinGroupRequestProtocol)
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.metadata, pos = read_compact_bytes(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -356,13 +361,37 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_1(
 
 def _d_JoinGroupRequest_3(mv: memoryview, pos: int) -> tuple[JoinGroupRequest, int]:
     o = JoinGroupRequest.__new__(JoinGroupRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
     o.session_timeout_ms, o.rebalance_timeout_ms = _S_ii.unpack_from(mv, pos)
     pos += 8
-    o.member_id, pos = read_compact_string(mv, pos)
-    o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
-    o.protocol_type, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_type, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Protocols at byte {pos}")
     else:
@@ -383,7 +412,13 @@ def _d_JoinGroupRequest_3(mv: memoryview, pos: int) -> tuple[JoinGroupRequest, i
 def _e_JoinGroupRequest_JoinGroupRequestProtocol_1(
     b: bytearray, m: JoinGroupRequest.JoinGroupRequestProtocol
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     write_compact_bytes(b, m.metadata)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -392,13 +427,35 @@ def _e_JoinGroupRequest_JoinGroupRequestProtocol_1(
 
 
 def _e_JoinGroupRequest_3(b: bytearray, m: JoinGroupRequest) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     b += _S_ii.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_nullable_string(b, m.group_instance_id)
-    write_compact_string(b, m.protocol_type)
+    e_protocol_type = m.protocol_type.encode()
+    n = len(e_protocol_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_protocol_type
     x_protocols = m.protocols
-    write_compact_array_len(b, len(x_protocols))
+    n = len(x_protocols) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_protocols in x_protocols:
         _e_JoinGroupRequest_JoinGroupRequestProtocol_1(b, e_protocols)
     if m.unknown_tagged_fields is None:
@@ -415,13 +472,37 @@ def _top_JoinGroupRequest_3(m: JoinGroupRequest) -> list[Buffer]:
 
 def _d_JoinGroupRequest_4(mv: memoryview, pos: int) -> tuple[JoinGroupRequest, int]:
     o = JoinGroupRequest.__new__(JoinGroupRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
     o.session_timeout_ms, o.rebalance_timeout_ms = _S_ii.unpack_from(mv, pos)
     pos += 8
-    o.member_id, pos = read_compact_string(mv, pos)
-    o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
-    o.protocol_type, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_type, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Protocols at byte {pos}")
     else:
@@ -430,7 +511,12 @@ def _d_JoinGroupRequest_4(mv: memoryview, pos: int) -> tuple[JoinGroupRequest, i
             e_protocols, pos = _d_JoinGroupRequest_JoinGroupRequestProtocol_1(mv, pos)
             lst_protocols.append(e_protocols)
         o.protocols = lst_protocols
-    o.reason, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.reason = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.reason, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -440,13 +526,35 @@ def _d_JoinGroupRequest_4(mv: memoryview, pos: int) -> tuple[JoinGroupRequest, i
 
 
 def _e_JoinGroupRequest_4(b: bytearray, m: JoinGroupRequest) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     b += _S_ii.pack(m.session_timeout_ms, m.rebalance_timeout_ms)
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_nullable_string(b, m.group_instance_id)
-    write_compact_string(b, m.protocol_type)
+    e_protocol_type = m.protocol_type.encode()
+    n = len(e_protocol_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_protocol_type
     x_protocols = m.protocols
-    write_compact_array_len(b, len(x_protocols))
+    n = len(x_protocols) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_protocols in x_protocols:
         _e_JoinGroupRequest_JoinGroupRequestProtocol_1(b, e_protocols)
     write_compact_nullable_string(b, m.reason)
@@ -621,8 +729,18 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_2(
     mv: memoryview, pos: int
 ) -> tuple[JoinGroupResponse.JoinGroupResponseMember, int]:
     o = JoinGroupResponse.JoinGroupResponseMember.__new__(JoinGroupResponse.JoinGroupResponseMember)
-    o.member_id, pos = read_compact_string(mv, pos)
-    o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
     o.metadata, pos = read_compact_bytes(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -636,10 +754,29 @@ def _d_JoinGroupResponse_3(mv: memoryview, pos: int) -> tuple[JoinGroupResponse,
     o = JoinGroupResponse.__new__(JoinGroupResponse)
     o.throttle_time_ms, o.error_code, o.generation_id = _S_ihi.unpack_from(mv, pos)
     pos += 10
-    o.protocol_name, pos = read_compact_string(mv, pos)
-    o.leader, pos = read_compact_string(mv, pos)
-    o.member_id, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.leader = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.leader, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Members at byte {pos}")
     else:
@@ -661,7 +798,13 @@ def _d_JoinGroupResponse_3(mv: memoryview, pos: int) -> tuple[JoinGroupResponse,
 def _e_JoinGroupResponse_JoinGroupResponseMember_2(
     b: bytearray, m: JoinGroupResponse.JoinGroupResponseMember
 ) -> None:
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_nullable_string(b, m.group_instance_id)
     write_compact_bytes(b, m.metadata)
     if m.unknown_tagged_fields is None:
@@ -673,10 +816,26 @@ def _e_JoinGroupResponse_JoinGroupResponseMember_2(
 def _e_JoinGroupResponse_3(b: bytearray, m: JoinGroupResponse) -> None:
     b += _S_ihi.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     write_compact_string(b, not_null(m.protocol_name, "ProtocolName"))
-    write_compact_string(b, m.leader)
-    write_compact_string(b, m.member_id)
+    e_leader = m.leader.encode()
+    n = len(e_leader) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_leader
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     x_members = m.members
-    write_compact_array_len(b, len(x_members))
+    n = len(x_members) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_members in x_members:
         _e_JoinGroupResponse_JoinGroupResponseMember_2(b, e_members)
     if m.unknown_tagged_fields is None:
@@ -695,11 +854,35 @@ def _d_JoinGroupResponse_4(mv: memoryview, pos: int) -> tuple[JoinGroupResponse,
     o = JoinGroupResponse.__new__(JoinGroupResponse)
     o.throttle_time_ms, o.error_code, o.generation_id = _S_ihi.unpack_from(mv, pos)
     pos += 10
-    o.protocol_type, pos = read_compact_nullable_string(mv, pos)
-    o.protocol_name, pos = read_compact_nullable_string(mv, pos)
-    o.leader, pos = read_compact_string(mv, pos)
-    o.member_id, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_type, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_name, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.leader = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.leader, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Members at byte {pos}")
     else:
@@ -721,10 +904,26 @@ def _e_JoinGroupResponse_4(b: bytearray, m: JoinGroupResponse) -> None:
     b += _S_ihi.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     write_compact_nullable_string(b, m.protocol_type)
     write_compact_nullable_string(b, m.protocol_name)
-    write_compact_string(b, m.leader)
-    write_compact_string(b, m.member_id)
+    e_leader = m.leader.encode()
+    n = len(e_leader) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_leader
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     x_members = m.members
-    write_compact_array_len(b, len(x_members))
+    n = len(x_members) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_members in x_members:
         _e_JoinGroupResponse_JoinGroupResponseMember_2(b, e_members)
     if m.unknown_tagged_fields is None:
@@ -743,13 +942,37 @@ def _d_JoinGroupResponse_5(mv: memoryview, pos: int) -> tuple[JoinGroupResponse,
     o = JoinGroupResponse.__new__(JoinGroupResponse)
     o.throttle_time_ms, o.error_code, o.generation_id = _S_ihi.unpack_from(mv, pos)
     pos += 10
-    o.protocol_type, pos = read_compact_nullable_string(mv, pos)
-    o.protocol_name, pos = read_compact_nullable_string(mv, pos)
-    o.leader, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_type, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_name, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.leader = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.leader, pos = read_compact_string(mv, pos)
     o.skip_assignment = _S_o.unpack_from(mv, pos)[0]
     pos += 1
-    o.member_id, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Members at byte {pos}")
     else:
@@ -770,11 +993,27 @@ def _e_JoinGroupResponse_5(b: bytearray, m: JoinGroupResponse) -> None:
     b += _S_ihi.pack(m.throttle_time_ms, m.error_code, m.generation_id)
     write_compact_nullable_string(b, m.protocol_type)
     write_compact_nullable_string(b, m.protocol_name)
-    write_compact_string(b, m.leader)
+    e_leader = m.leader.encode()
+    n = len(e_leader) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_leader
     b += _S_o.pack(m.skip_assignment)
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     x_members = m.members
-    write_compact_array_len(b, len(x_members))
+    n = len(x_members) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_members in x_members:
         _e_JoinGroupResponse_JoinGroupResponseMember_2(b, e_members)
     if m.unknown_tagged_fields is None:

@@ -11,19 +11,18 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_compact_array_len,
     read_compact_string,
-    read_fixed_array,
     read_string,
     read_tagged_fields,
     read_uuid,
     write_array_len,
-    write_compact_array_len,
-    write_compact_string,
     write_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -300,14 +299,22 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_0(
     if n < 0:
         raise ProtocolError(f"null array Isr at byte {pos}")
     else:
-        o.isr, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Isr at byte {pos} runs past the end")
+        o.isr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.partition_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Replicas at byte {pos}")
     else:
-        o.replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Replicas at byte {pos} runs past the end")
+        o.replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.adding_replicas = []
     o.removing_replicas = []
     o.is_new = False
@@ -416,14 +423,22 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1(
     if n < 0:
         raise ProtocolError(f"null array Isr at byte {pos}")
     else:
-        o.isr, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Isr at byte {pos} runs past the end")
+        o.isr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.partition_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Replicas at byte {pos}")
     else:
-        o.replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Replicas at byte {pos} runs past the end")
+        o.replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.is_new = _S_o.unpack_from(mv, pos)[0]
     pos += 1
     o.adding_replicas = []
@@ -510,14 +525,22 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2(
     if n < 0:
         raise ProtocolError(f"null array Isr at byte {pos}")
     else:
-        o.isr, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Isr at byte {pos} runs past the end")
+        o.isr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.partition_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Replicas at byte {pos}")
     else:
-        o.replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Replicas at byte {pos} runs past the end")
+        o.replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.is_new = _S_o.unpack_from(mv, pos)[0]
     pos += 1
     o.topic_name = ""
@@ -632,24 +655,40 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(
     if n < 0:
         raise ProtocolError(f"null array Isr at byte {pos}")
     else:
-        o.isr, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Isr at byte {pos} runs past the end")
+        o.isr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.partition_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Replicas at byte {pos}")
     else:
-        o.replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Replicas at byte {pos} runs past the end")
+        o.replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array AddingReplicas at byte {pos}")
     else:
-        o.adding_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array AddingReplicas at byte {pos} runs past the end")
+        o.adding_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array RemovingReplicas at byte {pos}")
     else:
-        o.removing_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array RemovingReplicas at byte {pos} runs past the end")
+        o.removing_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.is_new = _S_o.unpack_from(mv, pos)[0]
     pos += 1
     o.topic_name = ""
@@ -764,28 +803,60 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(
     )
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(mv, pos)
     pos += 16
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Isr at byte {pos}")
     else:
-        o.isr, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Isr at byte {pos} runs past the end")
+        o.isr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.partition_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Replicas at byte {pos}")
     else:
-        o.replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
-    n, pos = read_compact_array_len(mv, pos)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Replicas at byte {pos} runs past the end")
+        o.replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array AddingReplicas at byte {pos}")
     else:
-        o.adding_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
-    n, pos = read_compact_array_len(mv, pos)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array AddingReplicas at byte {pos} runs past the end")
+        o.adding_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array RemovingReplicas at byte {pos}")
     else:
-        o.removing_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array RemovingReplicas at byte {pos} runs past the end")
+        o.removing_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.is_new = _S_o.unpack_from(mv, pos)[0]
     pos += 1
     o.topic_name = ""
@@ -804,8 +875,17 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(
     o = LeaderAndIsrRequest.LeaderAndIsrTopicState.__new__(
         LeaderAndIsrRequest.LeaderAndIsrTopicState
     )
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionStates at byte {pos}")
     else:
@@ -831,7 +911,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(
     )
     o.broker_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.host_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host_name, pos = read_compact_string(mv, pos)
     o.port = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     if mv[pos] == 0:
@@ -846,7 +931,11 @@ def _d_LeaderAndIsrRequest_4(mv: memoryview, pos: int) -> tuple[LeaderAndIsrRequ
     o = LeaderAndIsrRequest.__new__(LeaderAndIsrRequest)
     o.controller_id, o.controller_epoch, o.broker_epoch = _S_iiq.unpack_from(mv, pos)
     pos += 16
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicStates at byte {pos}")
     else:
@@ -855,7 +944,11 @@ def _d_LeaderAndIsrRequest_4(mv: memoryview, pos: int) -> tuple[LeaderAndIsrRequ
             e_topic_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(mv, pos)
             lst_topic_states.append(e_topic_states)
         o.topic_states = lst_topic_states
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array LiveLeaders at byte {pos}")
     else:
@@ -880,17 +973,33 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(
 ) -> None:
     b += _S_iiii.pack(m.partition_index, m.controller_epoch, m.leader, m.leader_epoch)
     x_isr = m.isr
-    write_compact_array_len(b, len(x_isr))
+    n = len(x_isr) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_isr)}i", *x_isr)
     b += _S_i.pack(m.partition_epoch)
     x_replicas = m.replicas
-    write_compact_array_len(b, len(x_replicas))
+    n = len(x_replicas) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_replicas)}i", *x_replicas)
     x_adding_replicas = m.adding_replicas
-    write_compact_array_len(b, len(x_adding_replicas))
+    n = len(x_adding_replicas) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_adding_replicas)}i", *x_adding_replicas)
     x_removing_replicas = m.removing_replicas
-    write_compact_array_len(b, len(x_removing_replicas))
+    n = len(x_removing_replicas) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_removing_replicas)}i", *x_removing_replicas)
     b += _S_o.pack(m.is_new)
     if m.unknown_tagged_fields is None:
@@ -902,9 +1011,19 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(
 def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(
     b: bytearray, m: LeaderAndIsrRequest.LeaderAndIsrTopicState
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partition_states = m.partition_states
-    write_compact_array_len(b, len(x_partition_states))
+    n = len(x_partition_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partition_states in x_partition_states:
         _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(b, e_partition_states)
     if m.unknown_tagged_fields is None:
@@ -917,7 +1036,13 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(
     b: bytearray, m: LeaderAndIsrRequest.LeaderAndIsrLiveLeader
 ) -> None:
     b += _S_i.pack(m.broker_id)
-    write_compact_string(b, m.host_name)
+    e_host_name = m.host_name.encode()
+    n = len(e_host_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host_name
     b += _S_i.pack(m.port)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -928,11 +1053,19 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(
 def _e_LeaderAndIsrRequest_4(b: bytearray, m: LeaderAndIsrRequest) -> None:
     b += _S_iiq.pack(m.controller_id, m.controller_epoch, m.broker_epoch)
     x_topic_states = m.topic_states
-    write_compact_array_len(b, len(x_topic_states))
+    n = len(x_topic_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_states in x_topic_states:
         _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(b, e_topic_states)
     x_live_leaders = m.live_leaders
-    write_compact_array_len(b, len(x_live_leaders))
+    n = len(x_live_leaders) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_live_leaders in x_live_leaders:
         _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(b, e_live_leaders)
     if m.unknown_tagged_fields is None:
@@ -953,9 +1086,18 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(
     o = LeaderAndIsrRequest.LeaderAndIsrTopicState.__new__(
         LeaderAndIsrRequest.LeaderAndIsrTopicState
     )
-    o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionStates at byte {pos}")
     else:
@@ -976,7 +1118,11 @@ def _d_LeaderAndIsrRequest_5(mv: memoryview, pos: int) -> tuple[LeaderAndIsrRequ
     o = LeaderAndIsrRequest.__new__(LeaderAndIsrRequest)
     o.controller_id, o.controller_epoch, o.broker_epoch, o.type = _S_iiqb.unpack_from(mv, pos)
     pos += 17
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicStates at byte {pos}")
     else:
@@ -985,7 +1131,11 @@ def _d_LeaderAndIsrRequest_5(mv: memoryview, pos: int) -> tuple[LeaderAndIsrRequ
             e_topic_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(mv, pos)
             lst_topic_states.append(e_topic_states)
         o.topic_states = lst_topic_states
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array LiveLeaders at byte {pos}")
     else:
@@ -1007,10 +1157,20 @@ def _d_LeaderAndIsrRequest_5(mv: memoryview, pos: int) -> tuple[LeaderAndIsrRequ
 def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(
     b: bytearray, m: LeaderAndIsrRequest.LeaderAndIsrTopicState
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     write_uuid(b, m.topic_id)
     x_partition_states = m.partition_states
-    write_compact_array_len(b, len(x_partition_states))
+    n = len(x_partition_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partition_states in x_partition_states:
         _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(b, e_partition_states)
     if m.unknown_tagged_fields is None:
@@ -1022,11 +1182,19 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(
 def _e_LeaderAndIsrRequest_5(b: bytearray, m: LeaderAndIsrRequest) -> None:
     b += _S_iiqb.pack(m.controller_id, m.controller_epoch, m.broker_epoch, m.type)
     x_topic_states = m.topic_states
-    write_compact_array_len(b, len(x_topic_states))
+    n = len(x_topic_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_states in x_topic_states:
         _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(b, e_topic_states)
     x_live_leaders = m.live_leaders
-    write_compact_array_len(b, len(x_live_leaders))
+    n = len(x_live_leaders) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_live_leaders in x_live_leaders:
         _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(b, e_live_leaders)
     if m.unknown_tagged_fields is None:
@@ -1049,28 +1217,60 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(
     )
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(mv, pos)
     pos += 16
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Isr at byte {pos}")
     else:
-        o.isr, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Isr at byte {pos} runs past the end")
+        o.isr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.partition_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Replicas at byte {pos}")
     else:
-        o.replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
-    n, pos = read_compact_array_len(mv, pos)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Replicas at byte {pos} runs past the end")
+        o.replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array AddingReplicas at byte {pos}")
     else:
-        o.adding_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
-    n, pos = read_compact_array_len(mv, pos)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array AddingReplicas at byte {pos} runs past the end")
+        o.adding_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array RemovingReplicas at byte {pos}")
     else:
-        o.removing_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array RemovingReplicas at byte {pos} runs past the end")
+        o.removing_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.is_new, o.leader_recovery_state = _S_ob.unpack_from(mv, pos)
     pos += 2
     o.topic_name = ""
@@ -1088,9 +1288,18 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(
     o = LeaderAndIsrRequest.LeaderAndIsrTopicState.__new__(
         LeaderAndIsrRequest.LeaderAndIsrTopicState
     )
-    o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionStates at byte {pos}")
     else:
@@ -1111,7 +1320,11 @@ def _d_LeaderAndIsrRequest_6(mv: memoryview, pos: int) -> tuple[LeaderAndIsrRequ
     o = LeaderAndIsrRequest.__new__(LeaderAndIsrRequest)
     o.controller_id, o.controller_epoch, o.broker_epoch, o.type = _S_iiqb.unpack_from(mv, pos)
     pos += 17
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicStates at byte {pos}")
     else:
@@ -1120,7 +1333,11 @@ def _d_LeaderAndIsrRequest_6(mv: memoryview, pos: int) -> tuple[LeaderAndIsrRequ
             e_topic_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(mv, pos)
             lst_topic_states.append(e_topic_states)
         o.topic_states = lst_topic_states
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array LiveLeaders at byte {pos}")
     else:
@@ -1144,17 +1361,33 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(
 ) -> None:
     b += _S_iiii.pack(m.partition_index, m.controller_epoch, m.leader, m.leader_epoch)
     x_isr = m.isr
-    write_compact_array_len(b, len(x_isr))
+    n = len(x_isr) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_isr)}i", *x_isr)
     b += _S_i.pack(m.partition_epoch)
     x_replicas = m.replicas
-    write_compact_array_len(b, len(x_replicas))
+    n = len(x_replicas) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_replicas)}i", *x_replicas)
     x_adding_replicas = m.adding_replicas
-    write_compact_array_len(b, len(x_adding_replicas))
+    n = len(x_adding_replicas) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_adding_replicas)}i", *x_adding_replicas)
     x_removing_replicas = m.removing_replicas
-    write_compact_array_len(b, len(x_removing_replicas))
+    n = len(x_removing_replicas) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_removing_replicas)}i", *x_removing_replicas)
     b += _S_ob.pack(m.is_new, m.leader_recovery_state)
     if m.unknown_tagged_fields is None:
@@ -1166,10 +1399,20 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(
 def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(
     b: bytearray, m: LeaderAndIsrRequest.LeaderAndIsrTopicState
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     write_uuid(b, m.topic_id)
     x_partition_states = m.partition_states
-    write_compact_array_len(b, len(x_partition_states))
+    n = len(x_partition_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partition_states in x_partition_states:
         _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(b, e_partition_states)
     if m.unknown_tagged_fields is None:
@@ -1181,11 +1424,19 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(
 def _e_LeaderAndIsrRequest_6(b: bytearray, m: LeaderAndIsrRequest) -> None:
     b += _S_iiqb.pack(m.controller_id, m.controller_epoch, m.broker_epoch, m.type)
     x_topic_states = m.topic_states
-    write_compact_array_len(b, len(x_topic_states))
+    n = len(x_topic_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_states in x_topic_states:
         _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(b, e_topic_states)
     x_live_leaders = m.live_leaders
-    write_compact_array_len(b, len(x_live_leaders))
+    n = len(x_live_leaders) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_live_leaders in x_live_leaders:
         _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(b, e_live_leaders)
     if m.unknown_tagged_fields is None:
@@ -1206,7 +1457,11 @@ def _d_LeaderAndIsrRequest_7(mv: memoryview, pos: int) -> tuple[LeaderAndIsrRequ
         _S_ioiqb.unpack_from(mv, pos)
     )
     pos += 18
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicStates at byte {pos}")
     else:
@@ -1215,7 +1470,11 @@ def _d_LeaderAndIsrRequest_7(mv: memoryview, pos: int) -> tuple[LeaderAndIsrRequ
             e_topic_states, pos = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(mv, pos)
             lst_topic_states.append(e_topic_states)
         o.topic_states = lst_topic_states
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array LiveLeaders at byte {pos}")
     else:
@@ -1238,11 +1497,19 @@ def _e_LeaderAndIsrRequest_7(b: bytearray, m: LeaderAndIsrRequest) -> None:
         m.controller_id, m.is_k_raft_controller, m.controller_epoch, m.broker_epoch, m.type
     )
     x_topic_states = m.topic_states
-    write_compact_array_len(b, len(x_topic_states))
+    n = len(x_topic_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_states in x_topic_states:
         _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(b, e_topic_states)
     x_live_leaders = m.live_leaders
-    write_compact_array_len(b, len(x_live_leaders))
+    n = len(x_live_leaders) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_live_leaders in x_live_leaders:
         _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(b, e_live_leaders)
     if m.unknown_tagged_fields is None:
@@ -1315,7 +1582,12 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_1(
     o = LeaderAndIsrResponse.LeaderAndIsrPartitionError.__new__(
         LeaderAndIsrResponse.LeaderAndIsrPartitionError
     )
-    o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
     o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
     if mv[pos] == 0:
@@ -1330,7 +1602,11 @@ def _d_LeaderAndIsrResponse_1(mv: memoryview, pos: int) -> tuple[LeaderAndIsrRes
     o = LeaderAndIsrResponse.__new__(LeaderAndIsrResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionErrors at byte {pos}")
     else:
@@ -1351,7 +1627,13 @@ def _d_LeaderAndIsrResponse_1(mv: memoryview, pos: int) -> tuple[LeaderAndIsrRes
 def _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_1(
     b: bytearray, m: LeaderAndIsrResponse.LeaderAndIsrPartitionError
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     b += _S_ih.pack(m.partition_index, m.error_code)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -1362,7 +1644,11 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_1(
 def _e_LeaderAndIsrResponse_1(b: bytearray, m: LeaderAndIsrResponse) -> None:
     b += _S_h.pack(m.error_code)
     x_partition_errors = m.partition_errors
-    write_compact_array_len(b, len(x_partition_errors))
+    n = len(x_partition_errors) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partition_errors in x_partition_errors:
         _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_1(b, e_partition_errors)
     if m.unknown_tagged_fields is None:
@@ -1401,7 +1687,11 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_0(
         LeaderAndIsrResponse.LeaderAndIsrTopicError
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionErrors at byte {pos}")
     else:
@@ -1422,7 +1712,11 @@ def _d_LeaderAndIsrResponse_2(mv: memoryview, pos: int) -> tuple[LeaderAndIsrRes
     o = LeaderAndIsrResponse.__new__(LeaderAndIsrResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -1455,7 +1749,11 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partition_errors = m.partition_errors
-    write_compact_array_len(b, len(x_partition_errors))
+    n = len(x_partition_errors) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partition_errors in x_partition_errors:
         _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_2(b, e_partition_errors)
     if m.unknown_tagged_fields is None:
@@ -1467,7 +1765,11 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_0(
 def _e_LeaderAndIsrResponse_2(b: bytearray, m: LeaderAndIsrResponse) -> None:
     b += _S_h.pack(m.error_code)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_0(b, e_topics)
     if m.unknown_tagged_fields is None:

@@ -17,12 +17,11 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -230,8 +229,18 @@ def _d_LeaveGroupRequest_MemberIdentity_1(
     mv: memoryview, pos: int
 ) -> tuple[LeaveGroupRequest.MemberIdentity, int]:
     o = LeaveGroupRequest.MemberIdentity.__new__(LeaveGroupRequest.MemberIdentity)
-    o.member_id, pos = read_compact_string(mv, pos)
-    o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
     o.reason = None
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -243,8 +252,17 @@ def _d_LeaveGroupRequest_MemberIdentity_1(
 
 def _d_LeaveGroupRequest_2(mv: memoryview, pos: int) -> tuple[LeaveGroupRequest, int]:
     o = LeaveGroupRequest.__new__(LeaveGroupRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Members at byte {pos}")
     else:
@@ -265,7 +283,13 @@ def _d_LeaveGroupRequest_2(mv: memoryview, pos: int) -> tuple[LeaveGroupRequest,
 def _e_LeaveGroupRequest_MemberIdentity_1(
     b: bytearray, m: LeaveGroupRequest.MemberIdentity
 ) -> None:
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_nullable_string(b, m.group_instance_id)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -274,9 +298,19 @@ def _e_LeaveGroupRequest_MemberIdentity_1(
 
 
 def _e_LeaveGroupRequest_2(b: bytearray, m: LeaveGroupRequest) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     x_members = m.members
-    write_compact_array_len(b, len(x_members))
+    n = len(x_members) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_members in x_members:
         _e_LeaveGroupRequest_MemberIdentity_1(b, e_members)
     if m.unknown_tagged_fields is None:
@@ -295,9 +329,24 @@ def _d_LeaveGroupRequest_MemberIdentity_2(
     mv: memoryview, pos: int
 ) -> tuple[LeaveGroupRequest.MemberIdentity, int]:
     o = LeaveGroupRequest.MemberIdentity.__new__(LeaveGroupRequest.MemberIdentity)
-    o.member_id, pos = read_compact_string(mv, pos)
-    o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
-    o.reason, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.reason = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.reason, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -308,8 +357,17 @@ def _d_LeaveGroupRequest_MemberIdentity_2(
 
 def _d_LeaveGroupRequest_3(mv: memoryview, pos: int) -> tuple[LeaveGroupRequest, int]:
     o = LeaveGroupRequest.__new__(LeaveGroupRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Members at byte {pos}")
     else:
@@ -330,7 +388,13 @@ def _d_LeaveGroupRequest_3(mv: memoryview, pos: int) -> tuple[LeaveGroupRequest,
 def _e_LeaveGroupRequest_MemberIdentity_2(
     b: bytearray, m: LeaveGroupRequest.MemberIdentity
 ) -> None:
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_nullable_string(b, m.group_instance_id)
     write_compact_nullable_string(b, m.reason)
     if m.unknown_tagged_fields is None:
@@ -340,9 +404,19 @@ def _e_LeaveGroupRequest_MemberIdentity_2(
 
 
 def _e_LeaveGroupRequest_3(b: bytearray, m: LeaveGroupRequest) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     x_members = m.members
-    write_compact_array_len(b, len(x_members))
+    n = len(x_members) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_members in x_members:
         _e_LeaveGroupRequest_MemberIdentity_2(b, e_members)
     if m.unknown_tagged_fields is None:
@@ -451,8 +525,18 @@ def _d_LeaveGroupResponse_MemberResponse_1(
     mv: memoryview, pos: int
 ) -> tuple[LeaveGroupResponse.MemberResponse, int]:
     o = LeaveGroupResponse.MemberResponse.__new__(LeaveGroupResponse.MemberResponse)
-    o.member_id, pos = read_compact_string(mv, pos)
-    o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -467,7 +551,11 @@ def _d_LeaveGroupResponse_3(mv: memoryview, pos: int) -> tuple[LeaveGroupRespons
     o = LeaveGroupResponse.__new__(LeaveGroupResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Members at byte {pos}")
     else:
@@ -487,7 +575,13 @@ def _d_LeaveGroupResponse_3(mv: memoryview, pos: int) -> tuple[LeaveGroupRespons
 def _e_LeaveGroupResponse_MemberResponse_1(
     b: bytearray, m: LeaveGroupResponse.MemberResponse
 ) -> None:
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_nullable_string(b, m.group_instance_id)
     b += _S_h.pack(m.error_code)
     if m.unknown_tagged_fields is None:
@@ -499,7 +593,11 @@ def _e_LeaveGroupResponse_MemberResponse_1(
 def _e_LeaveGroupResponse_3(b: bytearray, m: LeaveGroupResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_members = m.members
-    write_compact_array_len(b, len(x_members))
+    n = len(x_members) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_members in x_members:
         _e_LeaveGroupResponse_MemberResponse_1(b, e_members)
     if m.unknown_tagged_fields is None:

@@ -12,9 +12,8 @@ from odradek.wire.primitives import (
     read_compact_array_len,
     read_compact_string,
     read_tagged_fields,
-    write_compact_array_len,
-    write_compact_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -157,7 +156,12 @@ def _d_ListClientMetricsResourcesResponse_ClientMetricsResource_0(
     o = ListClientMetricsResourcesResponse.ClientMetricsResource.__new__(
         ListClientMetricsResourcesResponse.ClientMetricsResource
     )
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -172,7 +176,11 @@ def _d_ListClientMetricsResourcesResponse_0(
     o = ListClientMetricsResourcesResponse.__new__(ListClientMetricsResourcesResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ClientMetricsResources at byte {pos}")
     else:
@@ -194,7 +202,13 @@ def _d_ListClientMetricsResourcesResponse_0(
 def _e_ListClientMetricsResourcesResponse_ClientMetricsResource_0(
     b: bytearray, m: ListClientMetricsResourcesResponse.ClientMetricsResource
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     if m.unknown_tagged_fields is None:
         b.append(0)
     else:
@@ -206,7 +220,11 @@ def _e_ListClientMetricsResourcesResponse_0(
 ) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_client_metrics_resources = m.client_metrics_resources
-    write_compact_array_len(b, len(x_client_metrics_resources))
+    n = len(x_client_metrics_resources) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_client_metrics_resources in x_client_metrics_resources:
         _e_ListClientMetricsResourcesResponse_ClientMetricsResource_0(b, e_client_metrics_resources)
     if m.unknown_tagged_fields is None:

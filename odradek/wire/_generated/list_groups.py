@@ -15,10 +15,10 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
     write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -175,7 +175,11 @@ def _top_ListGroupsRequest_1(m: ListGroupsRequest) -> list[Buffer]:
 
 def _d_ListGroupsRequest_2(mv: memoryview, pos: int) -> tuple[ListGroupsRequest, int]:
     o = ListGroupsRequest.__new__(ListGroupsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array StatesFilter at byte {pos}")
     else:
@@ -195,7 +199,11 @@ def _d_ListGroupsRequest_2(mv: memoryview, pos: int) -> tuple[ListGroupsRequest,
 
 def _e_ListGroupsRequest_2(b: bytearray, m: ListGroupsRequest) -> None:
     x_states_filter = m.states_filter
-    write_compact_array_len(b, len(x_states_filter))
+    n = len(x_states_filter) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_states_filter in x_states_filter:
         write_compact_string(b, e_states_filter)
     if m.unknown_tagged_fields is None:
@@ -212,7 +220,11 @@ def _top_ListGroupsRequest_2(m: ListGroupsRequest) -> list[Buffer]:
 
 def _d_ListGroupsRequest_3(mv: memoryview, pos: int) -> tuple[ListGroupsRequest, int]:
     o = ListGroupsRequest.__new__(ListGroupsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array StatesFilter at byte {pos}")
     else:
@@ -221,7 +233,11 @@ def _d_ListGroupsRequest_3(mv: memoryview, pos: int) -> tuple[ListGroupsRequest,
             e_states_filter, pos = read_compact_string(mv, pos)
             lst_states_filter.append(e_states_filter)
         o.states_filter = lst_states_filter
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TypesFilter at byte {pos}")
     else:
@@ -240,11 +256,19 @@ def _d_ListGroupsRequest_3(mv: memoryview, pos: int) -> tuple[ListGroupsRequest,
 
 def _e_ListGroupsRequest_3(b: bytearray, m: ListGroupsRequest) -> None:
     x_states_filter = m.states_filter
-    write_compact_array_len(b, len(x_states_filter))
+    n = len(x_states_filter) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_states_filter in x_states_filter:
         write_compact_string(b, e_states_filter)
     x_types_filter = m.types_filter
-    write_compact_array_len(b, len(x_types_filter))
+    n = len(x_types_filter) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_types_filter in x_types_filter:
         write_compact_string(b, e_types_filter)
     if m.unknown_tagged_fields is None:
@@ -343,8 +367,18 @@ def _d_ListGroupsResponse_ListedGroup_1(
     mv: memoryview, pos: int
 ) -> tuple[ListGroupsResponse.ListedGroup, int]:
     o = ListGroupsResponse.ListedGroup.__new__(ListGroupsResponse.ListedGroup)
-    o.group_id, pos = read_compact_string(mv, pos)
-    o.protocol_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_type, pos = read_compact_string(mv, pos)
     o.group_state = ""
     o.group_type = ""
     if mv[pos] == 0:
@@ -359,7 +393,11 @@ def _d_ListGroupsResponse_2(mv: memoryview, pos: int) -> tuple[ListGroupsRespons
     o = ListGroupsResponse.__new__(ListGroupsResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Groups at byte {pos}")
     else:
@@ -377,8 +415,20 @@ def _d_ListGroupsResponse_2(mv: memoryview, pos: int) -> tuple[ListGroupsRespons
 
 
 def _e_ListGroupsResponse_ListedGroup_1(b: bytearray, m: ListGroupsResponse.ListedGroup) -> None:
-    write_compact_string(b, m.group_id)
-    write_compact_string(b, m.protocol_type)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
+    e_protocol_type = m.protocol_type.encode()
+    n = len(e_protocol_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_protocol_type
     if m.unknown_tagged_fields is None:
         b.append(0)
     else:
@@ -388,7 +438,11 @@ def _e_ListGroupsResponse_ListedGroup_1(b: bytearray, m: ListGroupsResponse.List
 def _e_ListGroupsResponse_2(b: bytearray, m: ListGroupsResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_groups = m.groups
-    write_compact_array_len(b, len(x_groups))
+    n = len(x_groups) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_groups in x_groups:
         _e_ListGroupsResponse_ListedGroup_1(b, e_groups)
     if m.unknown_tagged_fields is None:
@@ -407,9 +461,24 @@ def _d_ListGroupsResponse_ListedGroup_2(
     mv: memoryview, pos: int
 ) -> tuple[ListGroupsResponse.ListedGroup, int]:
     o = ListGroupsResponse.ListedGroup.__new__(ListGroupsResponse.ListedGroup)
-    o.group_id, pos = read_compact_string(mv, pos)
-    o.protocol_type, pos = read_compact_string(mv, pos)
-    o.group_state, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_state = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_state, pos = read_compact_string(mv, pos)
     o.group_type = ""
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -423,7 +492,11 @@ def _d_ListGroupsResponse_3(mv: memoryview, pos: int) -> tuple[ListGroupsRespons
     o = ListGroupsResponse.__new__(ListGroupsResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Groups at byte {pos}")
     else:
@@ -441,9 +514,27 @@ def _d_ListGroupsResponse_3(mv: memoryview, pos: int) -> tuple[ListGroupsRespons
 
 
 def _e_ListGroupsResponse_ListedGroup_2(b: bytearray, m: ListGroupsResponse.ListedGroup) -> None:
-    write_compact_string(b, m.group_id)
-    write_compact_string(b, m.protocol_type)
-    write_compact_string(b, m.group_state)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
+    e_protocol_type = m.protocol_type.encode()
+    n = len(e_protocol_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_protocol_type
+    e_group_state = m.group_state.encode()
+    n = len(e_group_state) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_state
     if m.unknown_tagged_fields is None:
         b.append(0)
     else:
@@ -453,7 +544,11 @@ def _e_ListGroupsResponse_ListedGroup_2(b: bytearray, m: ListGroupsResponse.List
 def _e_ListGroupsResponse_3(b: bytearray, m: ListGroupsResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_groups = m.groups
-    write_compact_array_len(b, len(x_groups))
+    n = len(x_groups) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_groups in x_groups:
         _e_ListGroupsResponse_ListedGroup_2(b, e_groups)
     if m.unknown_tagged_fields is None:
@@ -472,10 +567,30 @@ def _d_ListGroupsResponse_ListedGroup_3(
     mv: memoryview, pos: int
 ) -> tuple[ListGroupsResponse.ListedGroup, int]:
     o = ListGroupsResponse.ListedGroup.__new__(ListGroupsResponse.ListedGroup)
-    o.group_id, pos = read_compact_string(mv, pos)
-    o.protocol_type, pos = read_compact_string(mv, pos)
-    o.group_state, pos = read_compact_string(mv, pos)
-    o.group_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_type, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_state = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_state, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_type, pos = read_compact_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -488,7 +603,11 @@ def _d_ListGroupsResponse_4(mv: memoryview, pos: int) -> tuple[ListGroupsRespons
     o = ListGroupsResponse.__new__(ListGroupsResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Groups at byte {pos}")
     else:
@@ -506,10 +625,34 @@ def _d_ListGroupsResponse_4(mv: memoryview, pos: int) -> tuple[ListGroupsRespons
 
 
 def _e_ListGroupsResponse_ListedGroup_3(b: bytearray, m: ListGroupsResponse.ListedGroup) -> None:
-    write_compact_string(b, m.group_id)
-    write_compact_string(b, m.protocol_type)
-    write_compact_string(b, m.group_state)
-    write_compact_string(b, m.group_type)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
+    e_protocol_type = m.protocol_type.encode()
+    n = len(e_protocol_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_protocol_type
+    e_group_state = m.group_state.encode()
+    n = len(e_group_state) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_state
+    e_group_type = m.group_type.encode()
+    n = len(e_group_type) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_type
     if m.unknown_tagged_fields is None:
         b.append(0)
     else:
@@ -519,7 +662,11 @@ def _e_ListGroupsResponse_ListedGroup_3(b: bytearray, m: ListGroupsResponse.List
 def _e_ListGroupsResponse_4(b: bytearray, m: ListGroupsResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_groups = m.groups
-    write_compact_array_len(b, len(x_groups))
+    n = len(x_groups) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_groups in x_groups:
         _e_ListGroupsResponse_ListedGroup_3(b, e_groups)
     if m.unknown_tagged_fields is None:

@@ -9,17 +9,16 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_compact_array_len,
     read_compact_string,
-    read_fixed_array,
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
-    write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -505,8 +504,17 @@ def _d_ListOffsetsRequest_ListOffsetsTopic_3(
     mv: memoryview, pos: int
 ) -> tuple[ListOffsetsRequest.ListOffsetsTopic, int]:
     o = ListOffsetsRequest.ListOffsetsTopic.__new__(ListOffsetsRequest.ListOffsetsTopic)
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -527,7 +535,11 @@ def _d_ListOffsetsRequest_4(mv: memoryview, pos: int) -> tuple[ListOffsetsReques
     o = ListOffsetsRequest.__new__(ListOffsetsRequest)
     o.replica_id, o.isolation_level = _S_ib.unpack_from(mv, pos)
     pos += 5
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -558,9 +570,19 @@ def _e_ListOffsetsRequest_ListOffsetsPartition_3(
 def _e_ListOffsetsRequest_ListOffsetsTopic_3(
     b: bytearray, m: ListOffsetsRequest.ListOffsetsTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_ListOffsetsRequest_ListOffsetsPartition_3(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -572,7 +594,11 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_3(
 def _e_ListOffsetsRequest_4(b: bytearray, m: ListOffsetsRequest) -> None:
     b += _S_ib.pack(m.replica_id, m.isolation_level)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_ListOffsetsRequest_ListOffsetsTopic_3(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -591,7 +617,11 @@ def _d_ListOffsetsRequest_5(mv: memoryview, pos: int) -> tuple[ListOffsetsReques
     o = ListOffsetsRequest.__new__(ListOffsetsRequest)
     o.replica_id, o.isolation_level = _S_ib.unpack_from(mv, pos)
     pos += 5
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -613,7 +643,11 @@ def _d_ListOffsetsRequest_5(mv: memoryview, pos: int) -> tuple[ListOffsetsReques
 def _e_ListOffsetsRequest_5(b: bytearray, m: ListOffsetsRequest) -> None:
     b += _S_ib.pack(m.replica_id, m.isolation_level)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_ListOffsetsRequest_ListOffsetsTopic_3(b, e_topics)
     b += _S_i.pack(m.timeout_ms)
@@ -641,7 +675,11 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_0(
     if n < 0:
         raise ProtocolError(f"null array OldStyleOffsets at byte {pos}")
     else:
-        o.old_style_offsets, pos = read_fixed_array(mv, pos, n, "q", 8)
+        end = pos + 8 * n
+        if end > len(mv):
+            raise ProtocolError(f"array OldStyleOffsets at byte {pos} runs past the end")
+        o.old_style_offsets = list(fixed_array_struct("q", n).unpack_from(mv, pos))
+        pos = end
     o.timestamp = -1
     o.offset = -1
     o.leader_epoch = -1
@@ -934,8 +972,17 @@ def _d_ListOffsetsResponse_ListOffsetsTopicResponse_3(
     o = ListOffsetsResponse.ListOffsetsTopicResponse.__new__(
         ListOffsetsResponse.ListOffsetsTopicResponse
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -956,7 +1003,11 @@ def _d_ListOffsetsResponse_4(mv: memoryview, pos: int) -> tuple[ListOffsetsRespo
     o = ListOffsetsResponse.__new__(ListOffsetsResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -986,9 +1037,19 @@ def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_3(
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_3(
     b: bytearray, m: ListOffsetsResponse.ListOffsetsTopicResponse
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_ListOffsetsResponse_ListOffsetsPartitionResponse_3(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -1000,7 +1061,11 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_3(
 def _e_ListOffsetsResponse_4(b: bytearray, m: ListOffsetsResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_ListOffsetsResponse_ListOffsetsTopicResponse_3(b, e_topics)
     if m.unknown_tagged_fields is None:

@@ -9,15 +9,15 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_tagged_fields,
     write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -201,12 +201,25 @@ def _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0(
     o = ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics.__new__(
         ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionIndexes at byte {pos}")
     else:
-        o.partition_indexes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array PartitionIndexes at byte {pos} runs past the end")
+        o.partition_indexes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -221,7 +234,11 @@ def _d_ListPartitionReassignmentsRequest_0(
     o = ListPartitionReassignmentsRequest.__new__(ListPartitionReassignmentsRequest)
     o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.topics = None
     else:
@@ -243,9 +260,19 @@ def _d_ListPartitionReassignmentsRequest_0(
 def _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0(
     b: bytearray, m: ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partition_indexes = m.partition_indexes
-    write_compact_array_len(b, len(x_partition_indexes))
+    n = len(x_partition_indexes) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partition_indexes)}i", *x_partition_indexes)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -261,7 +288,11 @@ def _e_ListPartitionReassignmentsRequest_0(
     if x_topics is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_topics))
+        n = len(x_topics) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_topics in x_topics:
             _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -284,21 +315,45 @@ def _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(
     )
     o.partition_index = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Replicas at byte {pos}")
     else:
-        o.replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
-    n, pos = read_compact_array_len(mv, pos)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Replicas at byte {pos} runs past the end")
+        o.replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array AddingReplicas at byte {pos}")
     else:
-        o.adding_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
-    n, pos = read_compact_array_len(mv, pos)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array AddingReplicas at byte {pos} runs past the end")
+        o.adding_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array RemovingReplicas at byte {pos}")
     else:
-        o.removing_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array RemovingReplicas at byte {pos} runs past the end")
+        o.removing_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -313,8 +368,17 @@ def _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(
     o = ListPartitionReassignmentsResponse.OngoingTopicReassignment.__new__(
         ListPartitionReassignmentsResponse.OngoingTopicReassignment
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -339,8 +403,17 @@ def _d_ListPartitionReassignmentsResponse_0(
     o = ListPartitionReassignmentsResponse.__new__(ListPartitionReassignmentsResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -364,13 +437,25 @@ def _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(
 ) -> None:
     b += _S_i.pack(m.partition_index)
     x_replicas = m.replicas
-    write_compact_array_len(b, len(x_replicas))
+    n = len(x_replicas) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_replicas)}i", *x_replicas)
     x_adding_replicas = m.adding_replicas
-    write_compact_array_len(b, len(x_adding_replicas))
+    n = len(x_adding_replicas) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_adding_replicas)}i", *x_adding_replicas)
     x_removing_replicas = m.removing_replicas
-    write_compact_array_len(b, len(x_removing_replicas))
+    n = len(x_removing_replicas) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_removing_replicas)}i", *x_removing_replicas)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -381,9 +466,19 @@ def _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(
 def _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(
     b: bytearray, m: ListPartitionReassignmentsResponse.OngoingTopicReassignment
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -398,7 +493,11 @@ def _e_ListPartitionReassignmentsResponse_0(
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(b, m.error_message)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(b, e_topics)
     if m.unknown_tagged_fields is None:

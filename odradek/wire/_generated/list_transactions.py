@@ -9,13 +9,13 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_compact_array_len,
     read_compact_string,
-    read_fixed_array,
     read_tagged_fields,
-    write_compact_array_len,
     write_compact_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -138,7 +138,11 @@ class ListTransactionsResponse(Struct):
 
 def _d_ListTransactionsRequest_0(mv: memoryview, pos: int) -> tuple[ListTransactionsRequest, int]:
     o = ListTransactionsRequest.__new__(ListTransactionsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array StateFilters at byte {pos}")
     else:
@@ -147,11 +151,19 @@ def _d_ListTransactionsRequest_0(mv: memoryview, pos: int) -> tuple[ListTransact
             e_state_filters, pos = read_compact_string(mv, pos)
             lst_state_filters.append(e_state_filters)
         o.state_filters = lst_state_filters
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ProducerIdFilters at byte {pos}")
     else:
-        o.producer_id_filters, pos = read_fixed_array(mv, pos, n, "q", 8)
+        end = pos + 8 * n
+        if end > len(mv):
+            raise ProtocolError(f"array ProducerIdFilters at byte {pos} runs past the end")
+        o.producer_id_filters = list(fixed_array_struct("q", n).unpack_from(mv, pos))
+        pos = end
     o.duration_filter = -1
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -163,11 +175,19 @@ def _d_ListTransactionsRequest_0(mv: memoryview, pos: int) -> tuple[ListTransact
 
 def _e_ListTransactionsRequest_0(b: bytearray, m: ListTransactionsRequest) -> None:
     x_state_filters = m.state_filters
-    write_compact_array_len(b, len(x_state_filters))
+    n = len(x_state_filters) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_state_filters in x_state_filters:
         write_compact_string(b, e_state_filters)
     x_producer_id_filters = m.producer_id_filters
-    write_compact_array_len(b, len(x_producer_id_filters))
+    n = len(x_producer_id_filters) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_producer_id_filters)}q", *x_producer_id_filters)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -183,7 +203,11 @@ def _top_ListTransactionsRequest_0(m: ListTransactionsRequest) -> list[Buffer]:
 
 def _d_ListTransactionsRequest_1(mv: memoryview, pos: int) -> tuple[ListTransactionsRequest, int]:
     o = ListTransactionsRequest.__new__(ListTransactionsRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array StateFilters at byte {pos}")
     else:
@@ -192,11 +216,19 @@ def _d_ListTransactionsRequest_1(mv: memoryview, pos: int) -> tuple[ListTransact
             e_state_filters, pos = read_compact_string(mv, pos)
             lst_state_filters.append(e_state_filters)
         o.state_filters = lst_state_filters
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ProducerIdFilters at byte {pos}")
     else:
-        o.producer_id_filters, pos = read_fixed_array(mv, pos, n, "q", 8)
+        end = pos + 8 * n
+        if end > len(mv):
+            raise ProtocolError(f"array ProducerIdFilters at byte {pos} runs past the end")
+        o.producer_id_filters = list(fixed_array_struct("q", n).unpack_from(mv, pos))
+        pos = end
     o.duration_filter = _S_q.unpack_from(mv, pos)[0]
     pos += 8
     if mv[pos] == 0:
@@ -209,11 +241,19 @@ def _d_ListTransactionsRequest_1(mv: memoryview, pos: int) -> tuple[ListTransact
 
 def _e_ListTransactionsRequest_1(b: bytearray, m: ListTransactionsRequest) -> None:
     x_state_filters = m.state_filters
-    write_compact_array_len(b, len(x_state_filters))
+    n = len(x_state_filters) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_state_filters in x_state_filters:
         write_compact_string(b, e_state_filters)
     x_producer_id_filters = m.producer_id_filters
-    write_compact_array_len(b, len(x_producer_id_filters))
+    n = len(x_producer_id_filters) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_producer_id_filters)}q", *x_producer_id_filters)
     b += _S_q.pack(m.duration_filter)
     if m.unknown_tagged_fields is None:
@@ -232,10 +272,20 @@ def _d_ListTransactionsResponse_TransactionState_0(
     mv: memoryview, pos: int
 ) -> tuple[ListTransactionsResponse.TransactionState, int]:
     o = ListTransactionsResponse.TransactionState.__new__(ListTransactionsResponse.TransactionState)
-    o.transactional_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.transactional_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.transactional_id, pos = read_compact_string(mv, pos)
     o.producer_id = _S_q.unpack_from(mv, pos)[0]
     pos += 8
-    o.transaction_state, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.transaction_state = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.transaction_state, pos = read_compact_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -248,7 +298,11 @@ def _d_ListTransactionsResponse_0(mv: memoryview, pos: int) -> tuple[ListTransac
     o = ListTransactionsResponse.__new__(ListTransactionsResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array UnknownStateFilters at byte {pos}")
     else:
@@ -257,7 +311,11 @@ def _d_ListTransactionsResponse_0(mv: memoryview, pos: int) -> tuple[ListTransac
             e_unknown_state_filters, pos = read_compact_string(mv, pos)
             lst_unknown_state_filters.append(e_unknown_state_filters)
         o.unknown_state_filters = lst_unknown_state_filters
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TransactionStates at byte {pos}")
     else:
@@ -277,9 +335,21 @@ def _d_ListTransactionsResponse_0(mv: memoryview, pos: int) -> tuple[ListTransac
 def _e_ListTransactionsResponse_TransactionState_0(
     b: bytearray, m: ListTransactionsResponse.TransactionState
 ) -> None:
-    write_compact_string(b, m.transactional_id)
+    e_transactional_id = m.transactional_id.encode()
+    n = len(e_transactional_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_transactional_id
     b += _S_q.pack(m.producer_id)
-    write_compact_string(b, m.transaction_state)
+    e_transaction_state = m.transaction_state.encode()
+    n = len(e_transaction_state) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_transaction_state
     if m.unknown_tagged_fields is None:
         b.append(0)
     else:
@@ -289,11 +359,19 @@ def _e_ListTransactionsResponse_TransactionState_0(
 def _e_ListTransactionsResponse_0(b: bytearray, m: ListTransactionsResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     x_unknown_state_filters = m.unknown_state_filters
-    write_compact_array_len(b, len(x_unknown_state_filters))
+    n = len(x_unknown_state_filters) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_unknown_state_filters in x_unknown_state_filters:
         write_compact_string(b, e_unknown_state_filters)
     x_transaction_states = m.transaction_states
-    write_compact_array_len(b, len(x_transaction_states))
+    n = len(x_transaction_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_transaction_states in x_transaction_states:
         _e_ListTransactionsResponse_TransactionState_0(b, e_transaction_states)
     if m.unknown_tagged_fields is None:

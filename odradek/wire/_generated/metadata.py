@@ -11,12 +11,12 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     not_null,
     read_array_len,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_tagged_fields,
@@ -29,6 +29,7 @@ from odradek.wire.primitives import (
     write_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -417,7 +418,12 @@ def _d_MetadataRequest_MetadataRequestTopic_1(
     mv: memoryview, pos: int
 ) -> tuple[MetadataRequest.MetadataRequestTopic, int]:
     o = MetadataRequest.MetadataRequestTopic.__new__(MetadataRequest.MetadataRequestTopic)
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.topic_id = ZERO_UUID
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -429,7 +435,11 @@ def _d_MetadataRequest_MetadataRequestTopic_1(
 
 def _d_MetadataRequest_4(mv: memoryview, pos: int) -> tuple[MetadataRequest, int]:
     o = MetadataRequest.__new__(MetadataRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.topics = None
     else:
@@ -467,7 +477,11 @@ def _e_MetadataRequest_4(b: bytearray, m: MetadataRequest) -> None:
     if x_topics is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_topics))
+        n = len(x_topics) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_topics in x_topics:
             _e_MetadataRequest_MetadataRequestTopic_1(b, e_topics)
     b += _S_ooo.pack(
@@ -492,7 +506,12 @@ def _d_MetadataRequest_MetadataRequestTopic_2(
 ) -> tuple[MetadataRequest.MetadataRequestTopic, int]:
     o = MetadataRequest.MetadataRequestTopic.__new__(MetadataRequest.MetadataRequestTopic)
     o.topic_id, pos = read_uuid(mv, pos)
-    o.name, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -503,7 +522,11 @@ def _d_MetadataRequest_MetadataRequestTopic_2(
 
 def _d_MetadataRequest_5(mv: memoryview, pos: int) -> tuple[MetadataRequest, int]:
     o = MetadataRequest.__new__(MetadataRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.topics = None
     else:
@@ -542,7 +565,11 @@ def _e_MetadataRequest_5(b: bytearray, m: MetadataRequest) -> None:
     if x_topics is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_topics))
+        n = len(x_topics) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_topics in x_topics:
             _e_MetadataRequest_MetadataRequestTopic_2(b, e_topics)
     b += _S_ooo.pack(
@@ -564,7 +591,11 @@ def _top_MetadataRequest_5(m: MetadataRequest) -> list[Buffer]:
 
 def _d_MetadataRequest_6(mv: memoryview, pos: int) -> tuple[MetadataRequest, int]:
     o = MetadataRequest.__new__(MetadataRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.topics = None
     else:
@@ -589,7 +620,11 @@ def _e_MetadataRequest_6(b: bytearray, m: MetadataRequest) -> None:
     if x_topics is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_topics))
+        n = len(x_topics) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_topics in x_topics:
             _e_MetadataRequest_MetadataRequestTopic_2(b, e_topics)
     b += _S_oo.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations)
@@ -631,12 +666,20 @@ def _d_MetadataResponse_MetadataResponsePartition_0(
     if n < 0:
         raise ProtocolError(f"null array ReplicaNodes at byte {pos}")
     else:
-        o.replica_nodes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array ReplicaNodes at byte {pos} runs past the end")
+        o.replica_nodes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array IsrNodes at byte {pos}")
     else:
-        o.isr_nodes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array IsrNodes at byte {pos} runs past the end")
+        o.isr_nodes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.leader_epoch = -1
     o.offline_replicas = []
     o.unknown_tagged_fields = None
@@ -958,17 +1001,29 @@ def _d_MetadataResponse_MetadataResponsePartition_1(
     if n < 0:
         raise ProtocolError(f"null array ReplicaNodes at byte {pos}")
     else:
-        o.replica_nodes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array ReplicaNodes at byte {pos} runs past the end")
+        o.replica_nodes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array IsrNodes at byte {pos}")
     else:
-        o.isr_nodes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array IsrNodes at byte {pos} runs past the end")
+        o.isr_nodes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array OfflineReplicas at byte {pos}")
     else:
-        o.offline_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array OfflineReplicas at byte {pos} runs past the end")
+        o.offline_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.leader_epoch = -1
     o.unknown_tagged_fields = None
     return o, pos
@@ -1087,17 +1142,29 @@ def _d_MetadataResponse_MetadataResponsePartition_2(
     if n < 0:
         raise ProtocolError(f"null array ReplicaNodes at byte {pos}")
     else:
-        o.replica_nodes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array ReplicaNodes at byte {pos} runs past the end")
+        o.replica_nodes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array IsrNodes at byte {pos}")
     else:
-        o.isr_nodes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array IsrNodes at byte {pos} runs past the end")
+        o.isr_nodes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array OfflineReplicas at byte {pos}")
     else:
-        o.offline_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array OfflineReplicas at byte {pos} runs past the end")
+        o.offline_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -1299,10 +1366,20 @@ def _d_MetadataResponse_MetadataResponseBroker_2(
     o = MetadataResponse.MetadataResponseBroker.__new__(MetadataResponse.MetadataResponseBroker)
     o.node_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.rack, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -1319,21 +1396,45 @@ def _d_MetadataResponse_MetadataResponsePartition_3(
     )
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_hiii.unpack_from(mv, pos)
     pos += 14
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ReplicaNodes at byte {pos}")
     else:
-        o.replica_nodes, pos = read_fixed_array(mv, pos, n, "i", 4)
-    n, pos = read_compact_array_len(mv, pos)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array ReplicaNodes at byte {pos} runs past the end")
+        o.replica_nodes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array IsrNodes at byte {pos}")
     else:
-        o.isr_nodes, pos = read_fixed_array(mv, pos, n, "i", 4)
-    n, pos = read_compact_array_len(mv, pos)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array IsrNodes at byte {pos} runs past the end")
+        o.isr_nodes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array OfflineReplicas at byte {pos}")
     else:
-        o.offline_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array OfflineReplicas at byte {pos} runs past the end")
+        o.offline_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -1348,10 +1449,19 @@ def _d_MetadataResponse_MetadataResponseTopic_5(
     o = MetadataResponse.MetadataResponseTopic.__new__(MetadataResponse.MetadataResponseTopic)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.is_internal = _S_o.unpack_from(mv, pos)[0]
     pos += 1
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -1375,7 +1485,11 @@ def _d_MetadataResponse_7(mv: memoryview, pos: int) -> tuple[MetadataResponse, i
     o = MetadataResponse.__new__(MetadataResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Brokers at byte {pos}")
     else:
@@ -1384,10 +1498,19 @@ def _d_MetadataResponse_7(mv: memoryview, pos: int) -> tuple[MetadataResponse, i
             e_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_2(mv, pos)
             lst_brokers.append(e_brokers)
         o.brokers = lst_brokers
-    o.cluster_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_nullable_string(mv, pos)
     o.controller_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -1410,7 +1533,13 @@ def _e_MetadataResponse_MetadataResponseBroker_2(
     b: bytearray, m: MetadataResponse.MetadataResponseBroker
 ) -> None:
     b += _S_i.pack(m.node_id)
-    write_compact_string(b, m.host)
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_i.pack(m.port)
     write_compact_nullable_string(b, m.rack)
     if m.unknown_tagged_fields is None:
@@ -1424,13 +1553,25 @@ def _e_MetadataResponse_MetadataResponsePartition_3(
 ) -> None:
     b += _S_hiii.pack(m.error_code, m.partition_index, m.leader_id, m.leader_epoch)
     x_replica_nodes = m.replica_nodes
-    write_compact_array_len(b, len(x_replica_nodes))
+    n = len(x_replica_nodes) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_replica_nodes)}i", *x_replica_nodes)
     x_isr_nodes = m.isr_nodes
-    write_compact_array_len(b, len(x_isr_nodes))
+    n = len(x_isr_nodes) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_isr_nodes)}i", *x_isr_nodes)
     x_offline_replicas = m.offline_replicas
-    write_compact_array_len(b, len(x_offline_replicas))
+    n = len(x_offline_replicas) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_offline_replicas)}i", *x_offline_replicas)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -1445,7 +1586,11 @@ def _e_MetadataResponse_MetadataResponseTopic_5(
     write_compact_string(b, not_null(m.name, "Name"))
     b += _S_o.pack(m.is_internal)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_MetadataResponse_MetadataResponsePartition_3(b, e_partitions)
     b += _S_i.pack(m.topic_authorized_operations)
@@ -1458,13 +1603,21 @@ def _e_MetadataResponse_MetadataResponseTopic_5(
 def _e_MetadataResponse_7(b: bytearray, m: MetadataResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_brokers = m.brokers
-    write_compact_array_len(b, len(x_brokers))
+    n = len(x_brokers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_brokers in x_brokers:
         _e_MetadataResponse_MetadataResponseBroker_2(b, e_brokers)
     write_compact_nullable_string(b, m.cluster_id)
     b += _S_i.pack(m.controller_id)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_MetadataResponse_MetadataResponseTopic_5(b, e_topics)
     b += _S_i.pack(m.cluster_authorized_operations)
@@ -1486,11 +1639,20 @@ def _d_MetadataResponse_MetadataResponseTopic_6(
     o = MetadataResponse.MetadataResponseTopic.__new__(MetadataResponse.MetadataResponseTopic)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
     o.topic_id, pos = read_uuid(mv, pos)
     o.is_internal = _S_o.unpack_from(mv, pos)[0]
     pos += 1
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -1513,7 +1675,11 @@ def _d_MetadataResponse_8(mv: memoryview, pos: int) -> tuple[MetadataResponse, i
     o = MetadataResponse.__new__(MetadataResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Brokers at byte {pos}")
     else:
@@ -1522,10 +1688,19 @@ def _d_MetadataResponse_8(mv: memoryview, pos: int) -> tuple[MetadataResponse, i
             e_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_2(mv, pos)
             lst_brokers.append(e_brokers)
         o.brokers = lst_brokers
-    o.cluster_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_nullable_string(mv, pos)
     o.controller_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -1552,7 +1727,11 @@ def _e_MetadataResponse_MetadataResponseTopic_6(
     write_uuid(b, m.topic_id)
     b += _S_o.pack(m.is_internal)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_MetadataResponse_MetadataResponsePartition_3(b, e_partitions)
     b += _S_i.pack(m.topic_authorized_operations)
@@ -1565,13 +1744,21 @@ def _e_MetadataResponse_MetadataResponseTopic_6(
 def _e_MetadataResponse_8(b: bytearray, m: MetadataResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_brokers = m.brokers
-    write_compact_array_len(b, len(x_brokers))
+    n = len(x_brokers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_brokers in x_brokers:
         _e_MetadataResponse_MetadataResponseBroker_2(b, e_brokers)
     write_compact_nullable_string(b, m.cluster_id)
     b += _S_i.pack(m.controller_id)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_MetadataResponse_MetadataResponseTopic_6(b, e_topics)
     b += _S_i.pack(m.cluster_authorized_operations)
@@ -1591,7 +1778,11 @@ def _d_MetadataResponse_9(mv: memoryview, pos: int) -> tuple[MetadataResponse, i
     o = MetadataResponse.__new__(MetadataResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Brokers at byte {pos}")
     else:
@@ -1600,10 +1791,19 @@ def _d_MetadataResponse_9(mv: memoryview, pos: int) -> tuple[MetadataResponse, i
             e_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_2(mv, pos)
             lst_brokers.append(e_brokers)
         o.brokers = lst_brokers
-    o.cluster_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_nullable_string(mv, pos)
     o.controller_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -1624,13 +1824,21 @@ def _d_MetadataResponse_9(mv: memoryview, pos: int) -> tuple[MetadataResponse, i
 def _e_MetadataResponse_9(b: bytearray, m: MetadataResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_brokers = m.brokers
-    write_compact_array_len(b, len(x_brokers))
+    n = len(x_brokers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_brokers in x_brokers:
         _e_MetadataResponse_MetadataResponseBroker_2(b, e_brokers)
     write_compact_nullable_string(b, m.cluster_id)
     b += _S_i.pack(m.controller_id)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_MetadataResponse_MetadataResponseTopic_6(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -1651,11 +1859,20 @@ def _d_MetadataResponse_MetadataResponseTopic_7(
     o = MetadataResponse.MetadataResponseTopic.__new__(MetadataResponse.MetadataResponseTopic)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.name, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_nullable_string(mv, pos)
     o.topic_id, pos = read_uuid(mv, pos)
     o.is_internal = _S_o.unpack_from(mv, pos)[0]
     pos += 1
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -1678,7 +1895,11 @@ def _d_MetadataResponse_10(mv: memoryview, pos: int) -> tuple[MetadataResponse, 
     o = MetadataResponse.__new__(MetadataResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Brokers at byte {pos}")
     else:
@@ -1687,10 +1908,19 @@ def _d_MetadataResponse_10(mv: memoryview, pos: int) -> tuple[MetadataResponse, 
             e_brokers, pos = _d_MetadataResponse_MetadataResponseBroker_2(mv, pos)
             lst_brokers.append(e_brokers)
         o.brokers = lst_brokers
-    o.cluster_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_nullable_string(mv, pos)
     o.controller_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -1716,7 +1946,11 @@ def _e_MetadataResponse_MetadataResponseTopic_7(
     write_uuid(b, m.topic_id)
     b += _S_o.pack(m.is_internal)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_MetadataResponse_MetadataResponsePartition_3(b, e_partitions)
     b += _S_i.pack(m.topic_authorized_operations)
@@ -1729,13 +1963,21 @@ def _e_MetadataResponse_MetadataResponseTopic_7(
 def _e_MetadataResponse_10(b: bytearray, m: MetadataResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_brokers = m.brokers
-    write_compact_array_len(b, len(x_brokers))
+    n = len(x_brokers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_brokers in x_brokers:
         _e_MetadataResponse_MetadataResponseBroker_2(b, e_brokers)
     write_compact_nullable_string(b, m.cluster_id)
     b += _S_i.pack(m.controller_id)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_MetadataResponse_MetadataResponseTopic_7(b, e_topics)
     if m.unknown_tagged_fields is None:

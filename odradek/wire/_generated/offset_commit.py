@@ -17,12 +17,11 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -596,7 +595,12 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_3(
     )
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
     pos += 16
-    o.committed_metadata, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.committed_metadata = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.committed_metadata, pos = read_compact_nullable_string(mv, pos)
     o.commit_timestamp = -1
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -612,8 +616,17 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_3(
     o = OffsetCommitRequest.OffsetCommitRequestTopic.__new__(
         OffsetCommitRequest.OffsetCommitRequestTopic
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -632,12 +645,31 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_3(
 
 def _d_OffsetCommitRequest_6(mv: memoryview, pos: int) -> tuple[OffsetCommitRequest, int]:
     o = OffsetCommitRequest.__new__(OffsetCommitRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
     o.generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.member_id, pos = read_compact_string(mv, pos)
-    o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -669,9 +701,19 @@ def _e_OffsetCommitRequest_OffsetCommitRequestPartition_3(
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_3(
     b: bytearray, m: OffsetCommitRequest.OffsetCommitRequestTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_OffsetCommitRequest_OffsetCommitRequestPartition_3(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -681,12 +723,28 @@ def _e_OffsetCommitRequest_OffsetCommitRequestTopic_3(
 
 
 def _e_OffsetCommitRequest_6(b: bytearray, m: OffsetCommitRequest) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     b += _S_i.pack(m.generation_id_or_member_epoch)
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_nullable_string(b, m.group_instance_id)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_OffsetCommitRequest_OffsetCommitRequestTopic_3(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -831,8 +889,17 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_1(
     o = OffsetCommitResponse.OffsetCommitResponseTopic.__new__(
         OffsetCommitResponse.OffsetCommitResponseTopic
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -853,7 +920,11 @@ def _d_OffsetCommitResponse_2(mv: memoryview, pos: int) -> tuple[OffsetCommitRes
     o = OffsetCommitResponse.__new__(OffsetCommitResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -883,9 +954,19 @@ def _e_OffsetCommitResponse_OffsetCommitResponsePartition_1(
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_1(
     b: bytearray, m: OffsetCommitResponse.OffsetCommitResponseTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_OffsetCommitResponse_OffsetCommitResponsePartition_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -897,7 +978,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_1(
 def _e_OffsetCommitResponse_2(b: bytearray, m: OffsetCommitResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_OffsetCommitResponse_OffsetCommitResponseTopic_1(b, e_topics)
     if m.unknown_tagged_fields is None:

@@ -9,22 +9,22 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     not_null,
     read_array_len,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_tagged_fields,
     write_array_len,
     write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -323,7 +323,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_0(
     if n < 0:
         raise ProtocolError(f"null array PartitionIndexes at byte {pos}")
     else:
-        o.partition_indexes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array PartitionIndexes at byte {pos} runs past the end")
+        o.partition_indexes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -410,12 +414,25 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_1(
     o = OffsetFetchRequest.OffsetFetchRequestTopic.__new__(
         OffsetFetchRequest.OffsetFetchRequestTopic
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionIndexes at byte {pos}")
     else:
-        o.partition_indexes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array PartitionIndexes at byte {pos} runs past the end")
+        o.partition_indexes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -426,8 +443,17 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_1(
 
 def _d_OffsetFetchRequest_2(mv: memoryview, pos: int) -> tuple[OffsetFetchRequest, int]:
     o = OffsetFetchRequest.__new__(OffsetFetchRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.topics = None
     else:
@@ -449,9 +475,19 @@ def _d_OffsetFetchRequest_2(mv: memoryview, pos: int) -> tuple[OffsetFetchReques
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_1(
     b: bytearray, m: OffsetFetchRequest.OffsetFetchRequestTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partition_indexes = m.partition_indexes
-    write_compact_array_len(b, len(x_partition_indexes))
+    n = len(x_partition_indexes) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partition_indexes)}i", *x_partition_indexes)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -460,12 +496,22 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_1(
 
 
 def _e_OffsetFetchRequest_2(b: bytearray, m: OffsetFetchRequest) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     x_topics = m.topics
     if x_topics is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_topics))
+        n = len(x_topics) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_topics in x_topics:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_1(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -482,8 +528,17 @@ def _top_OffsetFetchRequest_2(m: OffsetFetchRequest) -> list[Buffer]:
 
 def _d_OffsetFetchRequest_3(mv: memoryview, pos: int) -> tuple[OffsetFetchRequest, int]:
     o = OffsetFetchRequest.__new__(OffsetFetchRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.topics = None
     else:
@@ -504,12 +559,22 @@ def _d_OffsetFetchRequest_3(mv: memoryview, pos: int) -> tuple[OffsetFetchReques
 
 
 def _e_OffsetFetchRequest_3(b: bytearray, m: OffsetFetchRequest) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     x_topics = m.topics
     if x_topics is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_topics))
+        n = len(x_topics) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_topics in x_topics:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_1(b, e_topics)
     b += _S_o.pack(m.require_stable)
@@ -531,12 +596,25 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_0(
     o = OffsetFetchRequest.OffsetFetchRequestTopics.__new__(
         OffsetFetchRequest.OffsetFetchRequestTopics
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionIndexes at byte {pos}")
     else:
-        o.partition_indexes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array PartitionIndexes at byte {pos} runs past the end")
+        o.partition_indexes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -551,8 +629,17 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_0(
     o = OffsetFetchRequest.OffsetFetchRequestGroup.__new__(
         OffsetFetchRequest.OffsetFetchRequestGroup
     )
-    o.group_id, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.topics = None
     else:
@@ -573,7 +660,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_0(
 
 def _d_OffsetFetchRequest_4(mv: memoryview, pos: int) -> tuple[OffsetFetchRequest, int]:
     o = OffsetFetchRequest.__new__(OffsetFetchRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Groups at byte {pos}")
     else:
@@ -597,9 +688,19 @@ def _d_OffsetFetchRequest_4(mv: memoryview, pos: int) -> tuple[OffsetFetchReques
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_0(
     b: bytearray, m: OffsetFetchRequest.OffsetFetchRequestTopics
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partition_indexes = m.partition_indexes
-    write_compact_array_len(b, len(x_partition_indexes))
+    n = len(x_partition_indexes) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partition_indexes)}i", *x_partition_indexes)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -610,12 +711,22 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopics_0(
 def _e_OffsetFetchRequest_OffsetFetchRequestGroup_0(
     b: bytearray, m: OffsetFetchRequest.OffsetFetchRequestGroup
 ) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     x_topics = m.topics
     if x_topics is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_topics))
+        n = len(x_topics) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_topics in x_topics:
             _e_OffsetFetchRequest_OffsetFetchRequestTopics_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -626,7 +737,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_0(
 
 def _e_OffsetFetchRequest_4(b: bytearray, m: OffsetFetchRequest) -> None:
     x_groups = m.groups
-    write_compact_array_len(b, len(x_groups))
+    n = len(x_groups) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_groups in x_groups:
         _e_OffsetFetchRequest_OffsetFetchRequestGroup_0(b, e_groups)
     b += _S_o.pack(m.require_stable)
@@ -648,11 +763,25 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_1(
     o = OffsetFetchRequest.OffsetFetchRequestGroup.__new__(
         OffsetFetchRequest.OffsetFetchRequestGroup
     )
-    o.group_id, pos = read_compact_string(mv, pos)
-    o.member_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_nullable_string(mv, pos)
     o.member_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.topics = None
     else:
@@ -671,7 +800,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_1(
 
 def _d_OffsetFetchRequest_5(mv: memoryview, pos: int) -> tuple[OffsetFetchRequest, int]:
     o = OffsetFetchRequest.__new__(OffsetFetchRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Groups at byte {pos}")
     else:
@@ -695,14 +828,24 @@ def _d_OffsetFetchRequest_5(mv: memoryview, pos: int) -> tuple[OffsetFetchReques
 def _e_OffsetFetchRequest_OffsetFetchRequestGroup_1(
     b: bytearray, m: OffsetFetchRequest.OffsetFetchRequestGroup
 ) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     write_compact_nullable_string(b, m.member_id)
     b += _S_i.pack(m.member_epoch)
     x_topics = m.topics
     if x_topics is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_topics))
+        n = len(x_topics) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_topics in x_topics:
             _e_OffsetFetchRequest_OffsetFetchRequestTopics_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -713,7 +856,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_1(
 
 def _e_OffsetFetchRequest_5(b: bytearray, m: OffsetFetchRequest) -> None:
     x_groups = m.groups
-    write_compact_array_len(b, len(x_groups))
+    n = len(x_groups) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_groups in x_groups:
         _e_OffsetFetchRequest_OffsetFetchRequestGroup_1(b, e_groups)
     b += _S_o.pack(m.require_stable)
@@ -978,7 +1125,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_2(
     )
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
     pos += 16
-    o.metadata, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.metadata = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.metadata, pos = read_compact_nullable_string(mv, pos)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -995,8 +1147,17 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_2(
     o = OffsetFetchResponse.OffsetFetchResponseTopic.__new__(
         OffsetFetchResponse.OffsetFetchResponseTopic
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -1017,7 +1178,11 @@ def _d_OffsetFetchResponse_4(mv: memoryview, pos: int) -> tuple[OffsetFetchRespo
     o = OffsetFetchResponse.__new__(OffsetFetchResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -1052,9 +1217,19 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartition_2(
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_2(
     b: bytearray, m: OffsetFetchResponse.OffsetFetchResponseTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_OffsetFetchResponse_OffsetFetchResponsePartition_2(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -1066,7 +1241,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_2(
 def _e_OffsetFetchResponse_4(b: bytearray, m: OffsetFetchResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_OffsetFetchResponse_OffsetFetchResponseTopic_2(b, e_topics)
     b += _S_h.pack(m.error_code)
@@ -1090,7 +1269,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_0(
     )
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
     pos += 16
-    o.metadata, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.metadata = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.metadata, pos = read_compact_nullable_string(mv, pos)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -1107,8 +1291,17 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_0(
     o = OffsetFetchResponse.OffsetFetchResponseTopics.__new__(
         OffsetFetchResponse.OffsetFetchResponseTopics
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -1131,8 +1324,17 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_0(
     o = OffsetFetchResponse.OffsetFetchResponseGroup.__new__(
         OffsetFetchResponse.OffsetFetchResponseGroup
     )
-    o.group_id, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -1155,7 +1357,11 @@ def _d_OffsetFetchResponse_5(mv: memoryview, pos: int) -> tuple[OffsetFetchRespo
     o = OffsetFetchResponse.__new__(OffsetFetchResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Groups at byte {pos}")
     else:
@@ -1189,9 +1395,19 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_0(
 def _e_OffsetFetchResponse_OffsetFetchResponseTopics_0(
     b: bytearray, m: OffsetFetchResponse.OffsetFetchResponseTopics
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_OffsetFetchResponse_OffsetFetchResponsePartitions_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -1203,9 +1419,19 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_0(
 def _e_OffsetFetchResponse_OffsetFetchResponseGroup_0(
     b: bytearray, m: OffsetFetchResponse.OffsetFetchResponseGroup
 ) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_OffsetFetchResponse_OffsetFetchResponseTopics_0(b, e_topics)
     b += _S_h.pack(m.error_code)
@@ -1218,7 +1444,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseGroup_0(
 def _e_OffsetFetchResponse_5(b: bytearray, m: OffsetFetchResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_groups = m.groups
-    write_compact_array_len(b, len(x_groups))
+    n = len(x_groups) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_groups in x_groups:
         _e_OffsetFetchResponse_OffsetFetchResponseGroup_0(b, e_groups)
     if m.unknown_tagged_fields is None:

@@ -15,10 +15,9 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
-    write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -418,8 +417,17 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(
     o = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.__new__(
         OffsetForLeaderEpochRequest.OffsetForLeaderTopic
     )
-    o.topic, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -442,7 +450,11 @@ def _d_OffsetForLeaderEpochRequest_3(
     o = OffsetForLeaderEpochRequest.__new__(OffsetForLeaderEpochRequest)
     o.replica_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -472,9 +484,19 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2(
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(
     b: bytearray, m: OffsetForLeaderEpochRequest.OffsetForLeaderTopic
 ) -> None:
-    write_compact_string(b, m.topic)
+    e_topic = m.topic.encode()
+    n = len(e_topic) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -486,7 +508,11 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(
 def _e_OffsetForLeaderEpochRequest_3(b: bytearray, m: OffsetForLeaderEpochRequest) -> None:
     b += _S_i.pack(m.replica_id)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -715,8 +741,17 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(
     o = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.__new__(
         OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
     )
-    o.topic, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -739,7 +774,11 @@ def _d_OffsetForLeaderEpochResponse_3(
     o = OffsetForLeaderEpochResponse.__new__(OffsetForLeaderEpochResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -769,9 +808,19 @@ def _e_OffsetForLeaderEpochResponse_EpochEndOffset_2(
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(
     b: bytearray, m: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 ) -> None:
-    write_compact_string(b, m.topic)
+    e_topic = m.topic.encode()
+    n = len(e_topic) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_OffsetForLeaderEpochResponse_EpochEndOffset_2(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -783,7 +832,11 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(
 def _e_OffsetForLeaderEpochResponse_3(b: bytearray, m: OffsetForLeaderEpochResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(b, e_topics)
     if m.unknown_tagged_fields is None:

@@ -19,9 +19,7 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
@@ -422,8 +420,17 @@ def _d_ProduceRequest_TopicProduceData_1(
     mv: memoryview, pos: int
 ) -> tuple[ProduceRequest.TopicProduceData, int]:
     o = ProduceRequest.TopicProduceData.__new__(ProduceRequest.TopicProduceData)
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionData at byte {pos}")
     else:
@@ -442,10 +449,19 @@ def _d_ProduceRequest_TopicProduceData_1(
 
 def _d_ProduceRequest_2(mv: memoryview, pos: int) -> tuple[ProduceRequest, int]:
     o = ProduceRequest.__new__(ProduceRequest)
-    o.transactional_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.transactional_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.transactional_id, pos = read_compact_nullable_string(mv, pos)
     o.acks, o.timeout_ms = _S_hi.unpack_from(mv, pos)
     pos += 6
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicData at byte {pos}")
     else:
@@ -484,9 +500,19 @@ def _e_ProduceRequest_PartitionProduceData_1(
 def _e_ProduceRequest_TopicProduceData_1(
     b: bytearray, parts: list[Buffer], m: ProduceRequest.TopicProduceData
 ) -> bytearray:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partition_data = m.partition_data
-    write_compact_array_len(b, len(x_partition_data))
+    n = len(x_partition_data) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partition_data in x_partition_data:
         b = _e_ProduceRequest_PartitionProduceData_1(b, parts, e_partition_data)
     if m.unknown_tagged_fields is None:
@@ -500,7 +526,11 @@ def _e_ProduceRequest_2(b: bytearray, parts: list[Buffer], m: ProduceRequest) ->
     write_compact_nullable_string(b, m.transactional_id)
     b += _S_hi.pack(m.acks, m.timeout_ms)
     x_topic_data = m.topic_data
-    write_compact_array_len(b, len(x_topic_data))
+    n = len(x_topic_data) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_data in x_topic_data:
         b = _e_ProduceRequest_TopicProduceData_1(b, parts, e_topic_data)
     if m.unknown_tagged_fields is None:
@@ -910,7 +940,12 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_1(
     o = ProduceResponse.BatchIndexAndErrorMessage.__new__(ProduceResponse.BatchIndexAndErrorMessage)
     o.batch_index = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.batch_index_error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.batch_index_error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.batch_index_error_message, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -927,7 +962,11 @@ def _d_ProduceResponse_PartitionProduceResponse_4(
         _S_ihqqq.unpack_from(mv, pos)
     )
     pos += 30
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array RecordErrors at byte {pos}")
     else:
@@ -936,7 +975,12 @@ def _d_ProduceResponse_PartitionProduceResponse_4(
             e_record_errors, pos = _d_ProduceResponse_BatchIndexAndErrorMessage_1(mv, pos)
             lst_record_errors.append(e_record_errors)
         o.record_errors = lst_record_errors
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -950,8 +994,17 @@ def _d_ProduceResponse_TopicProduceResponse_4(
     mv: memoryview, pos: int
 ) -> tuple[ProduceResponse.TopicProduceResponse, int]:
     o = ProduceResponse.TopicProduceResponse.__new__(ProduceResponse.TopicProduceResponse)
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionResponses at byte {pos}")
     else:
@@ -970,7 +1023,11 @@ def _d_ProduceResponse_TopicProduceResponse_4(
 
 def _d_ProduceResponse_5(mv: memoryview, pos: int) -> tuple[ProduceResponse, int]:
     o = ProduceResponse.__new__(ProduceResponse)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Responses at byte {pos}")
     else:
@@ -1008,7 +1065,11 @@ def _e_ProduceResponse_PartitionProduceResponse_4(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
     )
     x_record_errors = m.record_errors
-    write_compact_array_len(b, len(x_record_errors))
+    n = len(x_record_errors) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_record_errors in x_record_errors:
         _e_ProduceResponse_BatchIndexAndErrorMessage_1(b, e_record_errors)
     write_compact_nullable_string(b, m.error_message)
@@ -1021,9 +1082,19 @@ def _e_ProduceResponse_PartitionProduceResponse_4(
 def _e_ProduceResponse_TopicProduceResponse_4(
     b: bytearray, m: ProduceResponse.TopicProduceResponse
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partition_responses = m.partition_responses
-    write_compact_array_len(b, len(x_partition_responses))
+    n = len(x_partition_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partition_responses in x_partition_responses:
         _e_ProduceResponse_PartitionProduceResponse_4(b, e_partition_responses)
     if m.unknown_tagged_fields is None:
@@ -1034,7 +1105,11 @@ def _e_ProduceResponse_TopicProduceResponse_4(
 
 def _e_ProduceResponse_5(b: bytearray, m: ProduceResponse) -> None:
     x_responses = m.responses
-    write_compact_array_len(b, len(x_responses))
+    n = len(x_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_responses in x_responses:
         _e_ProduceResponse_TopicProduceResponse_4(b, e_responses)
     b += _S_i.pack(m.throttle_time_ms)
@@ -1065,6 +1140,7 @@ def _d_ProduceResponse_LeaderIdAndEpoch_0(
 
 
 def _dt_ProduceResponse_CurrentLeader_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val, pos = _d_ProduceResponse_LeaderIdAndEpoch_0(mv, pos)
     return val, pos
 
@@ -1080,7 +1156,11 @@ def _d_ProduceResponse_PartitionProduceResponse_5(
         _S_ihqqq.unpack_from(mv, pos)
     )
     pos += 30
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array RecordErrors at byte {pos}")
     else:
@@ -1089,7 +1169,12 @@ def _d_ProduceResponse_PartitionProduceResponse_5(
             e_record_errors, pos = _d_ProduceResponse_BatchIndexAndErrorMessage_1(mv, pos)
             lst_record_errors.append(e_record_errors)
         o.record_errors = lst_record_errors
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -1103,8 +1188,17 @@ def _d_ProduceResponse_TopicProduceResponse_5(
     mv: memoryview, pos: int
 ) -> tuple[ProduceResponse.TopicProduceResponse, int]:
     o = ProduceResponse.TopicProduceResponse.__new__(ProduceResponse.TopicProduceResponse)
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionResponses at byte {pos}")
     else:
@@ -1127,10 +1221,20 @@ def _d_ProduceResponse_NodeEndpoint_0(
     o = ProduceResponse.NodeEndpoint.__new__(ProduceResponse.NodeEndpoint)
     o.node_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.rack, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -1140,7 +1244,12 @@ def _d_ProduceResponse_NodeEndpoint_0(
 
 
 def _dt_ProduceResponse_NodeEndpoints_0(mv: memoryview, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_len(mv, pos)
+    val: Any
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array NodeEndpoints at byte {pos}")
     else:
@@ -1157,7 +1266,11 @@ _T_ProduceResponse_1: TagTable = {0: ("node_endpoints", _dt_ProduceResponse_Node
 
 def _d_ProduceResponse_6(mv: memoryview, pos: int) -> tuple[ProduceResponse, int]:
     o = ProduceResponse.__new__(ProduceResponse)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Responses at byte {pos}")
     else:
@@ -1194,7 +1307,11 @@ def _e_ProduceResponse_PartitionProduceResponse_5(
         m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset
     )
     x_record_errors = m.record_errors
-    write_compact_array_len(b, len(x_record_errors))
+    n = len(x_record_errors) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_record_errors in x_record_errors:
         _e_ProduceResponse_BatchIndexAndErrorMessage_1(b, e_record_errors)
     write_compact_nullable_string(b, m.error_message)
@@ -1209,9 +1326,19 @@ def _e_ProduceResponse_PartitionProduceResponse_5(
 def _e_ProduceResponse_TopicProduceResponse_5(
     b: bytearray, m: ProduceResponse.TopicProduceResponse
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partition_responses = m.partition_responses
-    write_compact_array_len(b, len(x_partition_responses))
+    n = len(x_partition_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partition_responses in x_partition_responses:
         _e_ProduceResponse_PartitionProduceResponse_5(b, e_partition_responses)
     if m.unknown_tagged_fields is None:
@@ -1222,7 +1349,13 @@ def _e_ProduceResponse_TopicProduceResponse_5(
 
 def _e_ProduceResponse_NodeEndpoint_0(b: bytearray, m: ProduceResponse.NodeEndpoint) -> None:
     b += _S_i.pack(m.node_id)
-    write_compact_string(b, m.host)
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_i.pack(m.port)
     write_compact_nullable_string(b, m.rack)
     if m.unknown_tagged_fields is None:
@@ -1233,7 +1366,11 @@ def _e_ProduceResponse_NodeEndpoint_0(b: bytearray, m: ProduceResponse.NodeEndpo
 
 def _e_ProduceResponse_6(b: bytearray, m: ProduceResponse) -> None:
     x_responses = m.responses
-    write_compact_array_len(b, len(x_responses))
+    n = len(x_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_responses in x_responses:
         _e_ProduceResponse_TopicProduceResponse_5(b, e_responses)
     b += _S_i.pack(m.throttle_time_ms)
@@ -1241,7 +1378,11 @@ def _e_ProduceResponse_6(b: bytearray, m: ProduceResponse) -> None:
     if m.node_endpoints:
         tb = bytearray()
         x_node_endpoints = m.node_endpoints
-        write_compact_array_len(tb, len(x_node_endpoints))
+        n = len(x_node_endpoints) + 1
+        if n < 0x80:
+            tb.append(n)
+        else:
+            write_uvarint(tb, n)
         for e_node_endpoints in x_node_endpoints:
             _e_ProduceResponse_NodeEndpoint_0(tb, e_node_endpoints)
         tags.append((0, tb))

@@ -16,11 +16,10 @@ from odradek.wire.primitives import (
     read_compact_string,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -245,7 +244,11 @@ def _d_ReadShareGroupStateRequest_ReadStateData_0(
 ) -> tuple[ReadShareGroupStateRequest.ReadStateData, int]:
     o = ReadShareGroupStateRequest.ReadStateData.__new__(ReadShareGroupStateRequest.ReadStateData)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -266,8 +269,17 @@ def _d_ReadShareGroupStateRequest_0(
     mv: memoryview, pos: int
 ) -> tuple[ReadShareGroupStateRequest, int]:
     o = ReadShareGroupStateRequest.__new__(ReadShareGroupStateRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -299,7 +311,11 @@ def _e_ReadShareGroupStateRequest_ReadStateData_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_ReadShareGroupStateRequest_PartitionData_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -309,9 +325,19 @@ def _e_ReadShareGroupStateRequest_ReadStateData_0(
 
 
 def _e_ReadShareGroupStateRequest_0(b: bytearray, m: ReadShareGroupStateRequest) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_ReadShareGroupStateRequest_ReadStateData_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -348,10 +374,19 @@ def _d_ReadShareGroupStateResponse_PartitionResult_0(
     )
     o.partition, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.state_epoch, o.start_offset = _S_iq.unpack_from(mv, pos)
     pos += 12
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array StateBatches at byte {pos}")
     else:
@@ -375,7 +410,11 @@ def _d_ReadShareGroupStateResponse_ReadStateResult_0(
         ReadShareGroupStateResponse.ReadStateResult
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -396,7 +435,11 @@ def _d_ReadShareGroupStateResponse_0(
     mv: memoryview, pos: int
 ) -> tuple[ReadShareGroupStateResponse, int]:
     o = ReadShareGroupStateResponse.__new__(ReadShareGroupStateResponse)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -430,7 +473,11 @@ def _e_ReadShareGroupStateResponse_PartitionResult_0(
     write_compact_nullable_string(b, m.error_message)
     b += _S_iq.pack(m.state_epoch, m.start_offset)
     x_state_batches = m.state_batches
-    write_compact_array_len(b, len(x_state_batches))
+    n = len(x_state_batches) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_state_batches in x_state_batches:
         _e_ReadShareGroupStateResponse_StateBatch_0(b, e_state_batches)
     if m.unknown_tagged_fields is None:
@@ -444,7 +491,11 @@ def _e_ReadShareGroupStateResponse_ReadStateResult_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_ReadShareGroupStateResponse_PartitionResult_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -455,7 +506,11 @@ def _e_ReadShareGroupStateResponse_ReadStateResult_0(
 
 def _e_ReadShareGroupStateResponse_0(b: bytearray, m: ReadShareGroupStateResponse) -> None:
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_ReadShareGroupStateResponse_ReadStateResult_0(b, e_results)
     if m.unknown_tagged_fields is None:

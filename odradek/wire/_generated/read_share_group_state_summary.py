@@ -16,11 +16,10 @@ from odradek.wire.primitives import (
     read_compact_string,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -232,7 +231,11 @@ def _d_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_0(
         ReadShareGroupStateSummaryRequest.ReadStateSummaryData
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -253,8 +256,17 @@ def _d_ReadShareGroupStateSummaryRequest_0(
     mv: memoryview, pos: int
 ) -> tuple[ReadShareGroupStateSummaryRequest, int]:
     o = ReadShareGroupStateSummaryRequest.__new__(ReadShareGroupStateSummaryRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -286,7 +298,11 @@ def _e_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_ReadShareGroupStateSummaryRequest_PartitionData_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -298,9 +314,19 @@ def _e_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_0(
 def _e_ReadShareGroupStateSummaryRequest_0(
     b: bytearray, m: ReadShareGroupStateSummaryRequest
 ) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -323,7 +349,12 @@ def _d_ReadShareGroupStateSummaryResponse_PartitionResult_0(
     )
     o.partition, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.state_epoch, o.start_offset = _S_iq.unpack_from(mv, pos)
     pos += 12
     if mv[pos] == 0:
@@ -341,7 +372,11 @@ def _d_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_0(
         ReadShareGroupStateSummaryResponse.ReadStateSummaryResult
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -362,7 +397,11 @@ def _d_ReadShareGroupStateSummaryResponse_0(
     mv: memoryview, pos: int
 ) -> tuple[ReadShareGroupStateSummaryResponse, int]:
     o = ReadShareGroupStateSummaryResponse.__new__(ReadShareGroupStateSummaryResponse)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -396,7 +435,11 @@ def _e_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_ReadShareGroupStateSummaryResponse_PartitionResult_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -409,7 +452,11 @@ def _e_ReadShareGroupStateSummaryResponse_0(
     b: bytearray, m: ReadShareGroupStateSummaryResponse
 ) -> None:
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_0(b, e_results)
     if m.unknown_tagged_fields is None:

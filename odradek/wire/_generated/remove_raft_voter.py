@@ -106,7 +106,12 @@ class RemoveRaftVoterResponse(Struct):
 
 def _d_RemoveRaftVoterRequest_0(mv: memoryview, pos: int) -> tuple[RemoveRaftVoterRequest, int]:
     o = RemoveRaftVoterRequest.__new__(RemoveRaftVoterRequest)
-    o.cluster_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_nullable_string(mv, pos)
     o.voter_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     o.voter_directory_id, pos = read_uuid(mv, pos)
@@ -138,7 +143,12 @@ def _d_RemoveRaftVoterResponse_0(mv: memoryview, pos: int) -> tuple[RemoveRaftVo
     o = RemoveRaftVoterResponse.__new__(RemoveRaftVoterResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1

@@ -200,7 +200,12 @@ def _d_SaslAuthenticateResponse_2(mv: memoryview, pos: int) -> tuple[SaslAuthent
     o = SaslAuthenticateResponse.__new__(SaslAuthenticateResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.auth_bytes, pos = read_compact_bytes(mv, pos)
     o.session_lifetime_ms = _S_q.unpack_from(mv, pos)[0]
     pos += 8

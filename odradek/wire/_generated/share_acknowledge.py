@@ -11,17 +11,16 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -297,11 +296,19 @@ def _d_ShareAcknowledgeRequest_AcknowledgementBatch_0(
     )
     o.first_offset, o.last_offset = _S_qq.unpack_from(mv, pos)
     pos += 16
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array AcknowledgeTypes at byte {pos}")
     else:
-        o.acknowledge_types, pos = read_fixed_array(mv, pos, n, "b", 1)
+        end = pos + 1 * n
+        if end > len(mv):
+            raise ProtocolError(f"array AcknowledgeTypes at byte {pos} runs past the end")
+        o.acknowledge_types = list(fixed_array_struct("b", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -318,7 +325,11 @@ def _d_ShareAcknowledgeRequest_AcknowledgePartition_0(
     )
     o.partition_index = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array AcknowledgementBatches at byte {pos}")
     else:
@@ -342,7 +353,11 @@ def _d_ShareAcknowledgeRequest_AcknowledgeTopic_0(
 ) -> tuple[ShareAcknowledgeRequest.AcknowledgeTopic, int]:
     o = ShareAcknowledgeRequest.AcknowledgeTopic.__new__(ShareAcknowledgeRequest.AcknowledgeTopic)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -361,11 +376,25 @@ def _d_ShareAcknowledgeRequest_AcknowledgeTopic_0(
 
 def _d_ShareAcknowledgeRequest_0(mv: memoryview, pos: int) -> tuple[ShareAcknowledgeRequest, int]:
     o = ShareAcknowledgeRequest.__new__(ShareAcknowledgeRequest)
-    o.group_id, pos = read_compact_nullable_string(mv, pos)
-    o.member_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_nullable_string(mv, pos)
     o.share_session_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -387,7 +416,11 @@ def _e_ShareAcknowledgeRequest_AcknowledgementBatch_0(
 ) -> None:
     b += _S_qq.pack(m.first_offset, m.last_offset)
     x_acknowledge_types = m.acknowledge_types
-    write_compact_array_len(b, len(x_acknowledge_types))
+    n = len(x_acknowledge_types) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_acknowledge_types)}b", *x_acknowledge_types)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -400,7 +433,11 @@ def _e_ShareAcknowledgeRequest_AcknowledgePartition_0(
 ) -> None:
     b += _S_i.pack(m.partition_index)
     x_acknowledgement_batches = m.acknowledgement_batches
-    write_compact_array_len(b, len(x_acknowledgement_batches))
+    n = len(x_acknowledgement_batches) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_acknowledgement_batches in x_acknowledgement_batches:
         _e_ShareAcknowledgeRequest_AcknowledgementBatch_0(b, e_acknowledgement_batches)
     if m.unknown_tagged_fields is None:
@@ -414,7 +451,11 @@ def _e_ShareAcknowledgeRequest_AcknowledgeTopic_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_ShareAcknowledgeRequest_AcknowledgePartition_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -428,7 +469,11 @@ def _e_ShareAcknowledgeRequest_0(b: bytearray, m: ShareAcknowledgeRequest) -> No
     write_compact_nullable_string(b, m.member_id)
     b += _S_i.pack(m.share_session_epoch)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_ShareAcknowledgeRequest_AcknowledgeTopic_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -463,7 +508,12 @@ def _d_ShareAcknowledgeResponse_PartitionData_0(
     o = ShareAcknowledgeResponse.PartitionData.__new__(ShareAcknowledgeResponse.PartitionData)
     o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.current_leader, pos = _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_0(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -480,7 +530,11 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(
         ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -503,10 +557,20 @@ def _d_ShareAcknowledgeResponse_NodeEndpoint_0(
     o = ShareAcknowledgeResponse.NodeEndpoint.__new__(ShareAcknowledgeResponse.NodeEndpoint)
     o.node_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.rack, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -519,8 +583,17 @@ def _d_ShareAcknowledgeResponse_0(mv: memoryview, pos: int) -> tuple[ShareAcknow
     o = ShareAcknowledgeResponse.__new__(ShareAcknowledgeResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Responses at byte {pos}")
     else:
@@ -529,7 +602,11 @@ def _d_ShareAcknowledgeResponse_0(mv: memoryview, pos: int) -> tuple[ShareAcknow
             e_responses, pos = _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(mv, pos)
             lst_responses.append(e_responses)
         o.responses = lst_responses
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array NodeEndpoints at byte {pos}")
     else:
@@ -573,7 +650,11 @@ def _e_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_ShareAcknowledgeResponse_PartitionData_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -586,7 +667,13 @@ def _e_ShareAcknowledgeResponse_NodeEndpoint_0(
     b: bytearray, m: ShareAcknowledgeResponse.NodeEndpoint
 ) -> None:
     b += _S_i.pack(m.node_id)
-    write_compact_string(b, m.host)
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_i.pack(m.port)
     write_compact_nullable_string(b, m.rack)
     if m.unknown_tagged_fields is None:
@@ -599,11 +686,19 @@ def _e_ShareAcknowledgeResponse_0(b: bytearray, m: ShareAcknowledgeResponse) -> 
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(b, m.error_message)
     x_responses = m.responses
-    write_compact_array_len(b, len(x_responses))
+    n = len(x_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_responses in x_responses:
         _e_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(b, e_responses)
     x_node_endpoints = m.node_endpoints
-    write_compact_array_len(b, len(x_node_endpoints))
+    n = len(x_node_endpoints) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_node_endpoints in x_node_endpoints:
         _e_ShareAcknowledgeResponse_NodeEndpoint_0(b, e_node_endpoints)
     if m.unknown_tagged_fields is None:

@@ -11,16 +11,14 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
-    read_fixed_array,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
     write_uvarint,
@@ -364,11 +362,19 @@ def _d_ShareFetchRequest_AcknowledgementBatch_0(
     o = ShareFetchRequest.AcknowledgementBatch.__new__(ShareFetchRequest.AcknowledgementBatch)
     o.first_offset, o.last_offset = _S_qq.unpack_from(mv, pos)
     pos += 16
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array AcknowledgeTypes at byte {pos}")
     else:
-        o.acknowledge_types, pos = read_fixed_array(mv, pos, n, "b", 1)
+        end = pos + 1 * n
+        if end > len(mv):
+            raise ProtocolError(f"array AcknowledgeTypes at byte {pos} runs past the end")
+        o.acknowledge_types = list(fixed_array_struct("b", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -383,7 +389,11 @@ def _d_ShareFetchRequest_FetchPartition_0(
     o = ShareFetchRequest.FetchPartition.__new__(ShareFetchRequest.FetchPartition)
     o.partition_index, o.partition_max_bytes = _S_ii.unpack_from(mv, pos)
     pos += 8
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array AcknowledgementBatches at byte {pos}")
     else:
@@ -405,7 +415,11 @@ def _d_ShareFetchRequest_FetchTopic_0(
 ) -> tuple[ShareFetchRequest.FetchTopic, int]:
     o = ShareFetchRequest.FetchTopic.__new__(ShareFetchRequest.FetchTopic)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -427,11 +441,19 @@ def _d_ShareFetchRequest_ForgottenTopic_0(
 ) -> tuple[ShareFetchRequest.ForgottenTopic, int]:
     o = ShareFetchRequest.ForgottenTopic.__new__(ShareFetchRequest.ForgottenTopic)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -442,11 +464,25 @@ def _d_ShareFetchRequest_ForgottenTopic_0(
 
 def _d_ShareFetchRequest_0(mv: memoryview, pos: int) -> tuple[ShareFetchRequest, int]:
     o = ShareFetchRequest.__new__(ShareFetchRequest)
-    o.group_id, pos = read_compact_nullable_string(mv, pos)
-    o.member_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_nullable_string(mv, pos)
     o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes = _S_iiii.unpack_from(mv, pos)
     pos += 16
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -455,7 +491,11 @@ def _d_ShareFetchRequest_0(mv: memoryview, pos: int) -> tuple[ShareFetchRequest,
             e_topics, pos = _d_ShareFetchRequest_FetchTopic_0(mv, pos)
             lst_topics.append(e_topics)
         o.topics = lst_topics
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array ForgottenTopicsData at byte {pos}")
     else:
@@ -477,7 +517,11 @@ def _e_ShareFetchRequest_AcknowledgementBatch_0(
 ) -> None:
     b += _S_qq.pack(m.first_offset, m.last_offset)
     x_acknowledge_types = m.acknowledge_types
-    write_compact_array_len(b, len(x_acknowledge_types))
+    n = len(x_acknowledge_types) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_acknowledge_types)}b", *x_acknowledge_types)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -490,7 +534,11 @@ def _e_ShareFetchRequest_FetchPartition_0(
 ) -> None:
     b += _S_ii.pack(m.partition_index, m.partition_max_bytes)
     x_acknowledgement_batches = m.acknowledgement_batches
-    write_compact_array_len(b, len(x_acknowledgement_batches))
+    n = len(x_acknowledgement_batches) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_acknowledgement_batches in x_acknowledgement_batches:
         _e_ShareFetchRequest_AcknowledgementBatch_0(b, e_acknowledgement_batches)
     if m.unknown_tagged_fields is None:
@@ -502,7 +550,11 @@ def _e_ShareFetchRequest_FetchPartition_0(
 def _e_ShareFetchRequest_FetchTopic_0(b: bytearray, m: ShareFetchRequest.FetchTopic) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_ShareFetchRequest_FetchPartition_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -516,7 +568,11 @@ def _e_ShareFetchRequest_ForgottenTopic_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partitions)}i", *x_partitions)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -529,11 +585,19 @@ def _e_ShareFetchRequest_0(b: bytearray, m: ShareFetchRequest) -> None:
     write_compact_nullable_string(b, m.member_id)
     b += _S_iiii.pack(m.share_session_epoch, m.max_wait_ms, m.min_bytes, m.max_bytes)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_ShareFetchRequest_FetchTopic_0(b, e_topics)
     x_forgotten_topics_data = m.forgotten_topics_data
-    write_compact_array_len(b, len(x_forgotten_topics_data))
+    n = len(x_forgotten_topics_data) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_forgotten_topics_data in x_forgotten_topics_data:
         _e_ShareFetchRequest_ForgottenTopic_0(b, e_forgotten_topics_data)
     if m.unknown_tagged_fields is None:
@@ -582,13 +646,27 @@ def _d_ShareFetchResponse_PartitionData_0(
     o = ShareFetchResponse.PartitionData.__new__(ShareFetchResponse.PartitionData)
     o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.acknowledge_error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.acknowledge_error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.acknowledge_error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.acknowledge_error_message, pos = read_compact_nullable_string(mv, pos)
     o.current_leader, pos = _d_ShareFetchResponse_LeaderIdAndEpoch_0(mv, pos)
     o.records, pos = read_compact_records(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array AcquiredRecords at byte {pos}")
     else:
@@ -612,7 +690,11 @@ def _d_ShareFetchResponse_ShareFetchableTopicResponse_0(
         ShareFetchResponse.ShareFetchableTopicResponse
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -635,10 +717,20 @@ def _d_ShareFetchResponse_NodeEndpoint_0(
     o = ShareFetchResponse.NodeEndpoint.__new__(ShareFetchResponse.NodeEndpoint)
     o.node_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.rack, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -651,8 +743,17 @@ def _d_ShareFetchResponse_0(mv: memoryview, pos: int) -> tuple[ShareFetchRespons
     o = ShareFetchResponse.__new__(ShareFetchResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Responses at byte {pos}")
     else:
@@ -661,7 +762,11 @@ def _d_ShareFetchResponse_0(mv: memoryview, pos: int) -> tuple[ShareFetchRespons
             e_responses, pos = _d_ShareFetchResponse_ShareFetchableTopicResponse_0(mv, pos)
             lst_responses.append(e_responses)
         o.responses = lst_responses
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array NodeEndpoints at byte {pos}")
     else:
@@ -715,7 +820,11 @@ def _e_ShareFetchResponse_PartitionData_0(
         parts.append(x_records)
         b = bytearray()
     x_acquired_records = m.acquired_records
-    write_compact_array_len(b, len(x_acquired_records))
+    n = len(x_acquired_records) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_acquired_records in x_acquired_records:
         _e_ShareFetchResponse_AcquiredRecords_0(b, e_acquired_records)
     if m.unknown_tagged_fields is None:
@@ -730,7 +839,11 @@ def _e_ShareFetchResponse_ShareFetchableTopicResponse_0(
 ) -> bytearray:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         b = _e_ShareFetchResponse_PartitionData_0(b, parts, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -742,7 +855,13 @@ def _e_ShareFetchResponse_ShareFetchableTopicResponse_0(
 
 def _e_ShareFetchResponse_NodeEndpoint_0(b: bytearray, m: ShareFetchResponse.NodeEndpoint) -> None:
     b += _S_i.pack(m.node_id)
-    write_compact_string(b, m.host)
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_i.pack(m.port)
     write_compact_nullable_string(b, m.rack)
     if m.unknown_tagged_fields is None:
@@ -755,11 +874,19 @@ def _e_ShareFetchResponse_0(b: bytearray, parts: list[Buffer], m: ShareFetchResp
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(b, m.error_message)
     x_responses = m.responses
-    write_compact_array_len(b, len(x_responses))
+    n = len(x_responses) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_responses in x_responses:
         b = _e_ShareFetchResponse_ShareFetchableTopicResponse_0(b, parts, e_responses)
     x_node_endpoints = m.node_endpoints
-    write_compact_array_len(b, len(x_node_endpoints))
+    n = len(x_node_endpoints) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_node_endpoints in x_node_endpoints:
         _e_ShareFetchResponse_NodeEndpoint_0(b, e_node_endpoints)
     if m.unknown_tagged_fields is None:

@@ -11,10 +11,10 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_tagged_fields,
     read_uuid,
     write_compact_array_len,
@@ -22,6 +22,7 @@ from odradek.wire.primitives import (
     write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -183,12 +184,31 @@ def _d_ShareGroupHeartbeatRequest_0(
     mv: memoryview, pos: int
 ) -> tuple[ShareGroupHeartbeatRequest, int]:
     o = ShareGroupHeartbeatRequest.__new__(ShareGroupHeartbeatRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
-    o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
     o.member_epoch = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.rack_id, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         o.subscribed_topic_names = None
     else:
@@ -206,15 +226,31 @@ def _d_ShareGroupHeartbeatRequest_0(
 
 
 def _e_ShareGroupHeartbeatRequest_0(b: bytearray, m: ShareGroupHeartbeatRequest) -> None:
-    write_compact_string(b, m.group_id)
-    write_compact_string(b, m.member_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     b += _S_i.pack(m.member_epoch)
     write_compact_nullable_string(b, m.rack_id)
     x_subscribed_topic_names = m.subscribed_topic_names
     if x_subscribed_topic_names is None:
         write_compact_array_len(b, -1)
     else:
-        write_compact_array_len(b, len(x_subscribed_topic_names))
+        n = len(x_subscribed_topic_names) + 1
+        if n < 0x80:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
         for e_subscribed_topic_names in x_subscribed_topic_names:
             write_compact_string(b, e_subscribed_topic_names)
     if m.unknown_tagged_fields is None:
@@ -236,11 +272,19 @@ def _d_ShareGroupHeartbeatResponse_TopicPartitions_0(
         ShareGroupHeartbeatResponse.TopicPartitions
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
-        o.partitions, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Partitions at byte {pos} runs past the end")
+        o.partitions = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -253,7 +297,11 @@ def _d_ShareGroupHeartbeatResponse_Assignment_0(
     mv: memoryview, pos: int
 ) -> tuple[ShareGroupHeartbeatResponse.Assignment, int]:
     o = ShareGroupHeartbeatResponse.Assignment.__new__(ShareGroupHeartbeatResponse.Assignment)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicPartitions at byte {pos}")
     else:
@@ -276,8 +324,18 @@ def _d_ShareGroupHeartbeatResponse_0(
     o = ShareGroupHeartbeatResponse.__new__(ShareGroupHeartbeatResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    o.member_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_nullable_string(mv, pos)
     o.member_epoch, o.heartbeat_interval_ms = _S_ii.unpack_from(mv, pos)
     pos += 8
     if _I8u(mv, pos)[0] < 0:
@@ -298,7 +356,11 @@ def _e_ShareGroupHeartbeatResponse_TopicPartitions_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partitions)}i", *x_partitions)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -310,7 +372,11 @@ def _e_ShareGroupHeartbeatResponse_Assignment_0(
     b: bytearray, m: ShareGroupHeartbeatResponse.Assignment
 ) -> None:
     x_topic_partitions = m.topic_partitions
-    write_compact_array_len(b, len(x_topic_partitions))
+    n = len(x_topic_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_partitions in x_topic_partitions:
         _e_ShareGroupHeartbeatResponse_TopicPartitions_0(b, e_topic_partitions)
     if m.unknown_tagged_fields is None:

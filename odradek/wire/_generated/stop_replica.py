@@ -9,17 +9,16 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_compact_array_len,
     read_compact_string,
-    read_fixed_array,
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
-    write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -287,7 +286,11 @@ def _d_StopReplicaRequest_StopReplicaTopicV1_0(
     if n < 0:
         raise ProtocolError(f"null array PartitionIndexes at byte {pos}")
     else:
-        o.partition_indexes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array PartitionIndexes at byte {pos} runs past the end")
+        o.partition_indexes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -341,12 +344,25 @@ def _d_StopReplicaRequest_StopReplicaTopicV1_1(
     mv: memoryview, pos: int
 ) -> tuple[StopReplicaRequest.StopReplicaTopicV1, int]:
     o = StopReplicaRequest.StopReplicaTopicV1.__new__(StopReplicaRequest.StopReplicaTopicV1)
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionIndexes at byte {pos}")
     else:
-        o.partition_indexes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array PartitionIndexes at byte {pos} runs past the end")
+        o.partition_indexes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -361,7 +377,11 @@ def _d_StopReplicaRequest_2(mv: memoryview, pos: int) -> tuple[StopReplicaReques
         mv, pos
     )
     pos += 17
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -384,9 +404,19 @@ def _d_StopReplicaRequest_2(mv: memoryview, pos: int) -> tuple[StopReplicaReques
 def _e_StopReplicaRequest_StopReplicaTopicV1_1(
     b: bytearray, m: StopReplicaRequest.StopReplicaTopicV1
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partition_indexes = m.partition_indexes
-    write_compact_array_len(b, len(x_partition_indexes))
+    n = len(x_partition_indexes) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partition_indexes)}i", *x_partition_indexes)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -397,7 +427,11 @@ def _e_StopReplicaRequest_StopReplicaTopicV1_1(
 def _e_StopReplicaRequest_2(b: bytearray, m: StopReplicaRequest) -> None:
     b += _S_iiqo.pack(m.controller_id, m.controller_epoch, m.broker_epoch, m.delete_partitions)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_StopReplicaRequest_StopReplicaTopicV1_1(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -432,8 +466,17 @@ def _d_StopReplicaRequest_StopReplicaTopicState_0(
     mv: memoryview, pos: int
 ) -> tuple[StopReplicaRequest.StopReplicaTopicState, int]:
     o = StopReplicaRequest.StopReplicaTopicState.__new__(StopReplicaRequest.StopReplicaTopicState)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionStates at byte {pos}")
     else:
@@ -454,7 +497,11 @@ def _d_StopReplicaRequest_3(mv: memoryview, pos: int) -> tuple[StopReplicaReques
     o = StopReplicaRequest.__new__(StopReplicaRequest)
     o.controller_id, o.controller_epoch, o.broker_epoch = _S_iiq.unpack_from(mv, pos)
     pos += 16
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicStates at byte {pos}")
     else:
@@ -488,9 +535,19 @@ def _e_StopReplicaRequest_StopReplicaPartitionState_0(
 def _e_StopReplicaRequest_StopReplicaTopicState_0(
     b: bytearray, m: StopReplicaRequest.StopReplicaTopicState
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partition_states = m.partition_states
-    write_compact_array_len(b, len(x_partition_states))
+    n = len(x_partition_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partition_states in x_partition_states:
         _e_StopReplicaRequest_StopReplicaPartitionState_0(b, e_partition_states)
     if m.unknown_tagged_fields is None:
@@ -502,7 +559,11 @@ def _e_StopReplicaRequest_StopReplicaTopicState_0(
 def _e_StopReplicaRequest_3(b: bytearray, m: StopReplicaRequest) -> None:
     b += _S_iiq.pack(m.controller_id, m.controller_epoch, m.broker_epoch)
     x_topic_states = m.topic_states
-    write_compact_array_len(b, len(x_topic_states))
+    n = len(x_topic_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_states in x_topic_states:
         _e_StopReplicaRequest_StopReplicaTopicState_0(b, e_topic_states)
     if m.unknown_tagged_fields is None:
@@ -523,7 +584,11 @@ def _d_StopReplicaRequest_4(mv: memoryview, pos: int) -> tuple[StopReplicaReques
         _S_ioiq.unpack_from(mv, pos)
     )
     pos += 17
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicStates at byte {pos}")
     else:
@@ -546,7 +611,11 @@ def _d_StopReplicaRequest_4(mv: memoryview, pos: int) -> tuple[StopReplicaReques
 def _e_StopReplicaRequest_4(b: bytearray, m: StopReplicaRequest) -> None:
     b += _S_ioiq.pack(m.controller_id, m.is_k_raft_controller, m.controller_epoch, m.broker_epoch)
     x_topic_states = m.topic_states
-    write_compact_array_len(b, len(x_topic_states))
+    n = len(x_topic_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_states in x_topic_states:
         _e_StopReplicaRequest_StopReplicaTopicState_0(b, e_topic_states)
     if m.unknown_tagged_fields is None:
@@ -618,7 +687,12 @@ def _d_StopReplicaResponse_StopReplicaPartitionError_1(
     o = StopReplicaResponse.StopReplicaPartitionError.__new__(
         StopReplicaResponse.StopReplicaPartitionError
     )
-    o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
     o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
     if mv[pos] == 0:
@@ -633,7 +707,11 @@ def _d_StopReplicaResponse_1(mv: memoryview, pos: int) -> tuple[StopReplicaRespo
     o = StopReplicaResponse.__new__(StopReplicaResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionErrors at byte {pos}")
     else:
@@ -653,7 +731,13 @@ def _d_StopReplicaResponse_1(mv: memoryview, pos: int) -> tuple[StopReplicaRespo
 def _e_StopReplicaResponse_StopReplicaPartitionError_1(
     b: bytearray, m: StopReplicaResponse.StopReplicaPartitionError
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     b += _S_ih.pack(m.partition_index, m.error_code)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -664,7 +748,11 @@ def _e_StopReplicaResponse_StopReplicaPartitionError_1(
 def _e_StopReplicaResponse_1(b: bytearray, m: StopReplicaResponse) -> None:
     b += _S_h.pack(m.error_code)
     x_partition_errors = m.partition_errors
-    write_compact_array_len(b, len(x_partition_errors))
+    n = len(x_partition_errors) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partition_errors in x_partition_errors:
         _e_StopReplicaResponse_StopReplicaPartitionError_1(b, e_partition_errors)
     if m.unknown_tagged_fields is None:

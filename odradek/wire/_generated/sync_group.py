@@ -20,13 +20,12 @@ from odradek.wire.primitives import (
     read_tagged_fields,
     write_array_len,
     write_bytes,
-    write_compact_array_len,
     write_compact_bytes,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -259,7 +258,12 @@ def _d_SyncGroupRequest_SyncGroupRequestAssignment_1(
     o = SyncGroupRequest.SyncGroupRequestAssignment.__new__(
         SyncGroupRequest.SyncGroupRequestAssignment
     )
-    o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
     o.assignment, pos = read_compact_bytes(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -271,12 +275,31 @@ def _d_SyncGroupRequest_SyncGroupRequestAssignment_1(
 
 def _d_SyncGroupRequest_2(mv: memoryview, pos: int) -> tuple[SyncGroupRequest, int]:
     o = SyncGroupRequest.__new__(SyncGroupRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
     o.generation_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.member_id, pos = read_compact_string(mv, pos)
-    o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Assignments at byte {pos}")
     else:
@@ -298,7 +321,13 @@ def _d_SyncGroupRequest_2(mv: memoryview, pos: int) -> tuple[SyncGroupRequest, i
 def _e_SyncGroupRequest_SyncGroupRequestAssignment_1(
     b: bytearray, m: SyncGroupRequest.SyncGroupRequestAssignment
 ) -> None:
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_bytes(b, m.assignment)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -307,12 +336,28 @@ def _e_SyncGroupRequest_SyncGroupRequestAssignment_1(
 
 
 def _e_SyncGroupRequest_2(b: bytearray, m: SyncGroupRequest) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     b += _S_i.pack(m.generation_id)
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_nullable_string(b, m.group_instance_id)
     x_assignments = m.assignments
-    write_compact_array_len(b, len(x_assignments))
+    n = len(x_assignments) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_assignments in x_assignments:
         _e_SyncGroupRequest_SyncGroupRequestAssignment_1(b, e_assignments)
     if m.unknown_tagged_fields is None:
@@ -329,14 +374,43 @@ def _top_SyncGroupRequest_2(m: SyncGroupRequest) -> list[Buffer]:
 
 def _d_SyncGroupRequest_3(mv: memoryview, pos: int) -> tuple[SyncGroupRequest, int]:
     o = SyncGroupRequest.__new__(SyncGroupRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
     o.generation_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.member_id, pos = read_compact_string(mv, pos)
-    o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
-    o.protocol_type, pos = read_compact_nullable_string(mv, pos)
-    o.protocol_name, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_type, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_name, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Assignments at byte {pos}")
     else:
@@ -354,14 +428,30 @@ def _d_SyncGroupRequest_3(mv: memoryview, pos: int) -> tuple[SyncGroupRequest, i
 
 
 def _e_SyncGroupRequest_3(b: bytearray, m: SyncGroupRequest) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     b += _S_i.pack(m.generation_id)
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_nullable_string(b, m.group_instance_id)
     write_compact_nullable_string(b, m.protocol_type)
     write_compact_nullable_string(b, m.protocol_name)
     x_assignments = m.assignments
-    write_compact_array_len(b, len(x_assignments))
+    n = len(x_assignments) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_assignments in x_assignments:
         _e_SyncGroupRequest_SyncGroupRequestAssignment_1(b, e_assignments)
     if m.unknown_tagged_fields is None:
@@ -455,8 +545,18 @@ def _d_SyncGroupResponse_3(mv: memoryview, pos: int) -> tuple[SyncGroupResponse,
     o = SyncGroupResponse.__new__(SyncGroupResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.protocol_type, pos = read_compact_nullable_string(mv, pos)
-    o.protocol_name, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_type = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_type, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.protocol_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.protocol_name, pos = read_compact_nullable_string(mv, pos)
     o.assignment, pos = read_compact_bytes(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None

@@ -17,12 +17,11 @@ from odradek.wire.primitives import (
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -404,7 +403,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2(
     )
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
     pos += 16
-    o.committed_metadata, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.committed_metadata = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.committed_metadata, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -419,8 +423,17 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(
     o = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.__new__(
         TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -439,13 +452,37 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(
 
 def _d_TxnOffsetCommitRequest_2(mv: memoryview, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
     o = TxnOffsetCommitRequest.__new__(TxnOffsetCommitRequest)
-    o.transactional_id, pos = read_compact_string(mv, pos)
-    o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.transactional_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.transactional_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
     o.producer_id, o.producer_epoch, o.generation_id = _S_qhi.unpack_from(mv, pos)
     pos += 14
-    o.member_id, pos = read_compact_string(mv, pos)
-    o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.member_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.member_id, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_instance_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_instance_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -476,9 +513,19 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2(
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(
     b: bytearray, m: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -488,13 +535,35 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(
 
 
 def _e_TxnOffsetCommitRequest_2(b: bytearray, m: TxnOffsetCommitRequest) -> None:
-    write_compact_string(b, m.transactional_id)
-    write_compact_string(b, m.group_id)
+    e_transactional_id = m.transactional_id.encode()
+    n = len(e_transactional_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_transactional_id
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     b += _S_qhi.pack(m.producer_id, m.producer_epoch, m.generation_id)
-    write_compact_string(b, m.member_id)
+    e_member_id = m.member_id.encode()
+    n = len(e_member_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_member_id
     write_compact_nullable_string(b, m.group_instance_id)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -612,8 +681,17 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(
     o = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.__new__(
         TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -636,7 +714,11 @@ def _d_TxnOffsetCommitResponse_1(mv: memoryview, pos: int) -> tuple[TxnOffsetCom
     o = TxnOffsetCommitResponse.__new__(TxnOffsetCommitResponse)
     o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -666,9 +748,19 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1(
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(
     b: bytearray, m: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -680,7 +772,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(
 def _e_TxnOffsetCommitResponse_1(b: bytearray, m: TxnOffsetCommitResponse) -> None:
     b += _S_i.pack(m.throttle_time_ms)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(b, e_topics)
     if m.unknown_tagged_fields is None:

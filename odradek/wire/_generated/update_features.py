@@ -13,10 +13,9 @@ from odradek.wire.primitives import (
     read_compact_nullable_string,
     read_compact_string,
     read_tagged_fields,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -167,7 +166,12 @@ def _d_UpdateFeaturesRequest_FeatureUpdateKey_0(
     mv: memoryview, pos: int
 ) -> tuple[UpdateFeaturesRequest.FeatureUpdateKey, int]:
     o = UpdateFeaturesRequest.FeatureUpdateKey.__new__(UpdateFeaturesRequest.FeatureUpdateKey)
-    o.feature, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.feature = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.feature, pos = read_compact_string(mv, pos)
     o.max_version_level, o.allow_downgrade = _S_ho.unpack_from(mv, pos)
     pos += 3
     o.upgrade_type = 1
@@ -183,7 +187,11 @@ def _d_UpdateFeaturesRequest_0(mv: memoryview, pos: int) -> tuple[UpdateFeatures
     o = UpdateFeaturesRequest.__new__(UpdateFeaturesRequest)
     o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array FeatureUpdates at byte {pos}")
     else:
@@ -204,7 +212,13 @@ def _d_UpdateFeaturesRequest_0(mv: memoryview, pos: int) -> tuple[UpdateFeatures
 def _e_UpdateFeaturesRequest_FeatureUpdateKey_0(
     b: bytearray, m: UpdateFeaturesRequest.FeatureUpdateKey
 ) -> None:
-    write_compact_string(b, m.feature)
+    e_feature = m.feature.encode()
+    n = len(e_feature) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_feature
     b += _S_ho.pack(m.max_version_level, m.allow_downgrade)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -215,7 +229,11 @@ def _e_UpdateFeaturesRequest_FeatureUpdateKey_0(
 def _e_UpdateFeaturesRequest_0(b: bytearray, m: UpdateFeaturesRequest) -> None:
     b += _S_i.pack(m.timeout_ms)
     x_feature_updates = m.feature_updates
-    write_compact_array_len(b, len(x_feature_updates))
+    n = len(x_feature_updates) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_feature_updates in x_feature_updates:
         _e_UpdateFeaturesRequest_FeatureUpdateKey_0(b, e_feature_updates)
     if m.unknown_tagged_fields is None:
@@ -234,7 +252,12 @@ def _d_UpdateFeaturesRequest_FeatureUpdateKey_1(
     mv: memoryview, pos: int
 ) -> tuple[UpdateFeaturesRequest.FeatureUpdateKey, int]:
     o = UpdateFeaturesRequest.FeatureUpdateKey.__new__(UpdateFeaturesRequest.FeatureUpdateKey)
-    o.feature, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.feature = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.feature, pos = read_compact_string(mv, pos)
     o.max_version_level, o.upgrade_type = _S_hb.unpack_from(mv, pos)
     pos += 3
     o.allow_downgrade = False
@@ -250,7 +273,11 @@ def _d_UpdateFeaturesRequest_1(mv: memoryview, pos: int) -> tuple[UpdateFeatures
     o = UpdateFeaturesRequest.__new__(UpdateFeaturesRequest)
     o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array FeatureUpdates at byte {pos}")
     else:
@@ -272,7 +299,13 @@ def _d_UpdateFeaturesRequest_1(mv: memoryview, pos: int) -> tuple[UpdateFeatures
 def _e_UpdateFeaturesRequest_FeatureUpdateKey_1(
     b: bytearray, m: UpdateFeaturesRequest.FeatureUpdateKey
 ) -> None:
-    write_compact_string(b, m.feature)
+    e_feature = m.feature.encode()
+    n = len(e_feature) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_feature
     b += _S_hb.pack(m.max_version_level, m.upgrade_type)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -283,7 +316,11 @@ def _e_UpdateFeaturesRequest_FeatureUpdateKey_1(
 def _e_UpdateFeaturesRequest_1(b: bytearray, m: UpdateFeaturesRequest) -> None:
     b += _S_i.pack(m.timeout_ms)
     x_feature_updates = m.feature_updates
-    write_compact_array_len(b, len(x_feature_updates))
+    n = len(x_feature_updates) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_feature_updates in x_feature_updates:
         _e_UpdateFeaturesRequest_FeatureUpdateKey_1(b, e_feature_updates)
     b += _S_o.pack(m.validate_only)
@@ -305,10 +342,20 @@ def _d_UpdateFeaturesResponse_UpdatableFeatureResult_0(
     o = UpdateFeaturesResponse.UpdatableFeatureResult.__new__(
         UpdateFeaturesResponse.UpdatableFeatureResult
     )
-    o.feature, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.feature = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.feature, pos = read_compact_string(mv, pos)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -321,8 +368,17 @@ def _d_UpdateFeaturesResponse_0(mv: memoryview, pos: int) -> tuple[UpdateFeature
     o = UpdateFeaturesResponse.__new__(UpdateFeaturesResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -342,7 +398,13 @@ def _d_UpdateFeaturesResponse_0(mv: memoryview, pos: int) -> tuple[UpdateFeature
 def _e_UpdateFeaturesResponse_UpdatableFeatureResult_0(
     b: bytearray, m: UpdateFeaturesResponse.UpdatableFeatureResult
 ) -> None:
-    write_compact_string(b, m.feature)
+    e_feature = m.feature.encode()
+    n = len(e_feature) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_feature
     b += _S_h.pack(m.error_code)
     write_compact_nullable_string(b, m.error_message)
     if m.unknown_tagged_fields is None:
@@ -355,7 +417,11 @@ def _e_UpdateFeaturesResponse_0(b: bytearray, m: UpdateFeaturesResponse) -> None
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     write_compact_nullable_string(b, m.error_message)
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_UpdateFeaturesResponse_UpdatableFeatureResult_0(b, e_results)
     if m.unknown_tagged_fields is None:
@@ -374,7 +440,12 @@ def _d_UpdateFeaturesResponse_1(mv: memoryview, pos: int) -> tuple[UpdateFeature
     o = UpdateFeaturesResponse.__new__(UpdateFeaturesResponse)
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     o.results = []
     if mv[pos] == 0:
         o.unknown_tagged_fields = None

@@ -11,23 +11,22 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_compact_array_len,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_tagged_fields,
     read_uuid,
     write_array_len,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
     write_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -275,14 +274,22 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0(
     if n < 0:
         raise ProtocolError(f"null array Isr at byte {pos}")
     else:
-        o.isr, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Isr at byte {pos} runs past the end")
+        o.isr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.zk_version = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Replicas at byte {pos}")
     else:
-        o.replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Replicas at byte {pos} runs past the end")
+        o.replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.offline_replicas = []
     o.unknown_tagged_fields = None
     return o, pos
@@ -693,19 +700,31 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_1(
     if n < 0:
         raise ProtocolError(f"null array Isr at byte {pos}")
     else:
-        o.isr, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Isr at byte {pos} runs past the end")
+        o.isr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.zk_version = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Replicas at byte {pos}")
     else:
-        o.replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Replicas at byte {pos} runs past the end")
+        o.replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array OfflineReplicas at byte {pos}")
     else:
-        o.offline_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array OfflineReplicas at byte {pos} runs past the end")
+        o.offline_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -789,19 +808,31 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_2(
     if n < 0:
         raise ProtocolError(f"null array Isr at byte {pos}")
     else:
-        o.isr, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Isr at byte {pos} runs past the end")
+        o.isr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.zk_version = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Replicas at byte {pos}")
     else:
-        o.replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Replicas at byte {pos} runs past the end")
+        o.replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     n, pos = read_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array OfflineReplicas at byte {pos}")
     else:
-        o.offline_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array OfflineReplicas at byte {pos} runs past the end")
+        o.offline_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.topic_name = ""
     o.unknown_tagged_fields = None
     return o, pos
@@ -911,23 +942,47 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_3(
     )
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(mv, pos)
     pos += 16
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Isr at byte {pos}")
     else:
-        o.isr, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Isr at byte {pos} runs past the end")
+        o.isr = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.zk_version = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Replicas at byte {pos}")
     else:
-        o.replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
-    n, pos = read_compact_array_len(mv, pos)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array Replicas at byte {pos} runs past the end")
+        o.replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array OfflineReplicas at byte {pos}")
     else:
-        o.offline_replicas, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array OfflineReplicas at byte {pos} runs past the end")
+        o.offline_replicas = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.topic_name = ""
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
@@ -943,8 +998,17 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_1(
     o = UpdateMetadataRequest.UpdateMetadataTopicState.__new__(
         UpdateMetadataRequest.UpdateMetadataTopicState
     )
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionStates at byte {pos}")
     else:
@@ -972,8 +1036,18 @@ def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_2(
     )
     o.port = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.host, pos = read_compact_string(mv, pos)
-    o.listener, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.listener = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.listener, pos = read_compact_string(mv, pos)
     o.security_protocol = _S_h.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -992,7 +1066,11 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_4(
     )
     o.id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Endpoints at byte {pos}")
     else:
@@ -1001,7 +1079,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_4(
             e_endpoints, pos = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_2(mv, pos)
             lst_endpoints.append(e_endpoints)
         o.endpoints = lst_endpoints
-    o.rack, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.rack = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.rack, pos = read_compact_nullable_string(mv, pos)
     o.v0_host = ""
     o.v0_port = 0
     if mv[pos] == 0:
@@ -1016,7 +1099,11 @@ def _d_UpdateMetadataRequest_6(mv: memoryview, pos: int) -> tuple[UpdateMetadata
     o = UpdateMetadataRequest.__new__(UpdateMetadataRequest)
     o.controller_id, o.controller_epoch, o.broker_epoch = _S_iiq.unpack_from(mv, pos)
     pos += 16
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicStates at byte {pos}")
     else:
@@ -1025,7 +1112,11 @@ def _d_UpdateMetadataRequest_6(mv: memoryview, pos: int) -> tuple[UpdateMetadata
             e_topic_states, pos = _d_UpdateMetadataRequest_UpdateMetadataTopicState_1(mv, pos)
             lst_topic_states.append(e_topic_states)
         o.topic_states = lst_topic_states
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array LiveBrokers at byte {pos}")
     else:
@@ -1050,14 +1141,26 @@ def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_3(
 ) -> None:
     b += _S_iiii.pack(m.partition_index, m.controller_epoch, m.leader, m.leader_epoch)
     x_isr = m.isr
-    write_compact_array_len(b, len(x_isr))
+    n = len(x_isr) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_isr)}i", *x_isr)
     b += _S_i.pack(m.zk_version)
     x_replicas = m.replicas
-    write_compact_array_len(b, len(x_replicas))
+    n = len(x_replicas) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_replicas)}i", *x_replicas)
     x_offline_replicas = m.offline_replicas
-    write_compact_array_len(b, len(x_offline_replicas))
+    n = len(x_offline_replicas) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_offline_replicas)}i", *x_offline_replicas)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -1068,9 +1171,19 @@ def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_3(
 def _e_UpdateMetadataRequest_UpdateMetadataTopicState_1(
     b: bytearray, m: UpdateMetadataRequest.UpdateMetadataTopicState
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partition_states = m.partition_states
-    write_compact_array_len(b, len(x_partition_states))
+    n = len(x_partition_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partition_states in x_partition_states:
         _e_UpdateMetadataRequest_UpdateMetadataPartitionState_3(b, e_partition_states)
     if m.unknown_tagged_fields is None:
@@ -1083,8 +1196,20 @@ def _e_UpdateMetadataRequest_UpdateMetadataEndpoint_2(
     b: bytearray, m: UpdateMetadataRequest.UpdateMetadataEndpoint
 ) -> None:
     b += _S_i.pack(m.port)
-    write_compact_string(b, m.host)
-    write_compact_string(b, m.listener)
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
+    e_listener = m.listener.encode()
+    n = len(e_listener) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_listener
     b += _S_h.pack(m.security_protocol)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -1097,7 +1222,11 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_4(
 ) -> None:
     b += _S_i.pack(m.id)
     x_endpoints = m.endpoints
-    write_compact_array_len(b, len(x_endpoints))
+    n = len(x_endpoints) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_endpoints in x_endpoints:
         _e_UpdateMetadataRequest_UpdateMetadataEndpoint_2(b, e_endpoints)
     write_compact_nullable_string(b, m.rack)
@@ -1110,11 +1239,19 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_4(
 def _e_UpdateMetadataRequest_6(b: bytearray, m: UpdateMetadataRequest) -> None:
     b += _S_iiq.pack(m.controller_id, m.controller_epoch, m.broker_epoch)
     x_topic_states = m.topic_states
-    write_compact_array_len(b, len(x_topic_states))
+    n = len(x_topic_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_states in x_topic_states:
         _e_UpdateMetadataRequest_UpdateMetadataTopicState_1(b, e_topic_states)
     x_live_brokers = m.live_brokers
-    write_compact_array_len(b, len(x_live_brokers))
+    n = len(x_live_brokers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_live_brokers in x_live_brokers:
         _e_UpdateMetadataRequest_UpdateMetadataBroker_4(b, e_live_brokers)
     if m.unknown_tagged_fields is None:
@@ -1135,9 +1272,18 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_2(
     o = UpdateMetadataRequest.UpdateMetadataTopicState.__new__(
         UpdateMetadataRequest.UpdateMetadataTopicState
     )
-    o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionStates at byte {pos}")
     else:
@@ -1160,7 +1306,11 @@ def _d_UpdateMetadataRequest_7(mv: memoryview, pos: int) -> tuple[UpdateMetadata
     o = UpdateMetadataRequest.__new__(UpdateMetadataRequest)
     o.controller_id, o.controller_epoch, o.broker_epoch = _S_iiq.unpack_from(mv, pos)
     pos += 16
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicStates at byte {pos}")
     else:
@@ -1169,7 +1319,11 @@ def _d_UpdateMetadataRequest_7(mv: memoryview, pos: int) -> tuple[UpdateMetadata
             e_topic_states, pos = _d_UpdateMetadataRequest_UpdateMetadataTopicState_2(mv, pos)
             lst_topic_states.append(e_topic_states)
         o.topic_states = lst_topic_states
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array LiveBrokers at byte {pos}")
     else:
@@ -1192,10 +1346,20 @@ def _d_UpdateMetadataRequest_7(mv: memoryview, pos: int) -> tuple[UpdateMetadata
 def _e_UpdateMetadataRequest_UpdateMetadataTopicState_2(
     b: bytearray, m: UpdateMetadataRequest.UpdateMetadataTopicState
 ) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     write_uuid(b, m.topic_id)
     x_partition_states = m.partition_states
-    write_compact_array_len(b, len(x_partition_states))
+    n = len(x_partition_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partition_states in x_partition_states:
         _e_UpdateMetadataRequest_UpdateMetadataPartitionState_3(b, e_partition_states)
     if m.unknown_tagged_fields is None:
@@ -1207,11 +1371,19 @@ def _e_UpdateMetadataRequest_UpdateMetadataTopicState_2(
 def _e_UpdateMetadataRequest_7(b: bytearray, m: UpdateMetadataRequest) -> None:
     b += _S_iiq.pack(m.controller_id, m.controller_epoch, m.broker_epoch)
     x_topic_states = m.topic_states
-    write_compact_array_len(b, len(x_topic_states))
+    n = len(x_topic_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_states in x_topic_states:
         _e_UpdateMetadataRequest_UpdateMetadataTopicState_2(b, e_topic_states)
     x_live_brokers = m.live_brokers
-    write_compact_array_len(b, len(x_live_brokers))
+    n = len(x_live_brokers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_live_brokers in x_live_brokers:
         _e_UpdateMetadataRequest_UpdateMetadataBroker_4(b, e_live_brokers)
     if m.unknown_tagged_fields is None:
@@ -1227,6 +1399,7 @@ def _top_UpdateMetadataRequest_7(m: UpdateMetadataRequest) -> list[Buffer]:
 
 
 def _dt_UpdateMetadataRequest_Type_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val = _S_b.unpack_from(mv, pos)[0]
     pos += 1
     return val, pos
@@ -1241,7 +1414,11 @@ def _d_UpdateMetadataRequest_8(mv: memoryview, pos: int) -> tuple[UpdateMetadata
         _S_ioiq.unpack_from(mv, pos)
     )
     pos += 17
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array TopicStates at byte {pos}")
     else:
@@ -1250,7 +1427,11 @@ def _d_UpdateMetadataRequest_8(mv: memoryview, pos: int) -> tuple[UpdateMetadata
             e_topic_states, pos = _d_UpdateMetadataRequest_UpdateMetadataTopicState_2(mv, pos)
             lst_topic_states.append(e_topic_states)
         o.topic_states = lst_topic_states
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array LiveBrokers at byte {pos}")
     else:
@@ -1272,11 +1453,19 @@ def _d_UpdateMetadataRequest_8(mv: memoryview, pos: int) -> tuple[UpdateMetadata
 def _e_UpdateMetadataRequest_8(b: bytearray, m: UpdateMetadataRequest) -> None:
     b += _S_ioiq.pack(m.controller_id, m.is_k_raft_controller, m.controller_epoch, m.broker_epoch)
     x_topic_states = m.topic_states
-    write_compact_array_len(b, len(x_topic_states))
+    n = len(x_topic_states) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topic_states in x_topic_states:
         _e_UpdateMetadataRequest_UpdateMetadataTopicState_2(b, e_topic_states)
     x_live_brokers = m.live_brokers
-    write_compact_array_len(b, len(x_live_brokers))
+    n = len(x_live_brokers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_live_brokers in x_live_brokers:
         _e_UpdateMetadataRequest_UpdateMetadataBroker_4(b, e_live_brokers)
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())

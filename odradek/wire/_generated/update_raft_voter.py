@@ -16,11 +16,10 @@ from odradek.wire.primitives import (
     read_compact_string,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -196,8 +195,18 @@ def _d_UpdateRaftVoterRequest_Listener_0(
     mv: memoryview, pos: int
 ) -> tuple[UpdateRaftVoterRequest.Listener, int]:
     o = UpdateRaftVoterRequest.Listener.__new__(UpdateRaftVoterRequest.Listener)
-    o.name, pos = read_compact_string(mv, pos)
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_H.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -226,11 +235,20 @@ def _d_UpdateRaftVoterRequest_KRaftVersionFeature_0(
 
 def _d_UpdateRaftVoterRequest_0(mv: memoryview, pos: int) -> tuple[UpdateRaftVoterRequest, int]:
     o = UpdateRaftVoterRequest.__new__(UpdateRaftVoterRequest)
-    o.cluster_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_nullable_string(mv, pos)
     o.current_leader_epoch, o.voter_id = _S_ii.unpack_from(mv, pos)
     pos += 8
     o.voter_directory_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Listeners at byte {pos}")
     else:
@@ -249,8 +267,20 @@ def _d_UpdateRaftVoterRequest_0(mv: memoryview, pos: int) -> tuple[UpdateRaftVot
 
 
 def _e_UpdateRaftVoterRequest_Listener_0(b: bytearray, m: UpdateRaftVoterRequest.Listener) -> None:
-    write_compact_string(b, m.name)
-    write_compact_string(b, m.host)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_H.pack(m.port)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -273,7 +303,11 @@ def _e_UpdateRaftVoterRequest_0(b: bytearray, m: UpdateRaftVoterRequest) -> None
     b += _S_ii.pack(m.current_leader_epoch, m.voter_id)
     write_uuid(b, m.voter_directory_id)
     x_listeners = m.listeners
-    write_compact_array_len(b, len(x_listeners))
+    n = len(x_listeners) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_listeners in x_listeners:
         _e_UpdateRaftVoterRequest_Listener_0(b, e_listeners)
     _e_UpdateRaftVoterRequest_KRaftVersionFeature_0(b, m.k_raft_version_feature)
@@ -295,7 +329,12 @@ def _d_UpdateRaftVoterResponse_CurrentLeader_0(
     o = UpdateRaftVoterResponse.CurrentLeader.__new__(UpdateRaftVoterResponse.CurrentLeader)
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(mv, pos)
     pos += 8
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_i.unpack_from(mv, pos)[0]
     pos += 4
     if mv[pos] == 0:
@@ -307,6 +346,7 @@ def _d_UpdateRaftVoterResponse_CurrentLeader_0(
 
 
 def _dt_UpdateRaftVoterResponse_CurrentLeader_0(mv: memoryview, pos: int) -> tuple[Any, int]:
+    val: Any
     val, pos = _d_UpdateRaftVoterResponse_CurrentLeader_0(mv, pos)
     return val, pos
 
@@ -333,7 +373,13 @@ def _e_UpdateRaftVoterResponse_CurrentLeader_0(
     b: bytearray, m: UpdateRaftVoterResponse.CurrentLeader
 ) -> None:
     b += _S_ii.pack(m.leader_id, m.leader_epoch)
-    write_compact_string(b, m.host)
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_i.pack(m.port)
     if m.unknown_tagged_fields is None:
         b.append(0)

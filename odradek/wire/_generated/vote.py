@@ -16,11 +16,10 @@ from odradek.wire.primitives import (
     read_compact_string,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -263,8 +262,17 @@ def _d_VoteRequest_PartitionData_0(
 
 def _d_VoteRequest_TopicData_0(mv: memoryview, pos: int) -> tuple[VoteRequest.TopicData, int]:
     o = VoteRequest.TopicData.__new__(VoteRequest.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -283,8 +291,17 @@ def _d_VoteRequest_TopicData_0(mv: memoryview, pos: int) -> tuple[VoteRequest.To
 
 def _d_VoteRequest_0(mv: memoryview, pos: int) -> tuple[VoteRequest, int]:
     o = VoteRequest.__new__(VoteRequest)
-    o.cluster_id, pos = read_compact_nullable_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -313,9 +330,19 @@ def _e_VoteRequest_PartitionData_0(b: bytearray, m: VoteRequest.PartitionData) -
 
 
 def _e_VoteRequest_TopicData_0(b: bytearray, m: VoteRequest.TopicData) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_VoteRequest_PartitionData_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -327,7 +354,11 @@ def _e_VoteRequest_TopicData_0(b: bytearray, m: VoteRequest.TopicData) -> None:
 def _e_VoteRequest_0(b: bytearray, m: VoteRequest) -> None:
     write_compact_nullable_string(b, m.cluster_id)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_VoteRequest_TopicData_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -362,8 +393,17 @@ def _d_VoteRequest_PartitionData_1(
 
 def _d_VoteRequest_TopicData_1(mv: memoryview, pos: int) -> tuple[VoteRequest.TopicData, int]:
     o = VoteRequest.TopicData.__new__(VoteRequest.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -382,10 +422,19 @@ def _d_VoteRequest_TopicData_1(mv: memoryview, pos: int) -> tuple[VoteRequest.To
 
 def _d_VoteRequest_1(mv: memoryview, pos: int) -> tuple[VoteRequest, int]:
     o = VoteRequest.__new__(VoteRequest)
-    o.cluster_id, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.cluster_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.cluster_id, pos = read_compact_nullable_string(mv, pos)
     o.voter_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -414,9 +463,19 @@ def _e_VoteRequest_PartitionData_1(b: bytearray, m: VoteRequest.PartitionData) -
 
 
 def _e_VoteRequest_TopicData_1(b: bytearray, m: VoteRequest.TopicData) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_VoteRequest_PartitionData_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -429,7 +488,11 @@ def _e_VoteRequest_1(b: bytearray, m: VoteRequest) -> None:
     write_compact_nullable_string(b, m.cluster_id)
     b += _S_i.pack(m.voter_id)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_VoteRequest_TopicData_1(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -462,8 +525,17 @@ def _d_VoteResponse_PartitionData_0(
 
 def _d_VoteResponse_TopicData_0(mv: memoryview, pos: int) -> tuple[VoteResponse.TopicData, int]:
     o = VoteResponse.TopicData.__new__(VoteResponse.TopicData)
-    o.topic_name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.topic_name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.topic_name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -484,7 +556,11 @@ def _d_VoteResponse_0(mv: memoryview, pos: int) -> tuple[VoteResponse, int]:
     o = VoteResponse.__new__(VoteResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -511,9 +587,19 @@ def _e_VoteResponse_PartitionData_0(b: bytearray, m: VoteResponse.PartitionData)
 
 
 def _e_VoteResponse_TopicData_0(b: bytearray, m: VoteResponse.TopicData) -> None:
-    write_compact_string(b, m.topic_name)
+    e_topic_name = m.topic_name.encode()
+    n = len(e_topic_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_topic_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_VoteResponse_PartitionData_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -525,7 +611,11 @@ def _e_VoteResponse_TopicData_0(b: bytearray, m: VoteResponse.TopicData) -> None
 def _e_VoteResponse_0(b: bytearray, m: VoteResponse) -> None:
     b += _S_h.pack(m.error_code)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_VoteResponse_TopicData_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -546,7 +636,12 @@ def _d_VoteResponse_NodeEndpoint_0(
     o = VoteResponse.NodeEndpoint.__new__(VoteResponse.NodeEndpoint)
     o.node_id = _S_i.unpack_from(mv, pos)[0]
     pos += 4
-    o.host, pos = read_compact_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.host = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.host, pos = read_compact_string(mv, pos)
     o.port = _S_H.unpack_from(mv, pos)[0]
     pos += 2
     if mv[pos] == 0:
@@ -558,7 +653,12 @@ def _d_VoteResponse_NodeEndpoint_0(
 
 
 def _dt_VoteResponse_NodeEndpoints_0(mv: memoryview, pos: int) -> tuple[Any, int]:
-    n, pos = read_compact_array_len(mv, pos)
+    val: Any
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array NodeEndpoints at byte {pos}")
     else:
@@ -577,7 +677,11 @@ def _d_VoteResponse_1(mv: memoryview, pos: int) -> tuple[VoteResponse, int]:
     o = VoteResponse.__new__(VoteResponse)
     o.error_code = _S_h.unpack_from(mv, pos)[0]
     pos += 2
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -597,7 +701,13 @@ def _d_VoteResponse_1(mv: memoryview, pos: int) -> tuple[VoteResponse, int]:
 
 def _e_VoteResponse_NodeEndpoint_0(b: bytearray, m: VoteResponse.NodeEndpoint) -> None:
     b += _S_i.pack(m.node_id)
-    write_compact_string(b, m.host)
+    e_host = m.host.encode()
+    n = len(e_host) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_host
     b += _S_H.pack(m.port)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -608,14 +718,22 @@ def _e_VoteResponse_NodeEndpoint_0(b: bytearray, m: VoteResponse.NodeEndpoint) -
 def _e_VoteResponse_1(b: bytearray, m: VoteResponse) -> None:
     b += _S_h.pack(m.error_code)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_VoteResponse_TopicData_0(b, e_topics)
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
     if m.node_endpoints:
         tb = bytearray()
         x_node_endpoints = m.node_endpoints
-        write_compact_array_len(tb, len(x_node_endpoints))
+        n = len(x_node_endpoints) + 1
+        if n < 0x80:
+            tb.append(n)
+        else:
+            write_uvarint(tb, n)
         for e_node_endpoints in x_node_endpoints:
             _e_VoteResponse_NodeEndpoint_0(tb, e_node_endpoints)
         tags.append((0, tb))

@@ -16,11 +16,10 @@ from odradek.wire.primitives import (
     read_compact_string,
     read_tagged_fields,
     read_uuid,
-    write_compact_array_len,
     write_compact_nullable_string,
-    write_compact_string,
     write_tagged_fields,
     write_uuid,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -250,7 +249,11 @@ def _d_WriteShareGroupStateRequest_PartitionData_0(
     o = WriteShareGroupStateRequest.PartitionData.__new__(WriteShareGroupStateRequest.PartitionData)
     o.partition, o.state_epoch, o.leader_epoch, o.start_offset = _S_iiiq.unpack_from(mv, pos)
     pos += 20
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array StateBatches at byte {pos}")
     else:
@@ -274,7 +277,11 @@ def _d_WriteShareGroupStateRequest_WriteStateData_0(
         WriteShareGroupStateRequest.WriteStateData
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -295,8 +302,17 @@ def _d_WriteShareGroupStateRequest_0(
     mv: memoryview, pos: int
 ) -> tuple[WriteShareGroupStateRequest, int]:
     o = WriteShareGroupStateRequest.__new__(WriteShareGroupStateRequest)
-    o.group_id, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.group_id = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.group_id, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -328,7 +344,11 @@ def _e_WriteShareGroupStateRequest_PartitionData_0(
 ) -> None:
     b += _S_iiiq.pack(m.partition, m.state_epoch, m.leader_epoch, m.start_offset)
     x_state_batches = m.state_batches
-    write_compact_array_len(b, len(x_state_batches))
+    n = len(x_state_batches) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_state_batches in x_state_batches:
         _e_WriteShareGroupStateRequest_StateBatch_0(b, e_state_batches)
     if m.unknown_tagged_fields is None:
@@ -342,7 +362,11 @@ def _e_WriteShareGroupStateRequest_WriteStateData_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_WriteShareGroupStateRequest_PartitionData_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -352,9 +376,19 @@ def _e_WriteShareGroupStateRequest_WriteStateData_0(
 
 
 def _e_WriteShareGroupStateRequest_0(b: bytearray, m: WriteShareGroupStateRequest) -> None:
-    write_compact_string(b, m.group_id)
+    e_group_id = m.group_id.encode()
+    n = len(e_group_id) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_group_id
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_WriteShareGroupStateRequest_WriteStateData_0(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -377,7 +411,12 @@ def _d_WriteShareGroupStateResponse_PartitionResult_0(
     )
     o.partition, o.error_code = _S_ih.unpack_from(mv, pos)
     pos += 6
-    o.error_message, pos = read_compact_nullable_string(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.error_message = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.error_message, pos = read_compact_nullable_string(mv, pos)
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -393,7 +432,11 @@ def _d_WriteShareGroupStateResponse_WriteStateResult_0(
         WriteShareGroupStateResponse.WriteStateResult
     )
     o.topic_id, pos = read_uuid(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -414,7 +457,11 @@ def _d_WriteShareGroupStateResponse_0(
     mv: memoryview, pos: int
 ) -> tuple[WriteShareGroupStateResponse, int]:
     o = WriteShareGroupStateResponse.__new__(WriteShareGroupStateResponse)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Results at byte {pos}")
     else:
@@ -447,7 +494,11 @@ def _e_WriteShareGroupStateResponse_WriteStateResult_0(
 ) -> None:
     write_uuid(b, m.topic_id)
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_WriteShareGroupStateResponse_PartitionResult_0(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -458,7 +509,11 @@ def _e_WriteShareGroupStateResponse_WriteStateResult_0(
 
 def _e_WriteShareGroupStateResponse_0(b: bytearray, m: WriteShareGroupStateResponse) -> None:
     x_results = m.results
-    write_compact_array_len(b, len(x_results))
+    n = len(x_results) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_results in x_results:
         _e_WriteShareGroupStateResponse_WriteStateResult_0(b, e_results)
     if m.unknown_tagged_fields is None:

@@ -9,17 +9,16 @@ from odradek.wire.primitives import (
     Buffer,
     Struct,
     TagTable,
+    fixed_array_struct,
     read_array_len,
     read_compact_array_len,
     read_compact_string,
-    read_fixed_array,
     read_string,
     read_tagged_fields,
     write_array_len,
-    write_compact_array_len,
-    write_compact_string,
     write_string,
     write_tagged_fields,
+    write_uvarint,
 )
 from odradek.wire.codec import decode_with as _decode
 from odradek.wire.codec import encode_with as _encode
@@ -208,7 +207,11 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_0(
     if n < 0:
         raise ProtocolError(f"null array PartitionIndexes at byte {pos}")
     else:
-        o.partition_indexes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array PartitionIndexes at byte {pos} runs past the end")
+        o.partition_indexes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -288,12 +291,25 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(
     o = WriteTxnMarkersRequest.WritableTxnMarkerTopic.__new__(
         WriteTxnMarkersRequest.WritableTxnMarkerTopic
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array PartitionIndexes at byte {pos}")
     else:
-        o.partition_indexes, pos = read_fixed_array(mv, pos, n, "i", 4)
+        end = pos + 4 * n
+        if end > len(mv):
+            raise ProtocolError(f"array PartitionIndexes at byte {pos} runs past the end")
+        o.partition_indexes = list(fixed_array_struct("i", n).unpack_from(mv, pos))
+        pos = end
     if mv[pos] == 0:
         o.unknown_tagged_fields = None
         pos += 1
@@ -308,7 +324,11 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_1(
     o = WriteTxnMarkersRequest.WritableTxnMarker.__new__(WriteTxnMarkersRequest.WritableTxnMarker)
     o.producer_id, o.producer_epoch, o.transaction_result = _S_qho.unpack_from(mv, pos)
     pos += 11
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -329,7 +349,11 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_1(
 
 def _d_WriteTxnMarkersRequest_1(mv: memoryview, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
     o = WriteTxnMarkersRequest.__new__(WriteTxnMarkersRequest)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Markers at byte {pos}")
     else:
@@ -349,9 +373,19 @@ def _d_WriteTxnMarkersRequest_1(mv: memoryview, pos: int) -> tuple[WriteTxnMarke
 def _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(
     b: bytearray, m: WriteTxnMarkersRequest.WritableTxnMarkerTopic
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partition_indexes = m.partition_indexes
-    write_compact_array_len(b, len(x_partition_indexes))
+    n = len(x_partition_indexes) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     b += _struct.pack(f">{len(x_partition_indexes)}i", *x_partition_indexes)
     if m.unknown_tagged_fields is None:
         b.append(0)
@@ -364,7 +398,11 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarker_1(
 ) -> None:
     b += _S_qho.pack(m.producer_id, m.producer_epoch, m.transaction_result)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(b, e_topics)
     b += _S_i.pack(m.coordinator_epoch)
@@ -376,7 +414,11 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarker_1(
 
 def _e_WriteTxnMarkersRequest_1(b: bytearray, m: WriteTxnMarkersRequest) -> None:
     x_markers = m.markers
-    write_compact_array_len(b, len(x_markers))
+    n = len(x_markers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_markers in x_markers:
         _e_WriteTxnMarkersRequest_WritableTxnMarker_1(b, e_markers)
     if m.unknown_tagged_fields is None:
@@ -522,8 +564,17 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(
     o = WriteTxnMarkersResponse.WritableTxnMarkerTopicResult.__new__(
         WriteTxnMarkersResponse.WritableTxnMarkerTopicResult
     )
-    o.name, pos = read_compact_string(mv, pos)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos]
+    if 0 < n < 0x80 and pos + n <= len(mv):
+        o.name = str(mv[pos + 1 : pos + n], "utf-8")
+        pos += n
+    else:
+        o.name, pos = read_compact_string(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Partitions at byte {pos}")
     else:
@@ -550,7 +601,11 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(
     )
     o.producer_id = _S_q.unpack_from(mv, pos)[0]
     pos += 8
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Topics at byte {pos}")
     else:
@@ -569,7 +624,11 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(
 
 def _d_WriteTxnMarkersResponse_1(mv: memoryview, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
     o = WriteTxnMarkersResponse.__new__(WriteTxnMarkersResponse)
-    n, pos = read_compact_array_len(mv, pos)
+    n = mv[pos] - 1
+    if n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_len(mv, pos)
     if n < 0:
         raise ProtocolError(f"null array Markers at byte {pos}")
     else:
@@ -599,9 +658,19 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(
     b: bytearray, m: WriteTxnMarkersResponse.WritableTxnMarkerTopicResult
 ) -> None:
-    write_compact_string(b, m.name)
+    e_name = m.name.encode()
+    n = len(e_name) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += e_name
     x_partitions = m.partitions
-    write_compact_array_len(b, len(x_partitions))
+    n = len(x_partitions) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_partitions in x_partitions:
         _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(b, e_partitions)
     if m.unknown_tagged_fields is None:
@@ -615,7 +684,11 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(
 ) -> None:
     b += _S_q.pack(m.producer_id)
     x_topics = m.topics
-    write_compact_array_len(b, len(x_topics))
+    n = len(x_topics) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_topics in x_topics:
         _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(b, e_topics)
     if m.unknown_tagged_fields is None:
@@ -626,7 +699,11 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(
 
 def _e_WriteTxnMarkersResponse_1(b: bytearray, m: WriteTxnMarkersResponse) -> None:
     x_markers = m.markers
-    write_compact_array_len(b, len(x_markers))
+    n = len(x_markers) + 1
+    if n < 0x80:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
     for e_markers in x_markers:
         _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(b, e_markers)
     if m.unknown_tagged_fields is None:
