@@ -26,8 +26,10 @@ if not ws.specs_available():
     pytest.skip(f"Kafka specs not found at {ws.SPEC_DIR}", allow_module_level=True)
 
 CASES = ws.message_cases()
+# ODRADEK_FUZZ_EXAMPLES=1000 digs deeper locally; CI keeps the suite quick.
+EXAMPLES = int(os.environ.get("ODRADEK_FUZZ_EXAMPLES", "0"))
 FAST = settings(
-    max_examples=12,
+    max_examples=EXAMPLES or 12,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -120,9 +122,8 @@ ROBUST = [
         "ResponseHeader",
     }
 ]
-# ODRADEK_FUZZ_EXAMPLES=1000 digs deeper locally; CI keeps the suite quick.
 ROBUST_SETTINGS = settings(
-    max_examples=int(os.environ.get("ODRADEK_FUZZ_EXAMPLES", "15")),
+    max_examples=EXAMPLES or 15,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

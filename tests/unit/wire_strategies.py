@@ -37,7 +37,11 @@ INT_RANGES: dict[str, tuple[int, int]] = {
 # (owner struct, field, version) -> strategy for that field's value, or None for the default.
 Override = Callable[[StructSpec, FieldSpec, int], "st.SearchStrategy[Any] | None"]
 
-TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
+# Mostly short values; sometimes long enough for multi-byte varint lengths (>= 128 bytes).
+TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=12) | st.text(
+    alphabet=st.characters(codec="utf-8"), min_size=100, max_size=200
+)
+BYTES = st.binary(max_size=16) | st.binary(min_size=127, max_size=300)
 
 
 def specs_available() -> bool:
@@ -87,10 +91,8 @@ def primitive(type_name: str) -> st.SearchStrategy[Any]:
         return st.floats(allow_nan=False)
     if type_name == "string":
         return TEXT
-    if type_name == "bytes":
-        return st.binary(max_size=16)
-    if type_name == "records":
-        return st.binary(max_size=64)
+    if type_name in ("bytes", "records"):
+        return BYTES
     if type_name == "uuid":
         return st.uuids()
     raise AssertionError(f"no strategy for {type_name}")
@@ -105,8 +107,9 @@ def unknown_tags(
 ) -> st.SearchStrategy[list[tuple[int, bytes]] | None]:
     """Sorted unknown tagged fields with tag numbers no version of the struct knows."""
     base = max(_known_tags(struct_fields), default=-1) + 1
+    tag = st.integers(base, base + 40) | st.integers(base + 100, 2**31 - 1)
     return st.lists(
-        st.tuples(st.integers(base, base + 40), st.binary(max_size=8)),
+        st.tuples(tag, st.binary(max_size=8) | st.binary(min_size=128, max_size=200)),
         max_size=3,
         unique_by=lambda t: t[0],
     ).map(lambda items: sorted(items) or None)
