@@ -41,6 +41,17 @@ class LogSettings(Protocol):
     def deletes(self) -> bool: ...
     @property
     def compacts(self) -> bool: ...
+    # Compaction (cleaner.py) and the removal of replaced segments.
+    @property
+    def delete_retention_ms(self) -> int: ...
+    @property
+    def min_compaction_lag_ms(self) -> int: ...
+    @property
+    def max_compaction_lag_ms(self) -> int: ...
+    @property
+    def min_cleanable_dirty_ratio(self) -> float: ...
+    @property
+    def file_delete_delay_ms(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +74,8 @@ class LogConfig:
     file_delete_delay_ms: int = 60000  # file.delete.delay.ms
     min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
     delete_retention_ms: int = 24 * 60 * 60 * 1000  # delete.retention.ms
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms
+    max_compaction_lag_ms: int = LONG_MAX  # max.compaction.lag.ms
 
     @property
     def deletes(self) -> bool:

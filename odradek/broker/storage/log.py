@@ -15,6 +15,16 @@ Offsets: `log_start_offset` <= `high_watermark` <= `log_end_offset` (the next of
 assign). `recovery_point` is the offset below which everything has been fsynced; after a
 crash, segments from the one holding it onwards are re-validated.
 
+Compaction (`cleaner.py`) writes a replacement for consecutive non-active segments as
+`<base>.log.cleaned` (+ `.index.cleaned`, ...) and `replace_segments` swaps it in with
+Kafka's renames: `.cleaned` -> `.swap`, the old segments' files -> `.deleted`, `.swap` -> no
+suffix. On open, leftovers are settled as Kafka's LogLoader does (`_settle_interrupted_swaps`):
+`.deleted` and `.cleaned` files are removed, and a `.swap` file at or above the lowest
+`.cleaned` offset with them (its renaming had not finished: the old segments are whole);
+every other `.swap` segment is complete, so the plain segment files in its offset range are
+removed and the `.swap` suffixes dropped. Either way the log holds the old or the new
+segments, never a mix that loses a record.
+
 Not thread-safe: the broker calls it from its one event loop.
 """
 
@@ -23,7 +33,7 @@ from __future__ import annotations
 import os
 import shutil
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,6 +128,9 @@ class PartitionLog:
         self._last_flush_ms = now_ms
         self._on_log_start_offset_change = on_log_start_offset_change
         self._closed = False
+        # Segments replaced by the cleaner: their files are renamed `.deleted` and removed
+        # after `file.delete.delay.ms`, so a reader still holding one keeps working.
+        self._retired: list[tuple[int, LogSegment]] = []
         if producer_state is None:
             producer_state = ProducerStateManager(directory)
             producer_state.rebuild(segments, log_start_offset, self.log_end_offset)
@@ -639,6 +652,61 @@ class PartitionLog:
         if self._on_log_start_offset_change is not None:
             self._on_log_start_offset_change(self)
 
+    # -- compaction -------------------------------------------------------------------------
+
+    def replace_segments(
+        self, cleaned: LogSegment, old: Sequence[LogSegment], *, now_ms: int
+    ) -> None:
+        """Swap `cleaned` (a flushed segment written with the `.cleaned` suffix at the base
+        offset of `old[0]`) in for `old`, consecutive non-active segments of this log, with
+        Kafka's crash-safe renames (see the module docstring). The old segments stay open,
+        their files renamed `.deleted`, until `delete_retired` runs `file.delete.delay.ms`
+        later. Raises ValueError, changing nothing, when `old` is not (or no longer) such a
+        run of segments, e.g. because retention deleted one meanwhile."""
+        self._check_open()
+        if not old or cleaned.suffix != files.CLEANED_SUFFIX:
+            raise ValueError("replace_segments needs old segments and a .cleaned segment")
+        first = next((i for i, s in enumerate(self._segments) if s is old[0]), None)
+        end = -1 if first is None else first + len(old)
+        if (
+            first is None
+            or end >= len(self._segments)
+            or any(a is not b for a, b in zip(self._segments[first:end], old, strict=True))
+        ):
+            raise ValueError(
+                f"segments {[s.base_offset for s in old]} are no longer consecutive non-active "
+                f"segments of {self.topic}-{self.partition}"
+            )
+        if cleaned.base_offset != old[0].base_offset:
+            raise ValueError(
+                f"cleaned segment starts at {cleaned.base_offset}, not {old[0].base_offset}"
+            )
+        cleaned.change_file_suffixes(files.CLEANED_SUFFIX, files.SWAP_SUFFIX)
+        self._segments[first:end] = [cleaned]
+        self._bases[first:end] = [cleaned.base_offset]
+        deadline = now_ms + self.config.file_delete_delay_ms
+        for segment in old:
+            segment.load_indexes()  # a reader still holding it must not need the files
+            segment.change_file_suffixes("", files.DELETED_SUFFIX)
+            self._retired.append((deadline, segment))
+        cleaned.change_file_suffixes(files.SWAP_SUFFIX, "")
+        _fsync_dir(self.directory)
+        cleaned.release_index_handles()
+
+    def delete_retired(self, now_ms: int | None = None) -> int:
+        """Close and remove the replaced segments whose delay has passed (all when `now_ms` is
+        None). Returns how many were removed."""
+        keep: list[tuple[int, LogSegment]] = []
+        removed = 0
+        for deadline, segment in self._retired:
+            if now_ms is None or deadline <= now_ms:
+                segment.delete()
+                removed += 1
+            else:
+                keep.append((deadline, segment))
+        self._retired = keep
+        return removed
+
     # -- durability and lifecycle -----------------------------------------------------------
 
     def flush(self, *, up_to: int | None = None, now_ms: int | None = None) -> None:
@@ -683,6 +751,7 @@ class PartitionLog:
             self.producer_state.take_snapshot()
         for segment in self._segments:
             segment.close()
+        self.delete_retired()
         self._closed = True
 
     def close_without_flush(self) -> None:
@@ -691,6 +760,7 @@ class PartitionLog:
             return
         for segment in self._segments:
             segment.close()
+        self.delete_retired()
         self._closed = True
 
     def delete(self) -> None:
@@ -706,8 +776,9 @@ class PartitionLog:
 
 
 def _load_segments(directory: Path, config: LogSettings, now_ms: int) -> list[LogSegment]:
-    """Open every segment in `directory`, after removing leftovers of interrupted deletions and
-    cleanings and index files whose `.log` is gone."""
+    """Open every segment in `directory`, after settling interrupted cleanings and removing
+    leftovers of interrupted deletions and index files whose `.log` is gone."""
+    _settle_interrupted_swaps(directory, config, now_ms)
     log_bases: set[int] = set()
     others: list[Path] = []
     for entry in os.scandir(directory):
@@ -715,10 +786,8 @@ def _load_segments(directory: Path, config: LogSettings, now_ms: int) -> list[Lo
             continue
         name = entry.name
         path = Path(entry.path)
-        if name.endswith((files.DELETED_SUFFIX, files.CLEANED_SUFFIX, ".tmp")):
+        if name.endswith((files.DELETED_SUFFIX, files.CLEANED_SUFFIX, files.SWAP_SUFFIX, ".tmp")):
             path.unlink(missing_ok=True)
-        elif name.endswith(files.SWAP_SUFFIX):
-            log.warning("ignoring swap file (log compaction is not implemented)", file=str(path))
         elif name.endswith(files.LOG_SUFFIX):
             try:
                 log_bases.add(files.offset_from_file_name(name))
@@ -745,3 +814,93 @@ def _load_segments(directory: Path, config: LogSettings, now_ms: int) -> list[Lo
         )
         for base in sorted(log_bases)
     ]
+
+
+def _settle_interrupted_swaps(directory: Path, config: LogSettings, now_ms: int) -> None:
+    """Finish or undo a segment swap a crash interrupted (Kafka's LogLoader, see the module
+    docstring). `.deleted` files go; `.swap` files at or above the lowest `.cleaned` offset
+    belong to a swap whose first renaming step had not finished and go with the `.cleaned`
+    files; each remaining `.swap` segment replaces the plain segment files whose base offset
+    lies in [its base offset, its next offset) (at least its own base offset, so an empty
+    cleaned segment still replaces the files it was named after), then loses its suffix."""
+    swaps: list[tuple[int, Path]] = []
+    cleaned: list[Path] = []
+    min_cleaned: int | None = None
+    for entry in os.scandir(directory):
+        if not entry.is_file():
+            continue
+        name = entry.name
+        path = Path(entry.path)
+        if name.endswith(files.DELETED_SUFFIX):
+            path.unlink(missing_ok=True)
+            continue
+        if not name.endswith((files.CLEANED_SUFFIX, files.SWAP_SUFFIX)):
+            continue
+        try:
+            offset = files.offset_from_file_name(name)
+        except ValueError:
+            log.warning("deleting unexpected file", file=str(path))
+            path.unlink(missing_ok=True)
+            continue
+        if name.endswith(files.CLEANED_SUFFIX):
+            cleaned.append(path)
+            min_cleaned = offset if min_cleaned is None else min(min_cleaned, offset)
+        else:
+            swaps.append((offset, path))
+    valid: list[tuple[int, Path]] = []
+    for offset, path in swaps:
+        if min_cleaned is not None and offset >= min_cleaned:
+            log.info("deleting swap file of an unfinished segment swap", file=str(path))
+            path.unlink(missing_ok=True)
+        else:
+            valid.append((offset, path))
+    for path in cleaned:
+        path.unlink(missing_ok=True)
+    if not valid:
+        return
+    low: int | None = None
+    high = -1
+    for offset, path in valid:
+        if path.name != files.log_file(directory, offset, files.SWAP_SUFFIX).name:
+            continue
+        segment = LogSegment.open(
+            directory,
+            offset,
+            index_interval_bytes=config.index_interval_bytes,
+            max_index_size=config.segment_index_bytes,
+            now_ms=now_ms,
+            suffix=files.SWAP_SUFFIX,
+        )
+        try:
+            next_offset = segment.next_offset
+        except CorruptSegmentError:
+            next_offset = offset + 1  # recovery will cut it; it still replaces its own base
+        finally:
+            segment.close()
+        low = offset if low is None else min(low, offset)
+        high = max(high, next_offset, offset + 1)
+    if low is not None:
+        for entry in os.scandir(directory):
+            name = entry.name
+            if not entry.is_file() or not name.endswith((files.LOG_SUFFIX, *files.INDEX_SUFFIXES)):
+                continue
+            try:
+                offset = files.offset_from_file_name(name)
+            except ValueError:
+                continue
+            if low <= offset < high:
+                log.info("deleting segment file replaced by an interrupted swap", file=name)
+                Path(entry.path).unlink(missing_ok=True)
+    for _, path in valid:
+        log.info("completing interrupted segment swap", file=str(path))
+        os.replace(path, path.with_name(path.name[: -len(files.SWAP_SUFFIX)]))
+    _fsync_dir(directory)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make renames in `directory` durable (Kafka's Utils.flushDir)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

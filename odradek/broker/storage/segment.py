@@ -13,6 +13,10 @@ reads use `os.pread` on the same descriptor. Offsets map to positions through th
 every batch (framing, magic, CRC-32C, increasing offsets), rebuilds `.index` and `.timeindex`
 and cuts the file after the last good batch.
 
+A segment's four files may carry an extra suffix (`suffix`): the log cleaner writes a new
+segment as `<base>.log.cleaned` (and `.index.cleaned`, ...) and swaps it in by renaming
+(`change_file_suffixes`, see `cleaner.py` and `PartitionLog.replace_segments`).
+
 Not thread-safe: the broker calls it from its one event loop.
 """
 
@@ -73,23 +77,27 @@ class LogSegment:
         index_interval_bytes: int,
         max_index_size: int,
         now_ms: int,
+        suffix: str = "",
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = now_ms
-        self.log_path = files.log_file(directory, base_offset)
+        self.suffix = suffix
+        self.log_path = files.log_file(directory, base_offset, suffix)
         self.offset_index = OffsetIndex(
-            files.offset_index_file(directory, base_offset),
+            files.offset_index_file(directory, base_offset, suffix),
             base_offset,
             max_index_size=max_index_size,
         )
         self.time_index = TimeIndex(
-            files.time_index_file(directory, base_offset),
+            files.time_index_file(directory, base_offset, suffix),
             base_offset,
             max_index_size=max_index_size,
         )
-        self.txn_index = TransactionIndex(files.txn_index_file(directory, base_offset), base_offset)
+        self.txn_index = TransactionIndex(
+            files.txn_index_file(directory, base_offset, suffix), base_offset
+        )
         self._fd: int | None = fd
         self.size = os.fstat(fd).st_size
         # Lazily known facts (None = not computed yet).
@@ -109,15 +117,18 @@ class LogSegment:
         index_interval_bytes: int = 4096,
         max_index_size: int = 10 * 1024 * 1024,
         now_ms: int,
+        suffix: str = "",
+        replace: bool = False,
     ) -> LogSegment:
-        """A new empty segment. Leftover empty files at that base offset are replaced."""
-        path = files.log_file(directory, base_offset)
-        if path.exists() and path.stat().st_size > 0:
+        """A new empty segment. Leftover empty files at that base offset are replaced (any
+        leftover files when `replace`, as the cleaner does with a stale `.cleaned` segment)."""
+        path = files.log_file(directory, base_offset, suffix)
+        if not replace and path.exists() and path.stat().st_size > 0:
             raise FileExistsError(f"segment {path} already exists and is not empty")
         for index_path in (
-            files.offset_index_file(directory, base_offset),
-            files.time_index_file(directory, base_offset),
-            files.txn_index_file(directory, base_offset),
+            files.offset_index_file(directory, base_offset, suffix),
+            files.time_index_file(directory, base_offset, suffix),
+            files.txn_index_file(directory, base_offset, suffix),
         ):
             index_path.unlink(missing_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -128,6 +139,7 @@ class LogSegment:
             index_interval_bytes=index_interval_bytes,
             max_index_size=max_index_size,
             now_ms=now_ms,
+            suffix=suffix,
         )
         segment.offset_index.create()
         segment.time_index.create()
@@ -142,9 +154,10 @@ class LogSegment:
         index_interval_bytes: int = 4096,
         max_index_size: int = 10 * 1024 * 1024,
         now_ms: int,
+        suffix: str = "",
     ) -> LogSegment:
         """An existing segment; its indexes are read lazily (call `sanity_check()` first)."""
-        fd = os.open(files.log_file(directory, base_offset), os.O_RDWR | os.O_APPEND)
+        fd = os.open(files.log_file(directory, base_offset, suffix), os.O_RDWR | os.O_APPEND)
         return cls(
             directory,
             base_offset,
@@ -152,6 +165,7 @@ class LogSegment:
             index_interval_bytes=index_interval_bytes,
             max_index_size=max_index_size,
             now_ms=now_ms,
+            suffix=suffix,
         )
 
     def sanity_check(self) -> None:
@@ -480,6 +494,32 @@ class LogSegment:
         return max_ts, max_ts_offset
 
     # -- lifecycle ----------------------------------------------------------------------------
+
+    def change_file_suffixes(self, old: str, new: str) -> None:
+        """Rename the four files from suffix `old` to `new` (`.log` first, then `.index`,
+        `.timeindex`, `.txnindex`, Kafka's order, which crash recovery relies on). Open
+        descriptors stay valid; a missing file (e.g. no `.txnindex`) is skipped."""
+        if self.suffix != old:
+            raise ValueError(f"segment {self.log_path} has suffix {self.suffix!r}, not {old!r}")
+        new_log = files.log_file(self.directory, self.base_offset, new)
+        os.replace(self.log_path, new_log)
+        self.log_path = new_log
+        self.offset_index.rename_to(files.offset_index_file(self.directory, self.base_offset, new))
+        self.time_index.rename_to(files.time_index_file(self.directory, self.base_offset, new))
+        self.txn_index.rename_to(files.txn_index_file(self.directory, self.base_offset, new))
+        self.suffix = new
+
+    def load_indexes(self) -> None:
+        """Read the index files into memory now (before they are renamed or removed)."""
+        _ = self.offset_index.entries, self.time_index.entries, self.txn_index.entries
+
+    def set_last_modified(self, mtime_ms: int) -> None:
+        """Set the `.log` file's modification time (a cleaned segment keeps its sources')."""
+        os.utime(self.log_path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+
+    @property
+    def last_modified_ms(self) -> int:
+        return int(os.fstat(self.fd).st_mtime * 1000)
 
     def on_become_inactive(self) -> None:
         """Called when a newer segment takes over appends: write the final time index entry
