@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import structlog
 
 from odradek.broker.cluster import Cluster
@@ -88,6 +89,8 @@ class Broker:
         self._appended = anyio.Event()
         tg.start_soon(self._retention_loop)
         tg.start_soon(self._flush_loop)
+        if self.config.get("log.cleaner.enable"):
+            tg.start_soon(self._cleaner_loop)
         from odradek.broker import groups  # replays __consumer_offsets, runs group timers
         await groups.start(self, tg)
         from odradek.broker import transactions  # replays __transaction_state, txn timers
@@ -121,6 +124,36 @@ class Broker:
                     self.logs.checkpoint()
             except Exception:
                 log.exception("flush pass failed")
+
+    async def _cleaner_loop(self) -> None:
+        """Compact `cleanup.policy=compact` logs (storage/cleaner.py): clean the dirtiest log,
+        on the event loop in short slices; when none needs it, wait `log.cleaner.backoff.ms`."""
+        from odradek.broker.storage.cleaner import LogCleaner
+
+        cfg = self.config
+
+        def setting(name: str) -> float:
+            value = cfg.get(name)
+            assert isinstance(value, int | float)
+            return value
+
+        cleaner = LogCleaner(
+            self.logs,
+            dedupe_buffer_size=int(setting("log.cleaner.dedupe.buffer.size")),
+            load_factor=setting("log.cleaner.io.buffer.load.factor"),
+            io_buffer_size=int(setting("log.cleaner.io.buffer.size")),
+            max_io_bytes_per_second=setting("log.cleaner.io.max.bytes.per.second"),
+        )
+        while True:
+            try:
+                cleaned = await cleaner.run_pass_async(self.now_ms)
+            except Exception:
+                log.exception("log cleaner pass failed")
+                cleaned = None
+            if cleaned is None:
+                await anyio.sleep(setting("log.cleaner.backoff.ms") / 1000)
+            else:
+                await anyio.lowlevel.checkpoint()
 
     def close(self) -> None:
         self.logs.close_all()
