@@ -539,7 +539,9 @@ class PartitionLog:
             if segment.largest_timestamp() < timestamp:
                 continue
             found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
-            if found is None or (upper_bound is not None and found[0] >= upper_bound):
+            if found is None:
+                continue  # e.g. a segment compaction emptied, dated by its file's mtime
+            if upper_bound is not None and found[0] >= upper_bound:
                 return None
             return found
         return None

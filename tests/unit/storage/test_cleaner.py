@@ -839,3 +839,14 @@ def test_model_latest_value_per_key(
     assert read_all(reopened) == expected
     check_files(reopened)
     reopened.close()
+
+
+def test_offset_for_timestamp_skips_emptied_segments(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0")
+    fill(log, keys=3, rounds=10, ts=1_000)
+    late = put(log, [(b"late", b"x")], ts=2_000_000)
+    fill(log, keys=3, rounds=10, ts=3_000_000)
+    Cleaner().clean(log, now_ms=4_000_000)
+    emptied = [s for s in log.segments if s.size == 0]
+    assert emptied  # their largest timestamp is their mtime (wall clock), as in Kafka
+    assert log.offset_for_timestamp(1_500_000) == (late, 2_000_000)
