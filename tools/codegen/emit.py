@@ -391,6 +391,14 @@ class ModuleEmitter:
             return f"{expr} is not None"
         if f.is_array:
             return f"{expr}"
+        if f.is_struct and f.struct is not None and all(
+                not g.is_array and not g.is_struct for g in f.struct.fields):
+            # Field by field: building a default struct per message to compare with is what
+            # made FetchResponse encode slow (three tagged structs per partition).
+            same = " and ".join(
+                [f"{expr}.{snake(g.name)} == {self.default_expr(g, owner)}" for g in f.struct.fields]
+                + [f"{expr}.unknown_tagged_fields is None"])
+            return f"not ({same})"
         return f"{expr} != {d}"
 
     def struct_encoder(self, owner: str, st: StructSpec, ctx: Ctx, cls: str | None = None) -> str:

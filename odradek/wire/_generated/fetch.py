@@ -1516,7 +1516,11 @@ def _e_FetchRequest_9(b: bytearray, m: FetchRequest) -> None:
         tb = bytearray()
         write_compact_nullable_string(tb, m.cluster_id)
         tags.append((0, tb))
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not (
+        m.replica_state.replica_id == -1
+        and m.replica_state.replica_epoch == -1
+        and m.replica_state.unknown_tagged_fields is None
+    ):
         tb = bytearray()
         _e_FetchRequest_ReplicaState_0(tb, m.replica_state)
         tags.append((1, tb))
@@ -1699,7 +1703,11 @@ def _e_FetchRequest_10(b: bytearray, m: FetchRequest) -> None:
         tb = bytearray()
         write_compact_nullable_string(tb, m.cluster_id)
         tags.append((0, tb))
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not (
+        m.replica_state.replica_id == -1
+        and m.replica_state.replica_epoch == -1
+        and m.replica_state.unknown_tagged_fields is None
+    ):
         tb = bytearray()
         _e_FetchRequest_ReplicaState_0(tb, m.replica_state)
         tags.append((1, tb))
@@ -2469,15 +2477,27 @@ def _e_FetchResponse_PartitionData_4(
         parts.append(x_records)
         b = bytearray()
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
-    if m.diverging_epoch != FetchResponse.EpochEndOffset():
+    if not (
+        m.diverging_epoch.epoch == -1
+        and m.diverging_epoch.end_offset == -1
+        and m.diverging_epoch.unknown_tagged_fields is None
+    ):
         tb = bytearray()
         _e_FetchResponse_EpochEndOffset_0(tb, m.diverging_epoch)
         tags.append((0, tb))
-    if m.current_leader != FetchResponse.LeaderIdAndEpoch():
+    if not (
+        m.current_leader.leader_id == -1
+        and m.current_leader.leader_epoch == -1
+        and m.current_leader.unknown_tagged_fields is None
+    ):
         tb = bytearray()
         _e_FetchResponse_LeaderIdAndEpoch_0(tb, m.current_leader)
         tags.append((1, tb))
-    if m.snapshot_id != FetchResponse.SnapshotId():
+    if not (
+        m.snapshot_id.end_offset == -1
+        and m.snapshot_id.epoch == -1
+        and m.snapshot_id.unknown_tagged_fields is None
+    ):
         tb = bytearray()
         _e_FetchResponse_SnapshotId_0(tb, m.snapshot_id)
         tags.append((2, tb))

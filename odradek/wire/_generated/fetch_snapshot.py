@@ -776,7 +776,11 @@ def _e_FetchSnapshotResponse_PartitionSnapshot_0(
         parts.append(x_unaligned_records)
         b = bytearray()
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
-    if m.current_leader != FetchSnapshotResponse.LeaderIdAndEpoch():
+    if not (
+        m.current_leader.leader_id == 0
+        and m.current_leader.leader_epoch == 0
+        and m.current_leader.unknown_tagged_fields is None
+    ):
         tb = bytearray()
         _e_FetchSnapshotResponse_LeaderIdAndEpoch_0(tb, m.current_leader)
         tags.append((0, tb))

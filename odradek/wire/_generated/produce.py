@@ -1316,7 +1316,11 @@ def _e_ProduceResponse_PartitionProduceResponse_5(
         _e_ProduceResponse_BatchIndexAndErrorMessage_1(b, e_record_errors)
     write_compact_nullable_string(b, m.error_message)
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
-    if m.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    if not (
+        m.current_leader.leader_id == -1
+        and m.current_leader.leader_epoch == -1
+        and m.current_leader.unknown_tagged_fields is None
+    ):
         tb = bytearray()
         _e_ProduceResponse_LeaderIdAndEpoch_0(tb, m.current_leader)
         tags.append((0, tb))

@@ -390,7 +390,13 @@ def _e_UpdateRaftVoterResponse_CurrentLeader_0(
 def _e_UpdateRaftVoterResponse_0(b: bytearray, m: UpdateRaftVoterResponse) -> None:
     b += _S_ih.pack(m.throttle_time_ms, m.error_code)
     tags: list[tuple[int, Buffer]] = list(m.unknown_tagged_fields or ())
-    if m.current_leader != UpdateRaftVoterResponse.CurrentLeader():
+    if not (
+        m.current_leader.leader_id == -1
+        and m.current_leader.leader_epoch == -1
+        and m.current_leader.host == ""
+        and m.current_leader.port == 0
+        and m.current_leader.unknown_tagged_fields is None
+    ):
         tb = bytearray()
         _e_UpdateRaftVoterResponse_CurrentLeader_0(tb, m.current_leader)
         tags.append((0, tb))
