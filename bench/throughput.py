@@ -1,20 +1,23 @@
 """Produce and consume throughput with stock librdkafka clients (confluent-kafka).
 
 Several client processes run at once so the client is not the bottleneck. Prints MB/s and
-records/s for produce (acks=all) and consume, against Odradek and, when `--kafka HOST:PORT`
-names a running Apache Kafka broker, against it in the same run, with ratios.
+records/s for produce (acks=all) and consume, against Odradek and, with `--reference`, against
+a real Apache Kafka 4.1 broker started from Maven Central jars in the same run (the compat
+matrix's launcher: run `bash compat_tests/setup.sh` once), with ratios.
 
-    python -m bench.throughput [--records 200000] [--size 1024] [--procs 2] [--kafka 127.0.0.1:9092]
+    python -m bench.throughput [--records 200000] [--size 1024] [--procs 2] [--reference]
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import tempfile
 import time
 import uuid
+from pathlib import Path
 
-from bench._broker import BenchBroker
+from compat_tests.brokers import make_broker
 
 
 def _produce(bootstrap: str, topic: str, records: int, size: int, q: mp.Queue) -> None:  # type: ignore[type-arg]
@@ -106,23 +109,25 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--procs", type=int, default=2)
-    ap.add_argument("--kafka", help="bootstrap of a running Apache Kafka broker to compare with")
+    ap.add_argument("--reference", action="store_true",
+                    help="also run against Apache Kafka 4.1 (jars from compat_tests/setup.sh)")
     args = ap.parse_args()
-    broker = BenchBroker(f"num.partitions={args.procs}")
-    try:
-        ours = run(broker.bootstrap, args.records, args.size, args.procs)
-    finally:
-        broker.stop()
-    rows = [("odradek", ours)]
-    if args.kafka:
-        rows.append(("kafka", run(args.kafka, args.records, args.size, args.procs)))
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        for target in ["odradek", "kafka"] if args.reference else ["odradek"]:
+            broker = make_broker(target, Path(work), {"num.partitions": str(args.procs)})
+            broker.start()
+            try:
+                rows.append((target, run(broker.bootstrap, args.records, args.size, args.procs)))
+            finally:
+                broker.stop()
     print(f"{args.records} records x {args.size} B, {args.procs} producer and consumer processes")
     print(f"{'broker':10} {'produce MB/s':>13} {'produce rec/s':>14} {'consume MB/s':>13} {'consume rec/s':>14} {'errors':>7}")
     for name, r in rows:
         print(f"{name:10} {r['produce_mb_s']:13.1f} {r['produce_rec_s']:14.0f} {r['consume_mb_s']:13.1f} "
               f"{r['consume_rec_s']:14.0f} {r['errors']:7.0f}  consumed {r['consumed']:.0f}/{r['expected']:.0f}")
     if len(rows) == 2:
-        k = rows[1][1]
+        ours, k = rows[0][1], rows[1][1]
         print(f"ratio odradek/kafka: produce {ours['produce_mb_s'] / k['produce_mb_s']:.2f}, "
               f"consume {ours['consume_mb_s'] / k['consume_mb_s']:.2f}")
 
