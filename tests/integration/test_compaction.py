@@ -143,7 +143,8 @@ def test_consumer_offsets_shrink_after_many_commits(
     finally:
         keep.close()
     offsets_dir = data_dir / "__consumer_offsets-0"
-    assert len(list(offsets_dir.glob("*.log"))) > 5  # the commits rolled many segments
+    # the commits rolled many segments: the active one starts far into the log
+    assert max(int(p.name.split(".")[0]) for p in offsets_dir.glob("*.log")) > commits // 2
 
     wait_until(
         lambda: records_on_disk(offsets_dir) < commits // 4,
