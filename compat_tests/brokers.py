@@ -80,9 +80,10 @@ class Broker:
 class OdradekBroker(Broker):
     name = "odradek"
 
-    def __init__(self, data_dir: Path, log_path: Path) -> None:
+    def __init__(self, data_dir: Path, log_path: Path, overrides: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.log_path = log_path
+        self.overrides = {**COMMON_OVERRIDES, **(overrides or {})}
         try:
             from odradek import __version__ as v  # type: ignore[attr-defined]
             self.version = str(v)
@@ -94,7 +95,7 @@ class OdradekBroker(Broker):
         argv = [sys.executable, "-m", "odradek", "serve",
                 "--override", "listeners=PLAINTEXT://127.0.0.1:0",
                 "--override", f"log.dirs={self.data_dir}"]
-        for k, v in COMMON_OVERRIDES.items():
+        for k, v in self.overrides.items():
             argv += ["--override", f"{k}={v}"]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -127,9 +128,10 @@ class KafkaBroker(Broker):
     name = "apache-kafka"
     version = KAFKA_VERSION
 
-    def __init__(self, data_dir: Path, log_path: Path) -> None:
+    def __init__(self, data_dir: Path, log_path: Path, overrides: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.log_path = log_path
+        self.overrides = {**COMMON_OVERRIDES, **(overrides or {})}
 
     def log_dirs(self) -> list[Path]:
         return [self.data_dir / "logs"]
@@ -157,7 +159,7 @@ class KafkaBroker(Broker):
             "transaction.state.log.num.partitions": "3",
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
-            **COMMON_OVERRIDES,
+            **self.overrides,
         }
         props.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         java = ["java", "-Xmx1g", "-XX:+UseG1GC", "-cp", cp]
@@ -192,11 +194,12 @@ def _cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def make_broker(target: str, workdir: Path) -> Broker:
+def make_broker(target: str, workdir: Path, overrides: dict[str, str] | None = None) -> Broker:
+    """A broker (not started) for `target`, with Kafka-named settings `overrides`."""
     data = Path(tempfile.mkdtemp(prefix=f"compat-{target}-", dir=workdir))
     log = workdir / f"broker-{target}.log"
     if target == "odradek":
-        return OdradekBroker(data, log)
+        return OdradekBroker(data, log, overrides)
     if target == "kafka":
-        return KafkaBroker(data, log)
+        return KafkaBroker(data, log, overrides)
     raise ValueError(f"unknown target {target!r}")

@@ -95,7 +95,17 @@ def render() -> str:
         run = load(target)
         if run is not None:
             lines += section(target, run)
-    lines += ["## Scenarios", ""]
+    lines += [
+        "## Upstream suites",
+        "",
+        "Beside the matrix, the clients' own integration tests run against Odradek (and Apache "
+        "Kafka as the oracle): franz-go's `pkg/kgo` tests (`python -m compat_tests.upstream.franz_go`) "
+        "and librdkafka's broker tests (`python -m compat_tests.upstream.librdkafka`). Results, "
+        "allow-lists and open gaps: `compat_tests/go/FINDINGS.md`, `compat_tests/librdkafka/FINDINGS.md`.",
+        "",
+        "## Scenarios",
+        "",
+    ]
     lines += [f"- **{name}**: {text}" for name, text in SCENARIOS.items()]
     lines += ["", "Kafka's command-line tools (Java driver, 4.1 tools, run by main class):", ""]
     lines += [f"- **{name}**: {text}" for name, text in CLI_SCENARIOS.items()]

@@ -4,7 +4,8 @@ Starts one broker for the whole run (Odradek on port 0 with a temp data dir, or 
 4.1 in KRaft mode), runs every selected driver (a few at a time) with every selected scenario,
 collects one row per (client, scenario), stores them in docs/compat-results/<target>.json and
 rewrites docs/compat.md. A driver that dies or hangs still yields a FAIL row for each scenario
-it did not report. Exit status 0 whatever the rows say (the pytest entry judges them).
+it did not report. Exit status 0 whatever the rows say (the pytest entry judges them),
+unless --strict (used for the Apache Kafka oracle, where every row must pass).
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log-dirs", default="", help="with --bootstrap: the broker's log dirs (for cli-dump-log-segments)")
     ap.add_argument("--json", default="", help="also write the rows to this file")
     ap.add_argument("--no-doc", action="store_true", help="leave docs/compat.md and docs/compat-results alone")
+    ap.add_argument("--strict", action="store_true", help="exit 1 when any row is FAIL (for the oracle run)")
     args = ap.parse_args(argv)
 
     clients = [c for c in args.clients.split(",") if c] or list(DRIVERS)
@@ -160,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("PASS", "FAIL", "NOT_SUPPORTED")}
     print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['NOT_SUPPORTED']} not supported in {seconds:.0f} s",
           file=sys.stderr)
-    return 0
+    return 1 if args.strict and counts["FAIL"] else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The second, slower target of the compatibility work (not the README's fast command):
+#   1. the matrix against Apache Kafka 4.1.2 (the oracle): every row must pass, else a scenario
+#      is wrong; rewrites the Kafka section of docs/compat.md;
+#   2. franz-go's kgo integration tests against Odradek (allow-list franz_go_allow.txt);
+#   3. librdkafka's broker tests against Odradek (allow-list librdkafka_allow.txt; the first
+#      run builds librdkafka from npm node-rdkafka, a few minutes on 2 cores).
+# Needs `bash compat_tests/setup.sh` first. About 15 minutes on 2 cores.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+rc=0
+echo "== oracle: the matrix against Apache Kafka"
+python3 -m compat_tests.run --target kafka --strict || rc=1
+echo "== franz-go kgo tests against Odradek"
+python3 -m compat_tests.upstream.franz_go --target odradek || rc=1
+echo "== librdkafka tests against Odradek"
+python3 -m compat_tests.upstream.librdkafka --target odradek || rc=1
+exit "$rc"

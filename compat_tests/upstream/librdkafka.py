@@ -1,0 +1,152 @@
+"""A selection of librdkafka's own test suite against Odradek (or Apache Kafka):
+
+    python -m compat_tests.upstream.librdkafka [--target odradek|kafka] [--tests 0012,0017] [--jobs 2]
+
+librdkafka's source ships in the npm package node-rdkafka (deps/librdkafka); `prepare` packs
+it into compat_tests/upstream/work/ (ignored by git) and builds the library and the
+test-runner with Debian's packages (libssl-dev, zlib1g-dev, libzstd-dev, rapidjson-dev, pkg-config; no SASL
+GSSAPI, no curl). The broker runs the suite's "default" scenario: auto-created topics with
+num.partitions=4 (replication factor 1: one node). Every broker test of tests/test.c
+(not local-only, not sockem, not a mock-cluster test) runs in its own test-runner process, in
+quick mode, two at a time, each with a wall-clock limit, so a hung or crashing test costs only
+itself. Results per test go to work/librdkafka-<target>.json; the exit status is non-zero when
+a test of the allow-list (librdkafka_allow.txt) did not pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from compat_tests.brokers import make_broker
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "work"
+ALLOW = HERE / "librdkafka_allow.txt"
+NODE_RDKAFKA = "node-rdkafka@3.6.1"  # ships librdkafka 2.12.0
+APT = ["libssl-dev", "zlib1g-dev", "libzstd-dev", "rapidjson-dev", "pkg-config"]
+TEST_DECL = re.compile(r"_TEST\((\d{4}_\w+),(.*?)\)\s*,\s*$", re.S | re.M)
+FAILED = re.compile(r'### Test "(\d{4}_\w+)[^"]*" failed at ([^\n]*?): ###\n([^\n]*)')
+# The summary table the runner prints at the end: | name | STATE | 1.234s | reason
+TABLE = re.compile(r"^\| (\d{4}_\w+)\s+\|\s+(\w+) \|\s+[\d.]+s \|(.*)$", re.M)
+SKIP_FLAGS = ("TEST_F_LOCAL", "TEST_F_SOCKEM", "TEST_F_KNOWN_ISSUE", "TEST_F_MANUAL")
+
+
+def source_dir() -> Path:
+    return WORK / "package" / "deps" / "librdkafka"
+
+
+def prepare() -> Path:
+    src = source_dir()
+    runner = src / "tests" / "test-runner"
+    if runner.exists():
+        return src
+    WORK.mkdir(parents=True, exist_ok=True)
+    missing = [p for p in APT if subprocess.run(["dpkg", "-s", p], capture_output=True).returncode != 0]
+    if missing:
+        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True,
+                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    if not src.exists():
+        subprocess.run(["npm", "pack", NODE_RDKAFKA], cwd=WORK, check=True, capture_output=True)
+        tgz = sorted(WORK.glob("node-rdkafka-*.tgz"))[-1]
+        with tarfile.open(tgz) as tar:
+            tar.extractall(WORK, filter="data")
+    subprocess.run(["./configure", "--disable-gssapi", "--disable-curl", "--disable-lz4-ext"], cwd=src, check=True,
+                   capture_output=True)
+    subprocess.run(["make", "-j2", "libs"], cwd=src, check=True, capture_output=True)
+    subprocess.run(["make", "-j2", "build"], cwd=src / "tests", check=True, capture_output=True)
+    return src
+
+
+def broker_tests(src: Path) -> list[str]:
+    """Tests declared in tests/test.c that need a broker (not local, sockem or mock tests)."""
+    text = (src / "tests" / "test.c").read_text()
+    start = text.index("struct test tests[]")
+    names = []
+    for m in TEST_DECL.finditer(text, start):
+        name, flags = m.group(1), m.group(2)
+        if any(f in flags for f in SKIP_FLAGS) or "mock" in name:
+            continue
+        names.append(name)
+    return names
+
+
+def run_test(src: Path, name: str, conf: Path, limit: float) -> dict[str, str]:
+    # The tests' own cwd: some read ../src/*.json. Parallel runs don't clash there: the
+    # runner writes no report without -r and names its stats files uniquely.
+    cwd = src / "tests"
+    env = dict(os.environ, TESTS=name, RDKAFKA_TEST_CONF=str(conf), TEST_KAFKA_VERSION="4.1.0",
+               LD_LIBRARY_PATH=f"{src / 'src'}:{src / 'src-cpp'}")
+    env.pop("CI", None)  # the runner changes its concurrency on CI; keep runs alike
+    try:
+        p = subprocess.run([str(src / "tests" / "test-runner"), "-Q", "-E", "-p1"], cwd=cwd, env=env,
+                           capture_output=True, timeout=limit)
+        out, code = p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace"), p.returncode
+    except subprocess.TimeoutExpired as exc:
+        out = (exc.stdout or b"").decode(errors="replace") + (exc.stderr or b"").decode(errors="replace")
+        code = -1
+    out = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    (WORK / "logs").mkdir(parents=True, exist_ok=True)
+    (WORK / "logs" / f"{name}.log").write_text(out)
+    failure = next((m for m in FAILED.finditer(out) if m.group(1) == name), None)
+    if failure:
+        return {"status": "FAIL", "reason": f"{failure.group(2)}: {failure.group(3)}"[:300]}
+    state = {m.group(1): (m.group(2), m.group(3).strip()) for m in TABLE.finditer(out)}.get(name)
+    if state and state[0] == "PASSED":
+        return {"status": "PASS", "reason": ""}
+    if state and state[0] == "SKIPPED":
+        warn = next((ln.split("SKIPPING TEST:", 1)[1].strip() for ln in out.splitlines() if "SKIPPING TEST:" in ln), "")
+        return {"status": "SKIP", "reason": (state[1] or warn or "skipped by the test itself")[:200]}
+    if code == -1:
+        return {"status": "FAIL", "reason": f"no result within {limit:.0f}s"}
+    return {"status": "FAIL", "reason": f"test-runner exited {code}; state {state[0] if state else 'unknown'}"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m compat_tests.upstream.librdkafka")
+    ap.add_argument("--target", choices=["odradek", "kafka"], default="odradek")
+    ap.add_argument("--tests", default="", help="comma list of test-name prefixes (default: every broker test)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--limit", type=float, default=240.0, help="wall-clock seconds per test")
+    args = ap.parse_args(argv)
+    src = prepare()
+    names = broker_tests(src)
+    if args.tests:
+        wanted = args.tests.split(",")
+        names = [n for n in names if any(n.startswith(w) for w in wanted)]
+    workdir = Path(tempfile.mkdtemp(prefix="librdkafka-upstream-"))
+    broker = make_broker(args.target, workdir, {"num.partitions": "4"})
+    broker.start()
+    conf = workdir / "test.conf"
+    conf.write_text(f"metadata.broker.list={broker.bootstrap}\ntest.topic.random=true\n")
+    print(f"librdkafka tests ({len(names)}) against {broker.name} at {broker.bootstrap}", file=sys.stderr)
+    results: dict[str, dict[str, str]] = {}
+    try:
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for name, r in zip(names, pool.map(lambda n: run_test(src, n, conf, args.limit), names), strict=True):
+                results[name] = r
+                print(f"{r['status']:4} {name} {r['reason']}", flush=True)
+    finally:
+        broker.stop()
+    allowed = [t.split()[0] for t in ALLOW.read_text().splitlines() if t.strip() and not t.startswith("#")] if ALLOW.exists() else []
+    missing = [t for t in allowed if t in results and results[t]["status"] != "PASS"]
+    out = WORK / f"librdkafka-{args.target}.json"
+    out.write_text(json.dumps({"target": args.target, "results": results, "allowed_not_passing": missing}, indent=1) + "\n")
+    counts = {s: sum(1 for r in results.values() if r["status"] == s) for s in ("PASS", "FAIL", "SKIP")}
+    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped; results {out}; broker log {broker.log_path}")
+    if missing:
+        print(f"allow-listed tests not passing: {missing}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
