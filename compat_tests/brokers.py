@@ -51,7 +51,11 @@ class Broker:
     version = "?"
     port = 0
     data_dir: Path
+    log_path: Path
     proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60.0) -> None:
+        raise NotImplementedError
 
     @property
     def bootstrap(self) -> str:

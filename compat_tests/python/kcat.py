@@ -17,6 +17,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from compat_tests.python import confluent
@@ -57,7 +58,7 @@ def run(ctx: Ctx, args: list[str], data: bytes = b"") -> bytes:
     return p.stdout
 
 
-def produce(ctx: Ctx, topic: str, values: list[bytes], extra: list[str] = (), keys: list[bytes] | None = None) -> None:
+def produce(ctx: Ctx, topic: str, values: list[bytes], extra: Sequence[str] = (), keys: list[bytes] | None = None) -> None:
     args = ["-P", "-t", topic, "-D", RS, "-X", "acks=all", *extra]
     if keys is not None:
         args += ["-K", US]
@@ -67,7 +68,7 @@ def produce(ctx: Ctx, topic: str, values: list[bytes], extra: list[str] = (), ke
     run(ctx, args, payload)
 
 
-def consume(ctx: Ctx, topic: str, count: int, extra: list[str] = ()) -> list[dict[str, Any]]:
+def consume(ctx: Ctx, topic: str, count: int, extra: Sequence[str] = ()) -> list[dict[str, Any]]:
     out = run(ctx, ["-C", "-t", topic, "-o", "beginning", "-c", str(count), "-J", "-q", "-m", "10", *extra])
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
@@ -81,7 +82,7 @@ def produce_consume(ctx: Ctx) -> None:
     check_produce_consume(sent, [(m["partition"], m["offset"], m["key"].encode(), m["payload"].encode()) for m in got])
 
 
-def compression(codec: str):
+def compression(codec: str) -> Callable[[Ctx], str]:
     def run_(ctx: Ctx) -> str:
         t = ctx.topic()
         confluent.create_topic(ctx, t, 1)
