@@ -19,11 +19,11 @@ fi
 step "java: resolve kafka-clients 3.9.1 / 4.1.2 and the 4.1.2 tools and broker; compile"
 (
     cd java
-    # Resolve everything first so later builds work offline (mvn -o).
+    # Resolve everything first (go-offline), so later builds can run with mvn -o.
     mvn -B -q -Pclients-3.9 dependency:go-offline dependency:build-classpath
     mvn -B -q dependency:go-offline dependency:build-classpath
     # Compiled against the 3.9 API (the older one) and run on either classpath.
-    mvn -B -q -o -Pclients-3.9 compile
+    mvn -B -q -Pclients-3.9 compile
 )
 
 step "go: franz-go and sarama"
