@@ -36,6 +36,10 @@ step "go: franz-go and sarama"
 step "node: kafkajs"
 (
     cd node
-    npm ci --ignore-scripts --no-audit --no-fund --loglevel=error  # lz4 falls back to its JS build
+    npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+    # The lz4 tarball ships binaries built for another platform ("invalid ELF header"):
+    # rebuild its native addon here (node-gyp uses the headers of Debian's nodejs).
+    npm rebuild lz4 --loglevel=error
+    node -e "require('lz4')"
 )
 step "done"
