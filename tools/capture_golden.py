@@ -12,6 +12,17 @@ Frame layout recorded (the 4-byte size prefix stripped): request header v0-2 | r
 
 Writes `<scenario>__<Api>-v<N>.bin` files and `manifest.json` (client versions, api, versions).
 Needs no running Kafka; listens on 127.0.0.1 only.
+
+Java mode (`--java`): the Java client is driven by the compatibility matrix's Java driver
+(`compat_tests/java`, built by `compat_tests/setup.sh`) against a real Odradek, because its
+scenarios need a broker that keeps state. A loopback `RecordingProxy` sits in front of the
+broker, which advertises the proxy's port so that every later connection (coordinators,
+partition leaders) goes through it too; the proxy frames the client-to-broker stream, records
+each request and passes the bytes on unchanged (responses are piped back untouched). One frame
+is kept per (api, version) per client version, from the first scenario that sent it, except
+Produce, kept once per kind of batch (plain, transactional, each compression codec):
+
+    python -m tools.capture_golden --java [--java-clients java-4.1,java-3.9]
 """
 
 from __future__ import annotations
@@ -20,8 +31,11 @@ import argparse
 import contextlib
 import json
 import logging
+import shutil
 import socket
 import struct
+import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -76,22 +90,13 @@ class FakeBroker:
             self.conns.append(conn)
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
-    def _recv(self, conn: socket.socket, n: int) -> bytes | None:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = conn.recv(n - len(buf))
-            if not chunk:
-                return None
-            buf += chunk
-        return bytes(buf)
-
     def _serve(self, conn: socket.socket) -> None:
         try:
             while True:
-                head = self._recv(conn, 4)
+                head = _recv_exact(conn, 4)
                 if head is None:
                     return
-                frame = self._recv(conn, struct.unpack(">i", head)[0])
+                frame = _recv_exact(conn, struct.unpack(">i", head)[0])
                 if frame is None:
                     return
                 out = self.handle(frame)
@@ -480,12 +485,51 @@ def client_versions() -> dict[str, str]:
     }
 
 
-def run(out: Path, only: str | None) -> None:
+def _load_manifest(out: Path) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
-    manifest_path = out / "manifest.json"
-    manifest: dict[str, Any] = (
-        json.loads(manifest_path.read_text()) if manifest_path.exists() else {"frames": {}}
+    path = out / "manifest.json"
+    return json.loads(path.read_text()) if path.exists() else {"frames": {}}
+
+
+def _save_manifest(out: Path, manifest: dict[str, Any]) -> None:
+    manifest["frames"] = dict(sorted(manifest["frames"].items()))
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+def _forget(out: Path, manifest: dict[str, Any], pattern: str) -> None:
+    """Delete earlier captures matching `pattern` (a glob) and their manifest entries."""
+    for old in out.glob(pattern):
+        old.unlink()
+        manifest["frames"].pop(old.name, None)
+
+
+def _write_frames(
+    out: Path,
+    manifest: dict[str, Any],
+    scenario: str,
+    client: str,
+    frames: dict[tuple[int, int], bytes],
+) -> None:
+    for (key, version), frame in sorted(frames.items()):
+        api = API_SPECS[key].name
+        fname = f"{scenario}__{api}-v{version}.bin"
+        (out / fname).write_bytes(frame)
+        manifest["frames"][fname] = {
+            "client": client,
+            "scenario": scenario,
+            "api_key": key,
+            "api": api,
+            "api_version": version,
+        }
+    log.warning(
+        "%s: captured %s",
+        scenario,
+        ", ".join(f"{API_SPECS[k].name} v{v}" for k, v in sorted(frames)),
     )
+
+
+def run(out: Path, only: str | None) -> None:
+    manifest = _load_manifest(out)
     versions = client_versions()
     for name, (client, fn) in SCENARIOS.items():
         if only and name != only:
@@ -497,36 +541,231 @@ def run(out: Path, only: str | None) -> None:
             log.exception("%s: client stopped early; keeping what was captured", name)
         finally:
             broker.stop()
-        for old in out.glob(f"{name}__*.bin"):
-            old.unlink()
-            manifest["frames"].pop(old.name, None)
-        for (key, version), frame in sorted(broker.frames.items()):
-            api = API_SPECS[key].name
-            fname = f"{name}__{api}-v{version}.bin"
-            (out / fname).write_bytes(frame)
-            manifest["frames"][fname] = {
-                "client": versions[client],
-                "scenario": name,
-                "api_key": key,
-                "api": api,
-                "api_version": version,
-            }
-        log.warning(
-            "%s: captured %s",
-            name,
-            ", ".join(f"{API_SPECS[k].name} v{v}" for k, v in sorted(broker.frames)),
-        )
-    manifest["frames"] = dict(sorted(manifest["frames"].items()))
-    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+        _forget(out, manifest, f"{name}__*.bin")
+        _write_frames(out, manifest, name, versions[client], broker.frames)
+    _save_manifest(out, manifest)
+
+
+# -- Java: a recording proxy in front of a real Odradek ---------------------------------------------
+
+PRODUCE_KEY = 0
+# A kept frame longer than this gives way to a shorter one of the same (api, version): the
+# golden files stay small (the producers' batches hold short values anyway).
+MAX_KEPT_FRAME = 8192
+JAVA_CLIENTS = ("java-4.1", "java-3.9")
+# Java driver scenarios (compat_tests/scenarios.py), in order of preference for the frames kept.
+JAVA_SCENARIOS = (
+    # ApiVersions, CreateTopics, Metadata, DescribeCluster, InitProducerId, Produce (the
+    # producer is idempotent by default), ListOffsets, Fetch
+    "produce-consume",
+    # FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetFetch, OffsetCommit,
+    # OffsetForLeaderEpoch, LeaveGroup
+    "consumer-group",
+    "transactions",  # AddPartitionsToTxn, EndTxn
+    "consume-transform-produce",  # AddOffsetsToTxn, TxnOffsetCommit
+    "compression-gzip",
+    "compression-snappy",
+    "compression-lz4",
+    "compression-zstd",
+)
+# Produce frames are kept once per kind of batch: the scenarios named here write their own
+# (transactional, one per codec); every other scenario's are plain (acks=all, which the Java
+# producer makes idempotent by default) and the first plain one is kept.
+JAVA_PRODUCE_FLAVOURS = {
+    "transactions": "transactional",
+    "compression-gzip": "gzip",
+    "compression-snappy": "snappy",
+    "compression-lz4": "lz4",
+    "compression-zstd": "zstd",
+}
+
+
+def _better(kept: bytes | None, frame: bytes) -> bool:
+    """Whether `frame` should replace the frame kept so far for its (api, version)."""
+    return kept is None or (len(kept) > MAX_KEPT_FRAME and len(frame) < len(kept))
+
+
+def _recv_exact(conn: socket.socket, n: int) -> bytes | None:
+    """n bytes from `conn`, or None when it closes first."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = conn.recv(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def _shut(*socks: socket.socket) -> None:
+    for s in socks:
+        with contextlib.suppress(OSError):
+            s.shutdown(socket.SHUT_RDWR)
+        s.close()
+
+
+class RecordingProxy:
+    """A loopback TCP proxy that records the request frames clients send to a broker.
+
+    Listens on 127.0.0.1 (an ephemeral port, `port`) and connects each client to
+    127.0.0.1:`upstream_port`. Client-to-broker bytes are read frame by frame (int32 size |
+    request header | body), recorded, and forwarded unchanged; broker-to-client bytes are
+    copied as they arrive. Per (api key, version) it keeps the first frame, or a shorter one
+    when the first is longer than MAX_KEPT_FRAME.
+    """
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self.sock.getsockname()[1]
+        self.upstream_port = 0  # set once the broker behind is listening
+        self.frames: dict[tuple[int, int], bytes] = {}
+        self.open = 0  # client connections whose request stream is not finished
+        self.cond = threading.Condition()
+        self.socks: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return  # stopped
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            except OSError:
+                client.close()
+                continue
+            with self.cond:
+                self.open += 1
+                self.socks += [client, upstream]
+            threading.Thread(target=self._requests, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self._responses, args=(upstream, client), daemon=True).start()
+
+    def _requests(self, client: socket.socket, upstream: socket.socket) -> None:
+        try:
+            while (head := _recv_exact(client, 4)) is not None:
+                frame = _recv_exact(client, struct.unpack(">i", head)[0])
+                if frame is None:
+                    break
+                self._record(frame)
+                upstream.sendall(head + frame)
+        except OSError:
+            pass
+        finally:
+            _shut(client, upstream)
+            with self.cond:
+                self.open -= 1
+                self.cond.notify_all()
+
+    def _responses(self, upstream: socket.socket, client: socket.socket) -> None:
+        try:
+            while chunk := upstream.recv(65536):
+                client.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            _shut(upstream, client)
+
+    def _record(self, frame: bytes) -> None:
+        key, version = struct.unpack_from(">hh", frame)  # request header: api key, version
+        with self.cond:
+            if _better(self.frames.get((key, version)), frame):
+                self.frames[(key, version)] = frame
+
+    def take(self, timeout: float = 30.0) -> dict[tuple[int, int], bytes]:
+        """The frames recorded so far, once every client connection has closed; then resets."""
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.open == 0, timeout):
+                log.warning("proxy: %d client connections still open", self.open)
+            frames, self.frames = self.frames, {}
+        return frames
+
+    def stop(self) -> None:
+        self.sock.close()
+        with self.cond:
+            _shut(*self.socks)
+
+
+def _run_java_scenario(argv: list[str], bootstrap: str, scenario: str, timeout: float) -> str:
+    """Run one Java driver scenario; returns the kafka-clients version it reported."""
+    cmd = [*argv, "--bootstrap", bootstrap, "--topic-prefix", "golden"]
+    cmd += ["--timeout", str(timeout), "--scenario", scenario]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout + 60, stdin=subprocess.DEVNULL
+    )
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            row = json.loads(line)
+            if row.get("status") != "PASS":
+                log.warning("%s: %s %s", scenario, row.get("status"), row.get("reason"))
+            return str(row.get("client_version", "?"))
+    log.warning(
+        "%s: driver exited %d without a result: %s", scenario, proc.returncode, proc.stderr[-400:]
+    )
+    return "?"
+
+
+def run_java(out: Path, clients: list[str], timeout: float = 60.0) -> None:
+    # The matrix knows how to start Odradek and the Java driver; reuse it.
+    from compat_tests.brokers import OdradekBroker
+    from compat_tests.drivers import DRIVERS
+
+    manifest = _load_manifest(out)
+    proxy = RecordingProxy()
+    workdir = Path(tempfile.mkdtemp(prefix="golden-java-"))
+    # Odradek listens on its own ephemeral port but advertises the proxy's, so the clients'
+    # connections to the leader and coordinators come back through the proxy.
+    broker = OdradekBroker(
+        workdir / "data",
+        workdir / "odradek.log",
+        overrides={"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}"},
+    )
+    try:
+        broker.start()
+        proxy.upstream_port = broker.port
+        for client in clients:
+            argv = DRIVERS[client].command()
+            # (api key, version, Produce flavour or "") -> (scenario, frame)
+            kept: dict[tuple[int, int, str], tuple[str, bytes]] = {}
+            version = "?"
+            for scenario in JAVA_SCENARIOS:
+                version = _run_java_scenario(argv, f"127.0.0.1:{proxy.port}", scenario, timeout)
+                for (key, v), frame in proxy.take().items():
+                    if key not in API_SPECS:
+                        log.warning("%s %s: unknown api key %d skipped", client, scenario, key)
+                        continue
+                    flavour = JAVA_PRODUCE_FLAVOURS.get(scenario, "plain")
+                    slot = (key, v, flavour if key == PRODUCE_KEY else "")
+                    if _better(kept[slot][1] if slot in kept else None, frame):
+                        kept[slot] = (scenario, frame)
+            _forget(out, manifest, f"{client}-*__*.bin")
+            label = f"kafka-clients {version} (Java)"
+            for scenario in JAVA_SCENARIOS:
+                frames = {(k, v): f for (k, v, _), (sc, f) in kept.items() if sc == scenario}
+                if frames:
+                    _write_frames(out, manifest, f"{client}-{scenario}", label, frames)
+    finally:
+        proxy.stop()
+        broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    _save_manifest(out, manifest)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m tools.capture_golden")
     ap.add_argument("--out", type=Path, default=Path("tests/unit/golden"))
     ap.add_argument("--only", choices=sorted(SCENARIOS))
+    ap.add_argument(
+        "--java",
+        action="store_true",
+        help="capture the Java client through a recording proxy in front of Odradek instead",
+    )
+    ap.add_argument("--java-clients", default=",".join(JAVA_CLIENTS))
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    run(args.out, args.only)
+    if args.java:
+        run_java(args.out, [c for c in args.java_clients.split(",") if c])
+    else:
+        run(args.out, args.only)
 
 
 if __name__ == "__main__":
