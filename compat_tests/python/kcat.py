@@ -10,7 +10,6 @@ NOT_SUPPORTED.
 from __future__ import annotations
 
 import json
-import queue
 import re
 import shutil
 import signal
@@ -156,7 +155,7 @@ class Member:
     def __init__(self, ctx: Ctx, group: str, topic: str) -> None:
         self.records: list[dict[str, Any]] = []
         self.assigned: set[int] = set()
-        self.lines: queue.Queue[str] = queue.Queue()
+        self.log: list[str] = []  # before the reader threads start: they append to it
         self.proc = subprocess.Popen(
             # auto.offset.reset, not -o: kcat -G applies -o to every assignment, over commits.
             [KCAT, "-b", ctx.bootstrap, "-G", group, "-J", "-u", "-X", "auto.offset.reset=earliest",
@@ -165,7 +164,6 @@ class Member:
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         threading.Thread(target=self._out, daemon=True).start()
         threading.Thread(target=self._err, daemon=True).start()
-        self.log: list[str] = []
 
     def _out(self) -> None:
         assert self.proc.stdout is not None
@@ -230,6 +228,9 @@ def consumer_group(ctx: Ctx) -> str:
         check(sorted(r["payload"] for r in c.records) == sorted(f"p{p}-y" for p in range(4)),
               f"C did not resume at A's commits: {[r['payload'] for r in c.records]}")
         return "kcat -G members (offsets auto-committed, committed on SIGINT close)"
+    except ScenarioFailed as exc:
+        tails = "; ".join(f"member {i}: {sorted(m.assigned)} " + " / ".join(x.strip() for x in m.log[-4:]) for i, m in enumerate(members))
+        raise ScenarioFailed(f"{exc}; {tails}"[:1500]) from None
     finally:
         for m in members:
             if m.proc.poll() is None:
