@@ -727,7 +727,18 @@ public final class Driver {
         String last = lines.isEmpty() ? "" : lines.get(lines.size() - 1);
         String[] cols = last.split(",\\s*");
         check(cols.length > 4 && cols[4].strip().equals("20000"), "ConsumerPerformance did not read 20000: " + tail(c.out));
-        return "";
+        // Transactional ProducerPerformance and a read_committed ConsoleConsumer agree on the count.
+        String tt = topic();
+        createTopic(tt, 1);
+        Proc tp = okTool("org.apache.kafka.tools.ProducerPerformance", null, "--topic", tt, "--num-records", "5000",
+            "--record-size", "100", "--throughput", "-1", "--transactional-id", txnId(), "--transaction-duration-ms", "200",
+            "--producer-props", "bootstrap.servers=" + bootstrap);
+        check(tp.out.contains("5000 records sent"), "transactional ProducerPerformance: " + tail(tp.out));
+        Proc cc = okTool("org.apache.kafka.tools.consumer.ConsoleConsumer", null, "--bootstrap-server", bootstrap, "--topic", tt,
+            "--from-beginning", "--max-messages", "5000", "--timeout-ms", "30000", "--isolation-level", "read_committed");
+        long read = cc.out.lines().filter(l -> l.matches("[A-Z]{100}")).count();
+        check(read == 5000, "read_committed ConsoleConsumer read " + read + " of 5000 transactional records: " + tail(cc.out));
+        return "transactional ProducerPerformance 5000 = read_committed ConsoleConsumer " + read;
     }
 
     String cliDumpLogSegments() throws Exception {
