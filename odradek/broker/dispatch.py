@@ -37,7 +37,7 @@ class HandlerEntry:
 HANDLERS: dict[int, HandlerEntry] = {
     ApiKey.PRODUCE: HandlerEntry("produce", 3, 11),
     ApiKey.FETCH: HandlerEntry("fetch", 4, 17),
-    ApiKey.LIST_OFFSETS: HandlerEntry("list_offsets", 1, 10),
+    ApiKey.LIST_OFFSETS: HandlerEntry("list_offsets", 0, 10),
     ApiKey.METADATA: HandlerEntry("metadata", 0, 12),
     ApiKey.API_VERSIONS: HandlerEntry("api_versions", 0, 4),
     ApiKey.CREATE_TOPICS: HandlerEntry("create_topics", 0, 7),

@@ -1,4 +1,4 @@
-"""ListOffsets (key 2), versions 1-10.
+"""ListOffsets (key 2), versions 0-10.
 
 Per partition, by the requested timestamp:
 - -1 LATEST: the high watermark, or with isolation_level 1 (read_committed, v2+) the last
@@ -18,7 +18,10 @@ Errors per partition: UNKNOWN_TOPIC_OR_PARTITION; current_leader_epoch (v4+) old
 FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH; a partition named twice INVALID_REQUEST (one
 result for it); a negative timestamp unknown at this version UNSUPPORTED_VERSION.
 Results are grouped by topic in the order topics first appear.
-Not implemented: v0 (old-style offset lists; Kafka 4 dropped it), tiered storage, authorization.
+v0 (old sarama configurations) answers in `old_style_offsets`: the one offset v1 would give
+(none when it is -1), cut to `max_num_offsets`. Kafka's v0 listed segment base offsets
+before the timestamp instead; for LATEST and EARLIEST, what clients ask, the answers agree.
+Not implemented: tiered storage, authorization.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
 # The first version that knows each special timestamp (Kafka's ReplicaManager table).
-_MIN_VERSION = {EARLIEST: 1, LATEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
+_MIN_VERSION = {EARLIEST: 0, LATEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
 CONSUMER_REPLICA_ID = -1
 READ_COMMITTED = 1
 
@@ -96,6 +99,10 @@ def _partition(ctx: RequestContext, request: ListOffsetsRequest, topic: str,
     else:
         last_fetchable = plog.high_watermark
     offset, found_ts, epoch = _lookup(plog, ts, last_fetchable)
+    if version == 0:
+        old_style = [offset][: max(want.max_num_offsets, 0)] if offset >= 0 else []
+        return Part(partition_index=want.partition_index, error_code=ErrorCode.NONE,
+                    old_style_offsets=old_style)
     return Part(partition_index=want.partition_index, error_code=ErrorCode.NONE,
                 timestamp=found_ts, offset=offset, leader_epoch=epoch)
 

@@ -145,3 +145,23 @@ def test_isolation_and_replica_bounds(broker: Broker) -> None:
     assert one(broker, 2, 2001).offset == -1  # offset 5 is beyond the high watermark
     assert one(broker, 2, 2001, replica=1).offset == 5
     assert one(broker, 7, MAX_TS).offset == -1
+
+
+def test_v0_answers_old_style_offset_lists(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("old", 1, {})
+    produce(broker, "old", 0, [1000, 2000, 3000])
+
+    def ask(timestamp: int, max_num: int = 1) -> list[int]:
+        request = ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(
+            name="old", partitions=[ListOffsetsRequest.ListOffsetsPartition(
+                partition_index=0, timestamp=timestamp, max_num_offsets=max_num)])])
+        part = call(broker, ApiKey.LIST_OFFSETS, 0, request).topics[0].partitions[0]
+        assert part.error_code == ErrorCode.NONE
+        return list(part.old_style_offsets)
+
+    assert ask(-1) == [3]
+    assert ask(-2) == [0]
+    assert ask(2000) == [1]
+    assert ask(9999) == []
+    assert ask(-1, max_num=0) == []
