@@ -66,7 +66,10 @@ CLI_SCENARIOS: dict[str, str] = {
     ),
     "cli-consumer-groups": "ConsumerGroupCommand --list/--describe/--reset-offsets",
     "cli-transactions": "TransactionsCommand list/describe on a committed transactional.id",
-    "cli-perf": "ProducerPerformance 20000 records, then ConsumerPerformance reads them",
+    "cli-perf": (
+        "ProducerPerformance 20000 records, then ConsumerPerformance reads them; a transactional "
+        "ProducerPerformance run (5000) read back by ConsoleConsumer --isolation-level read_committed"
+    ),
     "cli-dump-log-segments": "DumpLogSegments --deep-iteration on the broker's own segment files",
 }
 
