@@ -57,39 +57,39 @@ _PRODUCER_STATE_ERRORS: dict[type[ProducerStateError], ErrorCode] = {
 }
 
 
-def _validate(records: memoryview, compacted: bool,
-              max_message_bytes: int) -> tuple[ErrorCode, str | None, list[int]]:
+def _validate(records: memoryview, compacted: bool, max_message_bytes: int
+              ) -> tuple[ErrorCode, str | None, list[int], RecordBatch | None]:
     """Kafka's ProduceRequest.validateRecords plus the cheap per-batch checks of LogValidator.
 
-    Returns (error, message, indexes of bad records). Records are only iterated when a
-    feature needs them (compacted topics must have keys)."""
+    Returns (error, message, indexes of bad records, the batch when it is valid). Records
+    are only iterated when a feature needs them (compacted topics must have keys)."""
     if len(records) > LEGACY_MAGIC_OFFSET and records[LEGACY_MAGIC_OFFSET] != 2:
         return (ErrorCode.INVALID_RECORD,
                 f"Produce requests with version 3+ are only allowed to contain record batches "
-                f"with magic version 2, got magic {records[LEGACY_MAGIC_OFFSET]}", [])
+                f"with magic version 2, got magic {records[LEGACY_MAGIC_OFFSET]}", [], None)
     batches = list(iter_batches(records))  # RecordBatchError propagates: CORRUPT_MESSAGE
     if len(batches) != 1:
         return (ErrorCode.INVALID_RECORD,
                 "Produce requests with version 3+ are only allowed to contain exactly one "
-                f"record batch per partition, got {len(batches)}", [])
+                f"record batch per partition, got {len(batches)}", [], None)
     batch: RecordBatch = batches[0]
     if batch.is_control:
-        return ErrorCode.INVALID_RECORD, "Clients may not produce control batches", []
+        return ErrorCode.INVALID_RECORD, "Clients may not produce control batches", [], None
     if batch.size > max_message_bytes:  # Kafka checks the size before any record
         return (ErrorCode.MESSAGE_TOO_LARGE,
                 f"The batch of {batch.size} bytes is larger than max.message.bytes "
-                f"({max_message_bytes})", [])
+                f"({max_message_bytes})", [], None)
     if compacted:
         keyless = [i for i, r in enumerate(batch.records()) if r.key is None]
         if keyless:
             return (ErrorCode.INVALID_RECORD,
-                    "Compacted topic cannot accept message without key in topic partition", keyless)
-    return ErrorCode.NONE, None, []
+                    "Compacted topic cannot accept message without key in topic partition",
+                    keyless, None)
+    return ErrorCode.NONE, None, [], batch
 
 
 def _verify_transaction(ctx: RequestContext, topic: str, partition: int, plog: PartitionLog,
-                        records: memoryview, transactional_id: str | None) -> ErrorCode:
-    batch = RecordBatch(records)
+                        batch: RecordBatch, transactional_id: str | None) -> ErrorCode:
     if not batch.is_transactional or transactional_id is None:
         return ErrorCode.NONE
     entry = plog.producer_state.last_entry(batch.producer_id)
@@ -127,8 +127,9 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
     else:
         view = memoryview(bytearray(records))
     try:
-        code, message, bad = _validate(view, plog.config.compacts, plog.config.max_message_bytes)
-        if code != ErrorCode.NONE:
+        code, message, bad, batch = _validate(view, plog.config.compacts,
+                                              plog.config.max_message_bytes)
+        if batch is None:
             resp.error_code, resp.error_message = code, message
             resp.record_errors = [
                 ProduceResponse.BatchIndexAndErrorMessage(batch_index=i,
@@ -137,7 +138,7 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
             log.warning("produce rejected", topic=topic, partition=data.index,
                         error=code.name, reason=message, client=ctx.client_id)
             return resp
-        code = _verify_transaction(ctx, topic, data.index, plog, view, transactional_id)
+        code = _verify_transaction(ctx, topic, data.index, plog, batch, transactional_id)
         if code != ErrorCode.NONE:
             resp.error_code = code
             log.info("produce rejected", topic=topic, partition=data.index, error=code.name,

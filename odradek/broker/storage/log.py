@@ -34,7 +34,7 @@ import os
 import shutil
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
@@ -94,10 +94,16 @@ class AppendInfo:
     log_append_time: int  # -1 unless the topic uses LogAppendTime
     log_start_offset: int
     size: int
-    # Views of the appended batches with their final offsets (for producer state).
-    batches: list[RecordBatch] = field(default_factory=list)
+    # The bytes as written (offsets patched); nothing for a duplicate.
+    written: memoryview | bytes = b""
     # A retried idempotent batch: nothing was written, the offsets are the original ones.
     duplicate: bool = False
+
+    @property
+    def batches(self) -> list[RecordBatch]:
+        """Views of the appended batches with their final offsets, parsed only when asked:
+        the produce path never needs them."""
+        return list(iter_batches(self.written))
 
 
 class PartitionLog:
@@ -388,7 +394,7 @@ class PartitionLog:
             log_append_time=log_append_time,
             log_start_offset=self.log_start_offset,
             size=position,
-            batches=list(iter_batches(records[:position])),
+            written=records[:position],
         )
 
     def _duplicate_info(self, dup: BatchMetadata) -> AppendInfo:
