@@ -826,6 +826,18 @@ class BrokerConfig:
         """Every setting given in the file, environment or overrides, as text."""
         return self._explicit
 
+    # Interim typed getters (the config package brings the real ones).
+    def get_int(self, name: str) -> int:
+        return self._int(name)
+
+    def get_bool(self, name: str) -> bool:
+        return self._bool(name)
+
+    def get_float(self, name: str) -> float:
+        value = self._values[name]
+        assert isinstance(value, int | float) and not isinstance(value, bool)
+        return value
+
     def _int(self, name: str) -> int:
         value = self._values[name]
         assert isinstance(value, int) and not isinstance(value, bool)

@@ -1,7 +1,13 @@
-"""The broker's state as handlers see it: config, cluster metadata, partition logs, clock.
+"""The composition root: the broker builds and owns all of its parts.
 
-Also the wake-up for long-polling fetches: every append sets the current `anyio.Event` and
-replaces it, so waiters re-check their partitions without polling.
+It builds, in order, the cluster metadata (topics, ids, configs), the log manager (every
+partition's log, opened with its topic's effective config), the partitions port handlers and
+coordinators use, and one coordinator runtime per coordinator shard: the group coordinator
+over `__consumer_offsets` and the transaction coordinator over `__transaction_state`. It wires
+them together (a deleted topic drops its committed offsets; a transaction marker written to
+`__consumer_offsets` completes that producer's staged offsets), runs their background tasks
+(coordinator timers, retention, flushes, the log cleaner, producer-id expiry) and gives each
+request a `RequestContext` with narrow typed fields. Nothing else holds broker-wide state.
 """
 
 from __future__ import annotations
@@ -16,28 +22,105 @@ import anyio.lowlevel
 import structlog
 
 from odradek.broker.cluster import Cluster
-from odradek.broker.dispatch import HandlerEntry, available_handlers
-from odradek.broker.storage.log import PartitionLog
+from odradek.broker.connection import IncomingRequest
+from odradek.broker.context import ClientInfo, GroupRuntime, RequestContext, TxnRuntime
+from odradek.broker.coordinators.producer_ids import PRODUCER_ID_BLOCK_FILE, ProducerIdAllocator
+from odradek.broker.coordinators.runtime import CoordinatorRuntime, InternalTopic
+from odradek.broker.partitions import LocalPartitions
+from odradek.broker.storage.cleaner import LogCleaner
 from odradek.broker.storage.manager import LogManager
 from odradek.config import BrokerConfig, Listener, resolve_topic_config
+from odradek.coordinator.common import Write
+from odradek.coordinator.group.coordinator import GroupConfig, GroupCoordinator
+from odradek.coordinator.group.records import OFFSETS_TOPIC
+from odradek.coordinator.txn.coordinator import TransactionCoordinator, TxnConfig
+from odradek.coordinator.txn.log_format import TRANSACTION_STATE_TOPIC
 
 log = structlog.get_logger("odradek.broker")
+
+
+def _logger(name: str) -> Any:
+    """A shard's `log(event, **fields)` callback, as structlog info lines."""
+    bound = structlog.get_logger(name)
+    return lambda event, **kw: bound.info(event, **kw)
 
 
 class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
-        self.node_id = config.node_id
-        self.handlers: dict[int, HandlerEntry] = available_handlers()
         # Cluster metadata first: the logs are opened with each topic's effective config.
         self.cluster = Cluster(config, self._create_log, self._delete_logs, self._reconfigure)
         self.logs = LogManager(config.log_dirs, resolve_topic_config({}, config),
                                config_for=self._config_for)
         self._check_logs()
+        self.partitions = LocalPartitions(self.cluster, self.logs)
         self.advertised: list[Listener] = config.advertised_for({})
-        self._appended: anyio.Event | None = None
+        self.groups: GroupRuntime = self._group_runtime()
+        self.transactions: TxnRuntime = self._transaction_runtime()
 
-    # -- wiring between cluster metadata and storage ----------------------------------------------
+    # -- the coordinators -----------------------------------------------------------------------
+
+    def _group_runtime(self) -> GroupRuntime:
+        cfg = self.config
+        existing = self.cluster.get(OFFSETS_TOPIC)
+        partitions = (existing.partitions if existing
+                      else cfg.get_int("offsets.topic.num.partitions"))
+        shard = GroupCoordinator(
+            GroupConfig(
+                initial_rebalance_delay_ms=cfg.get_int("group.initial.rebalance.delay.ms"),
+                min_session_timeout_ms=cfg.get_int("group.min.session.timeout.ms"),
+                max_session_timeout_ms=cfg.get_int("group.max.session.timeout.ms"),
+                max_size=cfg.get_int("group.max.size"),
+                offsets_retention_ms=cfg.offsets_retention_ms,
+                offsets_retention_check_interval_ms=cfg.get_int(
+                    "offsets.retention.check.interval.ms"),
+                offset_metadata_max_bytes=cfg.get_int("offset.metadata.max.bytes"),
+                offsets_topic_partitions=partitions,
+            ),
+            clock=self, log=_logger("odradek.groups"))
+        topic = InternalTopic(OFFSETS_TOPIC, partitions, {
+            "cleanup.policy": "compact",
+            "compression.type": "producer",
+            "segment.bytes": str(cfg.get_int("offsets.topic.segment.bytes")),
+        })
+        return CoordinatorRuntime("group", shard, topic, self.partitions, self.cluster, self)
+
+    def _transaction_runtime(self) -> TxnRuntime:
+        cfg = self.config
+        existing = self.cluster.get(TRANSACTION_STATE_TOPIC)
+        partitions = (existing.partitions if existing
+                      else cfg.get_int("transaction.state.log.num.partitions"))
+        shard = TransactionCoordinator(
+            TxnConfig(
+                max_timeout_ms=cfg.get_int("transaction.max.timeout.ms"),
+                state_partitions=partitions,
+                id_expiration_ms=cfg.get_int("transactional.id.expiration.ms"),
+                abort_interval_ms=cfg.get_int(
+                    "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+                id_expiry_interval_ms=cfg.get_int(
+                    "transaction.remove.expired.transaction.cleanup.interval.ms"),
+            ),
+            clock=self,
+            producer_ids=ProducerIdAllocator(cfg.log_dirs[0] / PRODUCER_ID_BLOCK_FILE),
+            log=_logger("odradek.transactions"))
+        topic = InternalTopic(TRANSACTION_STATE_TOPIC, partitions, {
+            "cleanup.policy": "compact",
+            "compression.type": "uncompressed",
+            "segment.bytes": str(cfg.get_int("transaction.state.log.segment.bytes")),
+        })
+        # Recovery may write markers to __consumer_offsets: the group coordinator loads first.
+        return CoordinatorRuntime("transaction", shard, topic, self.partitions, self.cluster,
+                                  self, load_after=[self.groups.ready],
+                                  on_written=self._transaction_written)
+
+    def _transaction_written(self, write: Write) -> None:
+        """A marker on `__consumer_offsets` commits or drops the producer's staged offsets."""
+        marker = write.marker
+        if marker is not None and write.topic == OFFSETS_TOPIC:
+            pid, commit = write.producer_id, marker.commit
+            self.groups.call_loaded(lambda g: g.complete_txn(pid, commit))
+
+    # -- wiring between cluster metadata and storage --------------------------------------------
 
     def _create_log(self, topic: str, partition: int, overrides: Mapping[str, str]) -> None:
         self.logs.create(topic, partition, resolve_topic_config(overrides, self.config))
@@ -49,9 +132,7 @@ class Broker:
     def _delete_logs(self, topic: str) -> None:
         self.logs.delete(topic)
         # Committed offsets go with the topic, so a re-created topic starts clean (as Kafka).
-        from odradek.broker import groups
-
-        groups.shell(self).topics_deleted([topic])
+        self.groups.call_loaded(lambda g: g.delete_topic_offsets({topic}))
 
     def _reconfigure(self, topic: str, overrides: Mapping[str, str]) -> None:
         """New topic configs take effect at once on every partition's log."""
@@ -70,10 +151,11 @@ class Broker:
                                 partition=p)
                     self._create_log(topic.name, p, topic.configs)
 
-    def partition_log(self, topic: str, partition: int) -> PartitionLog | None:
-        return self.logs.get(topic, partition)
+    # -- identity and requests ------------------------------------------------------------------
 
-    # -- lifecycle -------------------------------------------------------------------------------------
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id
 
     def set_bound_ports(self, ports: Mapping[str, int]) -> None:
         self.advertised = self.config.advertised_for(ports)
@@ -85,16 +167,31 @@ class Broker:
         first = self.advertised[0]
         return first.host, first.port
 
+    def context(self, client: ClientInfo, request: IncomingRequest) -> RequestContext:
+        return RequestContext(
+            config=self.config, node=self, clock=self, cluster=self.cluster,
+            partitions=self.partitions, groups=self.groups, transactions=self.transactions,
+            client=client, api_key=request.api_key, api_version=request.api_version,
+            correlation_id=request.correlation_id, client_id=request.client_id)
+
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.time() * 1000)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
-        self._appended = anyio.Event()
+        self.partitions.start()
         tg.start_soon(self._retention_loop)
         tg.start_soon(self._flush_loop)
-        if self.config.get("log.cleaner.enable"):
+        tg.start_soon(self._producer_expiry_loop)
+        if self.config.get_bool("log.cleaner.enable"):
             tg.start_soon(self._cleaner_loop)
-        from odradek.broker import groups  # replays __consumer_offsets, runs group timers
-        await groups.start(self, tg)
-        from odradek.broker import transactions  # replays __transaction_state, txn timers
-        await transactions.start(self, tg)
+        tg.start_soon(self.groups.run, name="group-coordinator")
+        tg.start_soon(self.transactions.run, name="transaction-coordinator")
+
+    def close(self) -> None:
+        self.logs.close_all()
 
     async def _retention_loop(self) -> None:
         interval = self.config.log_retention_check_interval_ms / 1000
@@ -125,25 +222,37 @@ class Broker:
             except Exception:
                 log.exception("flush pass failed")
 
+    async def _producer_expiry_loop(self) -> None:
+        """Every `producer.id.expiration.check.interval.ms`, drop producers idle for
+        `producer.id.expiration.ms` from every partition's producer state."""
+        interval = self.config.get_int("producer.id.expiration.check.interval.ms") / 1000
+        while True:
+            await anyio.sleep(interval)
+            try:
+                self.expire_producers(self.now_ms())
+            except Exception:
+                log.exception("producer expiry pass failed")
+
+    def expire_producers(self, now_ms: int) -> int:
+        expiration = self.config.get_int("producer.id.expiration.ms")
+        removed = sum(plog.producer_state.remove_expired(now_ms, expiration)
+                      for plog in self.logs.logs().values())
+        if removed:
+            log.info("expired idle producers", count=removed)
+        return removed
+
     async def _cleaner_loop(self) -> None:
         """Compact `cleanup.policy=compact` logs (storage/cleaner.py): clean the dirtiest log,
         on the event loop in short slices; when none needs it, wait `log.cleaner.backoff.ms`."""
-        from odradek.broker.storage.cleaner import LogCleaner
-
         cfg = self.config
-
-        def setting(name: str) -> float:
-            value = cfg.get(name)
-            assert isinstance(value, int | float)
-            return value
-
         cleaner = LogCleaner(
             self.logs,
-            dedupe_buffer_size=int(setting("log.cleaner.dedupe.buffer.size")),
-            load_factor=setting("log.cleaner.io.buffer.load.factor"),
-            io_buffer_size=int(setting("log.cleaner.io.buffer.size")),
-            max_io_bytes_per_second=setting("log.cleaner.io.max.bytes.per.second"),
+            dedupe_buffer_size=cfg.get_int("log.cleaner.dedupe.buffer.size"),
+            load_factor=cfg.get_float("log.cleaner.io.buffer.load.factor"),
+            io_buffer_size=cfg.get_int("log.cleaner.io.buffer.size"),
+            max_io_bytes_per_second=cfg.get_float("log.cleaner.io.max.bytes.per.second"),
         )
+        backoff = cfg.get_int("log.cleaner.backoff.ms") / 1000
         while True:
             try:
                 cleaned = await cleaner.run_pass_async(self.now_ms)
@@ -151,32 +260,6 @@ class Broker:
                 log.exception("log cleaner pass failed")
                 cleaned = None
             if cleaned is None:
-                await anyio.sleep(setting("log.cleaner.backoff.ms") / 1000)
+                await anyio.sleep(backoff)
             else:
                 await anyio.lowlevel.checkpoint()
-
-    def close(self) -> None:
-        self.logs.close_all()
-
-    # -- time and notifications ---------------------------------------------------------------------
-
-    @staticmethod
-    def now_ms() -> int:
-        return int(time.time() * 1000)
-
-    def notify_appended(self) -> None:
-        ev = self._appended
-        if ev is not None:
-            self._appended = anyio.Event()
-            ev.set()
-
-    async def wait_for_append(self, timeout_s: float) -> None:
-        """Return after the next append anywhere, or after `timeout_s`."""
-        ev = self._appended
-        if ev is None or timeout_s <= 0:
-            return
-        with anyio.move_on_after(timeout_s):
-            await ev.wait()
-
-    def topic_config(self, topic: str) -> Any:
-        return self.cluster.effective_config(topic)

@@ -48,3 +48,8 @@ def response_frame(correlation_id: int, header_version: int, body: list[Buffer])
     head = encode_response_header(correlation_id, header_version)
     size = len(head) + sum(len(p) for p in body)
     return [frame_size_prefix(size) + head, *body]
+
+
+class CloseConnection(Exception):
+    """A protocol violation (or a failed acks=0 produce) Kafka answers by closing the
+    connection; the server logs the reason and closes."""

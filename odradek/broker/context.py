@@ -1,12 +1,36 @@
-"""What a handler sees of the world: the broker's state and the request's origin."""
+"""What a handler sees of the world: narrow typed parts of the broker, and the request's origin.
+
+The broker (the composition root, `broker.py`) builds one `RequestContext` per request from
+the parts it owns. Handlers reach nothing else: no broker object, no registries. Each field is
+a type a test can build or fake.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from odradek.broker.broker import Broker
+from odradek.broker.cluster import Cluster
+from odradek.broker.coordinators.runtime import CoordinatorRuntime
+from odradek.broker.partitions import Partitions
+from odradek.config import BrokerConfig
+from odradek.coordinator.common import Clock
+from odradek.coordinator.group.coordinator import GroupCoordinator
+from odradek.coordinator.txn.coordinator import TransactionCoordinator
+
+GroupRuntime = CoordinatorRuntime[GroupCoordinator]
+TxnRuntime = CoordinatorRuntime[TransactionCoordinator]
+
+
+class Node(Protocol):
+    """This broker's identity as clients see it."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    def advertised_endpoint(self, listener: str) -> tuple[str, int]:
+        """(host, port) advertised on `listener` (the first listener's if unknown)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -20,9 +44,17 @@ class ClientInfo:
     extra: dict[str, object] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class RequestContext:
-    broker: Broker
+    # the broker's parts
+    config: BrokerConfig
+    node: Node
+    clock: Clock
+    cluster: Cluster
+    partitions: Partitions
+    groups: GroupRuntime
+    transactions: TxnRuntime
+    # the request
     client: ClientInfo
     api_key: int
     api_version: int

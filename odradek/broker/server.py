@@ -18,9 +18,9 @@ import anyio.abc
 import structlog
 
 from odradek.broker.broker import Broker
-from odradek.broker.connection import Connection
-from odradek.broker.context import ClientInfo, RequestContext
-from odradek.broker.dispatch import CloseConnection, dispatch
+from odradek.broker.connection import CloseConnection, Connection
+from odradek.broker.context import ClientInfo
+from odradek.broker.dispatch import dispatch
 from odradek.config import BrokerConfig, Listener
 from odradek.wire import ProtocolError
 from odradek.wire.primitives import Buffer
@@ -108,9 +108,7 @@ class Server:
                     return
                 conn.receive_data(buf[:n])
                 while (request := conn.next_request()) is not None:
-                    ctx = RequestContext(self.broker, client, request.api_key, request.api_version,
-                                         request.correlation_id, request.client_id)
-                    out = await dispatch(ctx, request)
+                    out = await dispatch(self.broker.context(client, request), request)
                     if out is not None:
                         await send_all(sock, out)
         except (ProtocolError, CloseConnection) as e:

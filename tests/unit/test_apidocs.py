@@ -10,7 +10,7 @@ def test_api_docs_are_up_to_date() -> None:
 
 
 def test_every_registered_handler_is_documented() -> None:
-    from odradek.broker.dispatch import HANDLERS
+    from odradek.broker.registry import HANDLERS
     from odradek.wire import API_SPECS
 
     text = render()

@@ -5,15 +5,18 @@ persistence failures, recovery, and the `__transaction_state` record formats."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
+from odradek.coordinator.common import Pending
 from odradek.coordinator.txn.coordinator import (
     ProducerIdsExhaustedError,
     TransactionCoordinator,
     TxnConfig,
 )
 from odradek.coordinator.txn.log_format import (
+    TRANSACTION_STATE_TOPIC,
     decode_key,
     decode_value,
     encode_key,
@@ -37,9 +40,12 @@ TP1, TP2, OFFSETS = ("t", 0), ("t", 1), ("__consumer_offsets", 7)
 
 @dataclass
 class FakePorts:
+    """The clock, the producer id source and the coordinator runtime's writes, in memory:
+    every call through `Driven` is followed by a flush, as the runtime does."""
+
     now: int = 1_000
     next_pid: int = 100
-    persisted: list[tuple[str, int, TxnTransit | None]] = field(default_factory=list)
+    persisted: list[tuple[str, int, TxnMetadata | None]] = field(default_factory=list)
     markers: list[tuple[str, int, int, bool, frozenset[TopicPartition]]] = field(
         default_factory=list)
     fail_persist: bool = False
@@ -55,31 +61,66 @@ class FakePorts:
         self.next_pid += 1
         return self.next_pid - 1
 
-    def persist(self, transactional_id: str, partition: int, transit: TxnTransit | None
-                ) -> ErrorCode:
-        if self.fail_persist:
-            return ErrorCode.NOT_ENOUGH_REPLICAS
-        self.persisted.append((transactional_id, partition, transit))
-        return ErrorCode.NONE
-
-    def write_markers(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                      coordinator_epoch: int, commit: bool,
-                      partitions: set[TopicPartition]) -> set[TopicPartition]:
-        done = partitions - self.fail_markers
-        self.markers.append((transactional_id, producer_id, producer_epoch, commit,
-                             frozenset(done)))
-        return done
+    def flush(self, c: TransactionCoordinator) -> None:
+        while writes := c.outbox.take():
+            # the markers of one round of writes, per transaction: (pid, epoch, commit) -> done
+            marked: dict[tuple[int, int, bool], set[TopicPartition]] = {}
+            for w in writes:
+                if w.marker is None:
+                    assert w.topic == TRANSACTION_STATE_TOPIC and len(w.records) == 1
+                    if self.fail_persist:
+                        w.on_done(ErrorCode.NOT_ENOUGH_REPLICAS, -1)
+                        continue
+                    key, value = w.records[0]
+                    tid = decode_key(key)
+                    assert tid is not None
+                    self.persisted.append((tid, w.partition, decode_value(tid, value)))
+                    w.on_done(ErrorCode.NONE, len(self.persisted))
+                    continue
+                done = marked.setdefault((w.producer_id, w.producer_epoch, w.marker.commit),
+                                         set())
+                tp = (w.topic, w.partition)
+                if tp in self.fail_markers:
+                    w.on_done(ErrorCode.KAFKA_STORAGE_ERROR, -1)
+                else:
+                    done.add(tp)
+                    w.on_done(ErrorCode.NONE, 0)
+            for (pid, epoch, commit), done in marked.items():
+                tid = next(t for t, m in c.txns.items() if pid in (m.producer_id,
+                                                                    m.last_producer_id))
+                self.markers.append((tid, pid, epoch, commit, frozenset(done)))
 
     def states(self, tid: str) -> list[TxnState]:
         return [t.state for i, _, t in self.persisted if i == tid and t is not None]
 
 
-def coordinator(**config: int) -> tuple[TransactionCoordinator, FakePorts]:
+class Driven:
+    """The coordinator as the runtime drives it: each call is followed by a flush of its
+    writes, and a `Pending` answer is returned resolved."""
+
+    def __init__(self, coordinator: TransactionCoordinator, ports: FakePorts) -> None:
+        self._c = coordinator
+        self._ports = ports
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._c, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kw: Any) -> Any:
+            result = attr(*args, **kw)
+            self._ports.flush(self._c)
+            return result.result() if isinstance(result, Pending) else result
+
+        return call
+
+
+def coordinator(**config: int) -> tuple[Any, FakePorts]:
     ports = FakePorts()
-    return TransactionCoordinator(TxnConfig(**config), ports), ports
+    return Driven(TransactionCoordinator(TxnConfig(**config), ports, ports), ports), ports
 
 
-def begin(c: TransactionCoordinator, tid: str = "tx", *parts: TopicPartition
+def begin(c: Any, tid: str = "tx", *parts: TopicPartition
           ) -> tuple[int, int]:
     r = c.init_producer_id(tid, 60_000)
     assert r.error == ErrorCode.NONE
@@ -207,8 +248,8 @@ def test_a_failed_persist_leaves_the_state_unchanged() -> None:
     c, ports = coordinator()
     pid, epoch = begin(c)
     ports.fail_persist = True
-    assert c.init_producer_id("tx", 60_000).error == ErrorCode.NOT_ENOUGH_REPLICAS
-    assert c.add_partitions("tx", pid, epoch, {TP1}) == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert c.init_producer_id("tx", 60_000).error == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert c.add_partitions("tx", pid, epoch, {TP1}) == ErrorCode.COORDINATOR_NOT_AVAILABLE
     meta = c.txns["tx"]
     assert (meta.state, meta.producer_epoch, meta.pending) == (S.EMPTY, epoch, False)
 
@@ -217,7 +258,7 @@ def test_a_failed_fence_does_not_bump_twice() -> None:
     c, ports = coordinator()
     _pid, epoch = begin(c, "tx", TP1)
     ports.fail_persist = True
-    assert c.init_producer_id("tx", 60_000).error == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert c.init_producer_id("tx", 60_000).error == ErrorCode.COORDINATOR_NOT_AVAILABLE
     meta = c.txns["tx"]
     assert meta.state is S.ONGOING and meta.has_failed_epoch_fence and not meta.pending
     ports.fail_persist = False
@@ -344,18 +385,12 @@ def test_recovery_completes_prepared_transactions() -> None:
     begin(c, "other", TP2)
     # a new coordinator replays what the first one persisted
     fresh, ports2 = coordinator()
-    fresh.load((tid, None if t is None else _as_metadata(tid, t)) for tid, _, t in ports.persisted)
+    fresh.load((tid, t) for tid, _, t in ports.persisted)
     assert fresh.txns["tx"].state is S.PREPARE_ABORT and fresh.txns["tx"].partitions == {TP1}
     assert fresh.complete_recovered() == 1
     assert ports2.markers == [("tx", pid, epoch, False, frozenset({TP1}))]
     assert fresh.txns["tx"].state is S.COMPLETE_ABORT
     assert fresh.txns["other"].state is S.ONGOING  # left to its timeout or its producer
-
-
-def _as_metadata(tid: str, transit: TxnTransit) -> TxnMetadata:
-    decoded = decode_value(tid, encode_value(transit))
-    assert decoded is not None
-    return decoded
 
 
 def test_describe_and_list() -> None:

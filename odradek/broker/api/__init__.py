@@ -1,2 +1,2 @@
 """One handler module per API (kfake-style): each starts with the versions it serves, how it
-behaves, and what it does not implement yet. `odradek.broker.dispatch.HANDLERS` registers them."""
+behaves, and what it does not implement yet. `odradek.broker.registry.HANDLERS` registers them."""

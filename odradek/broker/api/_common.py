@@ -110,9 +110,9 @@ def check_broker_name(ctx: RequestContext, name: str) -> None:
     except ValueError:
         raise ApiError(ErrorCode.INVALID_REQUEST,
                        f"Node id must be an integer, but it is: {name}") from None
-    if node != ctx.broker.node_id:
+    if node != ctx.node.node_id:
         raise ApiError(ErrorCode.INVALID_REQUEST,
-                       f"Unexpected broker id, expected {ctx.broker.node_id}, but received {name}")
+                       f"Unexpected broker id, expected {ctx.node.node_id}, but received {name}")
 
 
 def refuse_broker_changes(names: list[str]) -> None:
@@ -147,10 +147,10 @@ def apply_topic_configs(ctx: RequestContext, topic: str, new_configs: Mapping[st
     if nulls:
         raise ApiError(ErrorCode.INVALID_CONFIG,
                        f"Null value not supported for topic configs: {','.join(nulls)}")
-    reason = validate_topic_configs(new_configs, ctx.broker.config)
+    reason = validate_topic_configs(new_configs, ctx.config)
     if reason:
         raise ApiError(ErrorCode.INVALID_CONFIG, reason)
-    if ctx.broker.cluster.get(topic) is None:
+    if ctx.cluster.get(topic) is None:
         raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
     clean = {k: v for k, v in new_configs.items() if v is not None}
-    ctx.broker.cluster.set_configs(topic, clean, validate_only=validate_only)
+    ctx.cluster.set_configs(topic, clean, validate_only=validate_only)

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-from odradek.broker import transactions
 from odradek.broker.cluster import INTERNAL_TOPICS
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
@@ -38,24 +37,23 @@ def _results(errors: dict[TopicPartition, ErrorCode]
             for t, ps in by_topic.items()]
 
 
-def _one(ctx: RequestContext, txn_id: str, producer_id: int, producer_epoch: int,
+async def _one(ctx: RequestContext, txn_id: str, producer_id: int, producer_epoch: int,
          topics: list[Req.AddPartitionsToTxnTopic], verify_only: bool
          ) -> dict[TopicPartition, ErrorCode]:
-    broker = ctx.broker
     wanted = [(t.name, p) for t in topics for p in t.partitions]
     refused: dict[TopicPartition, ErrorCode] = {}
     for topic, partition in wanted:
         if topic in INTERNAL_TOPICS and ctx.api_version < 4:
             refused[(topic, partition)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        elif not broker.cluster.has_partition(topic, partition):
+        elif not ctx.cluster.has_partition(topic, partition):
             refused[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if refused:
         return {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
-    shell = transactions.shell(broker)
     if verify_only:
-        return shell.coordinator.verify_partitions(txn_id, producer_id, producer_epoch,
-                                                   set(wanted))
-    error = shell.coordinator.add_partitions(txn_id, producer_id, producer_epoch, set(wanted))
+        return await ctx.transactions.read(lambda t: t.verify_partitions(
+            txn_id, producer_id, producer_epoch, set(wanted)))
+    error = await ctx.transactions.wait(lambda t: t.add_partitions(
+        txn_id, producer_id, producer_epoch, set(wanted)))
     if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
         error = ErrorCode.INVALID_PRODUCER_EPOCH
     return dict.fromkeys(wanted, error)
@@ -64,13 +62,13 @@ def _one(ctx: RequestContext, txn_id: str, producer_id: int, producer_epoch: int
 async def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest
                  ) -> AddPartitionsToTxnResponse:
     if ctx.api_version < 4:
-        errors = _one(ctx, request.v3_and_below_transactional_id,
+        errors = await _one(ctx, request.v3_and_below_transactional_id,
                       request.v3_and_below_producer_id, request.v3_and_below_producer_epoch,
                       request.v3_and_below_topics, verify_only=False)
         return Resp(results_by_topic_v3_and_below=_results(errors))
     results = []
     for txn in request.transactions:
-        errors = _one(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch,
+        errors = await _one(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch,
                       txn.topics, txn.verify_only)
         results.append(Resp.AddPartitionsToTxnResult(transactional_id=txn.transactional_id,
                                                      topic_results=_results(errors)))

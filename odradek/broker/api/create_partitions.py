@@ -51,7 +51,7 @@ def _check_assignment(broker_ids: list[int], node: int) -> None:
 def _add(ctx: RequestContext, want: CreatePartitionsRequest.CreatePartitionsTopic,
          validate_only: bool, budget: int) -> int:
     """Add the partitions (or just check); returns how many were (or would be) added."""
-    cluster = ctx.broker.cluster
+    cluster = ctx.cluster
     topic = cluster.get(want.name)
     if topic is None:
         raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -72,7 +72,7 @@ def _add(ctx: RequestContext, want: CreatePartitionsRequest.CreatePartitionsTopi
                            f"Attempted to add {additional} additional partition(s), but only "
                            f"{len(want.assignments)} assignment(s) were specified.")
         for a in want.assignments:
-            _check_assignment(a.broker_ids, ctx.broker.node_id)
+            _check_assignment(a.broker_ids, ctx.node.node_id)
     if additional > budget:
         raise ApiError(ErrorCode.POLICY_VIOLATION,
                        "Unable to perform excessively large batch operation.")

@@ -45,7 +45,7 @@ Topic = CreateTopicsRequest.CreatableTopic
 
 def _partition_count(ctx: RequestContext, topic: Topic) -> int:
     """The number of partitions to create; raises ApiError when the layout is refused."""
-    node = ctx.broker.node_id
+    node = ctx.node.node_id
     if topic.assignments:
         if topic.replication_factor != -1:
             raise ApiError(ErrorCode.INVALID_REQUEST,
@@ -75,13 +75,13 @@ def _partition_count(ctx: RequestContext, topic: Topic) -> int:
         raise ApiError(ErrorCode.INVALID_PARTITIONS,
                        "Number of partitions was set to an invalid non-positive value.")
     if rf == -1:
-        rf = ctx.broker.config.default_replication_factor
+        rf = ctx.config.default_replication_factor
     if rf > 1:
         raise ApiError(ErrorCode.INVALID_REPLICATION_FACTOR,
                        f"Unable to replicate the partition {rf} time(s): The target replication "
                        f"factor of {rf} cannot be reached because only 1 broker(s) are registered.")
     if topic.num_partitions == -1:
-        return ctx.broker.config.num_partitions
+        return ctx.config.num_partitions
     return topic.num_partitions
 
 
@@ -104,12 +104,12 @@ def _check_replicas(broker_ids: list[int], node: int) -> None:
 def _config_entries(ctx: RequestContext, configs: dict[str, str]) -> list[Resp.CreatableTopicConfigs]:
     return [Resp.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
                                        config_source=e.source, is_sensitive=e.sensitive)
-            for e in describe_topic_config(configs, ctx.broker.config, include_synonyms=False)]
+            for e in describe_topic_config(configs, ctx.config, include_synonyms=False)]
 
 
 def _create_one(ctx: RequestContext, topic: Topic, validate_only: bool,
                 budget: int) -> Resp.CreatableTopicResult:
-    cluster = ctx.broker.cluster
+    cluster = ctx.cluster
     name = topic.name
     nulls = [c.name for c in topic.configs if c.value is None]
     configs = {c.name: c.value for c in topic.configs if c.value is not None}

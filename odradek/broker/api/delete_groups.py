@@ -8,14 +8,13 @@
 
 from __future__ import annotations
 
-from odradek.broker import groups
 from odradek.broker.context import RequestContext
 from odradek.wire._generated.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 
 
 async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     names = list(dict.fromkeys(request.groups_names))
-    results = await groups.shell(ctx.broker).delete_groups(names)
+    results = await ctx.groups.write(lambda g: g.delete_groups(names))
     return DeleteGroupsResponse(results=[
         DeleteGroupsResponse.DeletableGroupResult(group_id=name, error_code=results[name])
         for name in names])

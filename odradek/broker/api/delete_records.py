@@ -30,13 +30,12 @@ INVALID_LOW_WATERMARK = -1
 
 
 def _delete(ctx: RequestContext, topic: str, partition: int, offset: int) -> tuple[ErrorCode, int]:
-    broker = ctx.broker
     if topic in INTERNAL_TOPICS:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, INVALID_LOW_WATERMARK
-    plog = broker.partition_log(topic, partition)
-    if not broker.cluster.has_partition(topic, partition) or plog is None:
+    plog = ctx.partitions.log(topic, partition)
+    if plog is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, INVALID_LOW_WATERMARK
-    if not broker.cluster.effective_config(topic).delete:
+    if not ctx.cluster.effective_config(topic).delete:
         return ErrorCode.POLICY_VIOLATION, INVALID_LOW_WATERMARK
     target = plog.high_watermark if offset == HIGH_WATERMARK else offset
     if target < 0:

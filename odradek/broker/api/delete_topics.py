@@ -43,9 +43,9 @@ def _error(name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str)
 
 
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
-    cluster = ctx.broker.cluster
+    cluster = ctx.cluster
     wanted = _requested(ctx, request)
-    if not ctx.broker.config.delete_topic_enable:
+    if not ctx.config.delete_topic_enable:
         code = ErrorCode.INVALID_REQUEST if ctx.api_version < 3 else ErrorCode.TOPIC_DELETION_DISABLED
         return DeleteTopicsResponse(responses=[
             _error(name, tid, code, "Topic deletion is disabled.") for name, tid in wanted])
@@ -118,6 +118,7 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTop
                  partitions=topic.partitions, client=ctx.client_id)
         results[slot] = Result(name=echo, topic_id=topic.topic_id, error_code=ErrorCode.NONE,
                                error_message=None)
-    if to_delete:
-        ctx.broker.notify_appended()
+    for _slot, topic, _echo in to_delete:  # fetches waiting on them answer now
+        for partition in range(topic.partitions):
+            ctx.partitions.notify_appended(topic.name, partition)
     return DeleteTopicsResponse(responses=[r for r in results if r is not None])

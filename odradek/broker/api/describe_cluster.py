@@ -23,7 +23,6 @@ CONTROLLERS = 2
 
 
 async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
-    broker = ctx.broker
     wanted = request.endpoint_type if ctx.api_version >= 1 else BROKERS
     if wanted != BROKERS:
         v0 = ctx.api_version == 0
@@ -36,16 +35,16 @@ async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Descri
         return DescribeClusterResponse(
             error_code=ErrorCode.INVALID_REQUEST if v0 else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
             error_message=f"Unsupported endpoint type {wanted}", endpoint_type=wanted)
-    host, port = broker.advertised_endpoint(ctx.client.listener)
+    host, port = ctx.node.advertised_endpoint(ctx.client.listener)
     ops = (CLUSTER_OPS_ALL if request.include_cluster_authorized_operations
            else AUTHORIZED_OPS_NOT_REQUESTED)
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         error_message=None,
         endpoint_type=BROKERS,
-        cluster_id=broker.cluster.cluster_id,
-        controller_id=broker.node_id,
+        cluster_id=ctx.cluster.cluster_id,
+        controller_id=ctx.node.node_id,
         brokers=[DescribeClusterResponse.DescribeClusterBroker(
-            broker_id=broker.node_id, host=host, port=port, rack=None)],
+            broker_id=ctx.node.node_id, host=host, port=port, rack=None)],
         cluster_authorized_operations=ops,
     )

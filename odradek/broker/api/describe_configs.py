@@ -30,16 +30,15 @@ Resource = DescribeConfigsRequest.DescribeConfigsResource
 
 
 def _entries(ctx: RequestContext, resource: Resource, synonyms: bool) -> list[ConfigEntry]:
-    broker = ctx.broker
     kind, name = resource.resource_type, resource.resource_name
     if kind == ResourceType.TOPIC:
         reason = topic_name_error(name)
         if reason:
             raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
-        topic = broker.cluster.get(name)
+        topic = ctx.cluster.get(name)
         if topic is None:
             raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        return describe_topic_config(topic.configs, broker.config, include_synonyms=synonyms)
+        return describe_topic_config(topic.configs, ctx.config, include_synonyms=synonyms)
     if kind == ResourceType.BROKER:
         if not name:
             return []
@@ -47,9 +46,9 @@ def _entries(ctx: RequestContext, resource: Resource, synonyms: bool) -> list[Co
             check_broker_name(ctx, name)
         except ApiError:
             raise ApiError(ErrorCode.INVALID_REQUEST,
-                           f"Unexpected broker id, expected {broker.node_id} or empty string, "
+                           f"Unexpected broker id, expected {ctx.node.node_id} or empty string, "
                            f"but received {name}") from None
-        return broker.config.describe()
+        return ctx.config.describe()
     if kind == ResourceType.BROKER_LOGGER:
         if not name:
             raise ApiError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")

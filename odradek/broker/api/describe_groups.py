@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-from odradek.broker import groups
 from odradek.broker.context import RequestContext
 from odradek.wire._generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 
@@ -22,12 +21,12 @@ GROUP_OPS_ALL = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE (AclOpe
 
 
 async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
-    shell = groups.shell(ctx.broker)
     ops = (GROUP_OPS_ALL if ctx.api_version >= 3 and request.include_authorized_operations
            else AUTHORIZED_OPS_NOT_REQUESTED)
+    await ctx.groups.ready()
     described = []
     for group_id in request.groups:
-        d = await shell.describe(group_id)
+        d = ctx.groups.shard.describe_group(group_id)
         described.append(Resp.DescribedGroup(
             error_code=d.error, group_id=d.group_id, group_state=d.state,
             protocol_type=d.protocol_type, protocol_data=d.protocol,

@@ -29,7 +29,7 @@ Resp = DescribeLogDirsResponse
 
 def _dir_result(ctx: RequestContext, log_dir: Path,
                 wanted: set[tuple[str, int]] | None) -> Resp.DescribeLogDirsResult:
-    logs = ctx.broker.logs
+    logs = ctx.partitions
     path = str(log_dir.resolve())
     try:
         st = os.statvfs(log_dir)
@@ -53,6 +53,6 @@ def _dir_result(ctx: RequestContext, log_dir: Path,
 async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     wanted = None if request.topics is None else {
         (t.topic, p) for t in request.topics for p in t.partitions}
-    dirs = list(dict.fromkeys(ctx.broker.logs.log_dirs))
+    dirs = list(dict.fromkeys(ctx.partitions.log_dirs))
     return DescribeLogDirsResponse(error_code=ErrorCode.NONE,
                                    results=[_dir_result(ctx, d, wanted) for d in dirs])

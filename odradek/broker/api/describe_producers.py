@@ -20,13 +20,12 @@ Resp = DescribeProducersResponse
 
 async def handle(ctx: RequestContext, request: DescribeProducersRequest
                  ) -> DescribeProducersResponse:
-    broker = ctx.broker
     topics = []
     for topic in request.topics:
         partitions = []
         for index in topic.partition_indexes:
-            plog = broker.partition_log(topic.name, index)
-            if plog is None or not broker.cluster.has_partition(topic.name, index):
+            plog = ctx.partitions.log(topic.name, index)
+            if plog is None:
                 partitions.append(Resp.PartitionResponse(
                     partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                     error_message="This server does not host this topic-partition."))

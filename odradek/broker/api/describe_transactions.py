@@ -8,7 +8,6 @@ INVALID_REQUEST. Not implemented: ACLs.
 
 from __future__ import annotations
 
-from odradek.broker import transactions
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.describe_transactions import (
@@ -21,7 +20,8 @@ Resp = DescribeTransactionsResponse
 
 async def handle(ctx: RequestContext, request: DescribeTransactionsRequest
                  ) -> DescribeTransactionsResponse:
-    coordinator = transactions.shell(ctx.broker).coordinator
+    await ctx.transactions.ready()
+    coordinator = ctx.transactions.shard
     states = []
     for tid in request.transactional_ids:
         found = coordinator.describe(tid)

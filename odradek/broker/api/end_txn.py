@@ -12,17 +12,15 @@ advertised, so clients use the classic protocol).
 
 from __future__ import annotations
 
-from odradek.broker import transactions
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.end_txn import EndTxnRequest, EndTxnResponse
 
 
 async def handle(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
-    shell = transactions.shell(ctx.broker)
-    error = shell.coordinator.end_txn(request.transactional_id, request.producer_id,
-                                      request.producer_epoch, request.committed)
-    shell.flush_notifications()
+    error = await ctx.transactions.wait(lambda t: t.end_txn(
+        request.transactional_id, request.producer_id, request.producer_epoch,
+        request.committed))
     if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
         error = ErrorCode.INVALID_PRODUCER_EPOCH
     return EndTxnResponse(error_code=error)

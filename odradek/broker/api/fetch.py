@@ -42,12 +42,11 @@ Resolved = list[tuple[FetchRequest.FetchTopic, str | None, list[Wanted]]]
 
 def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
     """Per requested topic: its name (None if unknown) and each partition's log or error."""
-    broker = ctx.broker
     by_id = ctx.api_version >= 13
     out: Resolved = []
     for topic in request.topics:
         if by_id:
-            found = broker.cluster.by_id.get(topic.topic_id)
+            found = ctx.cluster.by_id.get(topic.topic_id)
             name = found.name if found else None
             missing = ErrorCode.UNKNOWN_TOPIC_ID
         else:
@@ -55,7 +54,7 @@ def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
             missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         parts: list[Wanted] = []
         for p in topic.partitions:
-            plog = broker.partition_log(name, p.partition) if name is not None else None
+            plog = ctx.partitions.log(name, p.partition) if name is not None else None
             if plog is None:
                 parts.append((p, None, missing))
             elif p.current_leader_epoch > LEADER_EPOCH:
@@ -126,4 +125,4 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         left = deadline - time.monotonic()
         if errored or total >= request.min_bytes or left <= 0:
             return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
-        await ctx.broker.wait_for_append(left)
+        await ctx.partitions.wait_for_append(left)

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-from odradek.broker import groups
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.find_coordinator import (
@@ -27,7 +26,7 @@ KEY_TRANSACTION = 1
 
 def _lookup(ctx: RequestContext, key_type: int) -> ErrorCode:
     if key_type == KEY_GROUP:
-        ok = groups.shell(ctx.broker).ensure_offsets_topic()
+        ok = ctx.groups.ensure_topic()
         return ErrorCode.NONE if ok else ErrorCode.COORDINATOR_NOT_AVAILABLE
     if key_type == KEY_TRANSACTION:
         return ErrorCode.NONE
@@ -35,8 +34,8 @@ def _lookup(ctx: RequestContext, key_type: int) -> ErrorCode:
 
 
 async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
-    host, port = ctx.broker.advertised_endpoint(ctx.client.listener)
-    node = ctx.broker.node_id
+    host, port = ctx.node.advertised_endpoint(ctx.client.listener)
+    node = ctx.node.node_id
     key_type = request.key_type if ctx.api_version >= 1 else KEY_GROUP
     if ctx.api_version < 4:
         error = _lookup(ctx, key_type)

@@ -9,13 +9,12 @@
 
 from __future__ import annotations
 
-from odradek.broker import groups
 from odradek.broker.context import RequestContext
 from odradek.wire._generated.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 
 async def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
-    error = await groups.shell(ctx.broker).heartbeat(
-        request.group_id, request.member_id,
-        request.group_instance_id if ctx.api_version >= 3 else None, request.generation_id)
+    instance_id = request.group_instance_id if ctx.api_version >= 3 else None
+    error = await ctx.groups.write(lambda g: g.heartbeat(
+        request.group_id, request.member_id, instance_id, request.generation_id))
     return HeartbeatResponse(error_code=error)

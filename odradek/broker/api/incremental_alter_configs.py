@@ -114,7 +114,7 @@ def _alter(ctx: RequestContext, resource: Resource, validate_only: bool) -> None
     if kind != ResourceType.TOPIC:
         raise ApiError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")
     ops = _ops(resource)
-    topic = ctx.broker.cluster.get(name)
+    topic = ctx.cluster.get(name)
     new = updated_overrides(dict(topic.configs) if topic is not None else {}, ops)
     try:
         apply_topic_configs(ctx, name, new, validate_only)

@@ -2,7 +2,7 @@
 
 - No transactional id: a new producer id with epoch 0 on every call (idempotent producers;
   Java, librdkafka, franz-go and kafka-python 3 are idempotent by default). The ids survive
-  restarts (see `broker/transactions.py`).
+  restarts (see `broker/coordinators/producer_ids.py`).
 - A transactional id goes through the transaction coordinator: epoch bump (fencing the
   previous producer), abort of its open transaction first (answered CONCURRENT_TRANSACTIONS,
   the client retries), INVALID_TRANSACTION_TIMEOUT beyond `transaction.max.timeout.ms`.
@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-from odradek.broker import transactions
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
@@ -26,10 +25,8 @@ async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitPro
         return InitProducerIdResponse(error_code=ErrorCode.INVALID_REQUEST, producer_id=-1,
                                       producer_epoch=-1)
     expected = None if pid == -1 else (pid, epoch)
-    txn = transactions.shell(ctx.broker)
-    result = txn.coordinator.init_producer_id(request.transactional_id,
-                                              request.transaction_timeout_ms, expected)
-    txn.flush_notifications()
+    result = await ctx.transactions.wait(lambda t: t.init_producer_id(
+        request.transactional_id, request.transaction_timeout_ms, expected))
     error = result.error
     if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 4:
         error = ErrorCode.INVALID_PRODUCER_EPOCH

@@ -17,16 +17,21 @@
 
 from __future__ import annotations
 
-from odradek.broker import groups
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.coordinator import JoinRequest
 from odradek.wire._generated.join_group import JoinGroupRequest, JoinGroupResponse
 
 
+def client_host(address: str) -> str:
+    """Kafka reports a member's host as Java's InetAddress.toString: "/" + ip."""
+    host = address.rsplit(":", 1)[0] if ":" in address else address
+    return "/" + host.strip("[]")
+
+
 async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     v = ctx.api_version
     instance_id = request.group_instance_id if v >= 5 else None
-    result = await groups.shell(ctx.broker).join(JoinRequest(
+    join = JoinRequest(
         group_id=request.group_id,
         member_id=request.member_id,
         protocol_type=request.protocol_type,
@@ -35,11 +40,12 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
         rebalance_timeout_ms=request.rebalance_timeout_ms if v >= 1 else request.session_timeout_ms,
         group_instance_id=instance_id,
         client_id=ctx.client_id or "",
-        client_host=groups.client_host(ctx.client.address),
+        client_host=client_host(ctx.client.address),
         require_known_member_id=v >= 4 and instance_id is None,
         support_skip_assignment=v >= 9,
         reason=request.reason if v >= 8 else None,
-    ))
+    )
+    result = await ctx.groups.wait(lambda g: g.join_group(join))
     protocol_name = result.protocol_name
     if protocol_name is None and v < 7:
         protocol_name = ""

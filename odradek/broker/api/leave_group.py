@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-from odradek.broker import groups
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.model import LeavingMember
 from odradek.wire import ErrorCode
@@ -23,7 +22,7 @@ async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupR
     else:
         leaving = [LeavingMember(m.member_id, m.group_instance_id,
                                  m.reason if v >= 5 else None) for m in request.members]
-    result = await groups.shell(ctx.broker).leave(request.group_id, leaving)
+    result = await ctx.groups.write(lambda g: g.leave_group(request.group_id, leaving))
     if v < 3:
         error = result.error
         if error == ErrorCode.NONE:

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-from odradek.broker import groups
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.list_groups import ListGroupsRequest, ListGroupsResponse
@@ -19,8 +18,9 @@ GROUP_TYPE = "classic"
 
 async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     v = ctx.api_version
-    found = await groups.shell(ctx.broker).list_groups(
-        request.states_filter if v >= 4 else [], request.types_filter if v >= 5 else [])
+    states = request.states_filter if v >= 4 else []
+    types = request.types_filter if v >= 5 else []
+    found = await ctx.groups.read(lambda g: g.list_groups(states, types))
     return ListGroupsResponse(error_code=ErrorCode.NONE, groups=[
         ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type,
                                        group_state=g.state, group_type=GROUP_TYPE)

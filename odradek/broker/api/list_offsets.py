@@ -86,8 +86,8 @@ def _partition(ctx: RequestContext, request: ListOffsetsRequest, topic: str,
     ts = want.timestamp
     if ts < 0 and version < _MIN_VERSION.get(ts, version + 1):
         return error(ErrorCode.UNSUPPORTED_VERSION)
-    plog = ctx.broker.partition_log(topic, want.partition_index)
-    if plog is None or not ctx.broker.cluster.has_partition(topic, want.partition_index):
+    plog = ctx.partitions.log(topic, want.partition_index)
+    if plog is None or not ctx.cluster.has_partition(topic, want.partition_index):
         return error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     fenced = check_current_leader_epoch(want.current_leader_epoch)
     if fenced != ErrorCode.NONE:

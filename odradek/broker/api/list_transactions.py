@@ -8,7 +8,6 @@ ACLs.
 
 from __future__ import annotations
 
-from odradek.broker import transactions
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.list_transactions import (
@@ -21,10 +20,9 @@ Resp = ListTransactionsResponse
 
 async def handle(ctx: RequestContext, request: ListTransactionsRequest
                  ) -> ListTransactionsResponse:
-    coordinator = transactions.shell(ctx.broker).coordinator
     duration = request.duration_filter if ctx.api_version >= 1 else -1
-    unknown, found = coordinator.list_transactions(request.state_filters,
-                                                   request.producer_id_filters, duration)
+    unknown, found = await ctx.transactions.read(lambda t: t.list_transactions(
+        request.state_filters, request.producer_id_filters, duration))
     return Resp(error_code=ErrorCode.NONE, unknown_state_filters=unknown,
                 transaction_states=[
                     Resp.TransactionState(transactional_id=tid, producer_id=pid,

@@ -40,7 +40,7 @@ Resp = MetadataResponse
 
 
 def _topic_entry(ctx: RequestContext, topic: Topic, ops: int) -> Resp.MetadataResponseTopic:
-    node = ctx.broker.node_id
+    node = ctx.node.node_id
     parts = [Resp.MetadataResponsePartition(
         error_code=ErrorCode.NONE, partition_index=p, leader_id=node, leader_epoch=LEADER_EPOCH,
         replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
@@ -57,13 +57,12 @@ def _error_entry(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_U
 
 
 def _auto_create(ctx: RequestContext, name: str) -> Topic | ErrorCode:
-    broker = ctx.broker
     if topic_name_error(name):
         return ErrorCode.INVALID_TOPIC_EXCEPTION
-    if name in INTERNAL_TOPICS or not broker.config.auto_create_topics_enable:
+    if name in INTERNAL_TOPICS or not ctx.config.auto_create_topics_enable:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     try:
-        topic = broker.cluster.create_topic(name, broker.config.num_partitions, {})
+        topic = ctx.cluster.create_topic(name, ctx.config.num_partitions, {})
     except ClusterError as e:
         log.warning("auto-create failed", topic=name, error=e.message)
         return e.code
@@ -72,8 +71,8 @@ def _auto_create(ctx: RequestContext, name: str) -> Topic | ErrorCode:
 
 
 async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
-    broker, version = ctx.broker, ctx.api_version
-    host, port = broker.advertised_endpoint(ctx.client.listener)
+    version = ctx.api_version
+    host, port = ctx.node.advertised_endpoint(ctx.client.listener)
     topic_ops = (TOPIC_OPS_ALL if version >= 8 and request.include_topic_authorized_operations
                  else AUTHORIZED_OPS_NOT_REQUESTED)
     cluster_ops = (CLUSTER_OPS_ALL if 8 <= version <= 10 and request.include_cluster_authorized_operations
@@ -82,18 +81,18 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     wanted = request.topics
     topics: list[Resp.MetadataResponseTopic] = []
     if wanted is None or (version == 0 and not wanted):
-        topics = [_topic_entry(ctx, t, topic_ops) for t in broker.cluster]
+        topics = [_topic_entry(ctx, t, topic_ops) for t in ctx.cluster]
     else:
         for want in wanted:
             name = want.name
             if name is None:
-                found = broker.cluster.by_id.get(want.topic_id)
+                found = ctx.cluster.by_id.get(want.topic_id)
                 if found is None:
                     topics.append(_error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, want.topic_id))
                 else:
                     topics.append(_topic_entry(ctx, found, topic_ops))
                 continue
-            topic = broker.cluster.get(name)
+            topic = ctx.cluster.get(name)
             if topic is None:
                 created = _auto_create(ctx, name) if allow_create else (
                     ErrorCode.INVALID_TOPIC_EXCEPTION if topic_name_error(name)
@@ -104,9 +103,9 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                 topic = created
             topics.append(_topic_entry(ctx, topic, topic_ops))
     return MetadataResponse(
-        brokers=[Resp.MetadataResponseBroker(node_id=broker.node_id, host=host, port=port)],
-        cluster_id=broker.cluster.cluster_id,
-        controller_id=broker.node_id,
+        brokers=[Resp.MetadataResponseBroker(node_id=ctx.node.node_id, host=host, port=port)],
+        cluster_id=ctx.cluster.cluster_id,
+        controller_id=ctx.node.node_id,
         topics=topics,
         cluster_authorized_operations=cluster_ops,
     )

@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-from odradek.broker import groups
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.model import TopicPartition
 from odradek.coordinator.group.records import OffsetAndMetadata
@@ -30,8 +29,7 @@ Resp = OffsetCommitResponse
 
 async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
     v = ctx.api_version
-    broker = ctx.broker
-    now = broker.now_ms()
+    now = ctx.clock.now_ms()
     expire = (now + request.retention_time_ms
               if 2 <= v <= 4 and request.retention_time_ms != -1 else None)
     errors: dict[TopicPartition, ErrorCode] = {}
@@ -39,7 +37,7 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
     for topic in request.topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if not broker.cluster.has_partition(topic.name, p.partition_index):
+            if not ctx.cluster.has_partition(topic.name, p.partition_index):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             commit_ts = p.commit_timestamp if v == 1 and p.commit_timestamp != -1 else now
@@ -51,12 +49,12 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
                 expire_timestamp=expire,
             )
     if offsets:
-        errors.update(await groups.shell(broker).commit(
-            request.group_id,
-            request.member_id if v >= 1 else "",
-            request.group_instance_id if v >= 7 else None,
-            request.generation_id_or_member_epoch if v >= 1 else -1,
-            offsets))
+        member_id = request.member_id if v >= 1 else ""
+        instance_id = request.group_instance_id if v >= 7 else None
+        generation_id = request.generation_id_or_member_epoch if v >= 1 else -1
+        committed = await ctx.groups.wait(lambda g: g.commit_offsets(
+            request.group_id, member_id, instance_id, generation_id, offsets))
+        errors.update(committed)
     return OffsetCommitResponse(topics=[
         Resp.OffsetCommitResponseTopic(name=topic.name, partitions=[
             Resp.OffsetCommitResponsePartition(

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-from odradek.broker import groups
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.model import TopicPartition
 from odradek.wire import ErrorCode
@@ -20,7 +19,7 @@ Resp = OffsetDeleteResponse
 
 
 async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
-    cluster = ctx.broker.cluster
+    cluster = ctx.cluster
     errors: dict[TopicPartition, ErrorCode] = {}
     known: list[TopicPartition] = []
     for topic in request.topics:
@@ -30,7 +29,7 @@ async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDel
                 known.append(tp)
             else:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    error, results = await groups.shell(ctx.broker).delete_offsets(request.group_id, known)
+    error, results = await ctx.groups.write(lambda g: g.delete_offsets(request.group_id, known))
     errors.update(results)
     return OffsetDeleteResponse(error_code=error, topics=[
         Resp.OffsetDeleteResponseTopic(name=topic.name, partitions=[

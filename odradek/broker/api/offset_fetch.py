@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-from odradek.broker import groups
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.model import FetchedOffset, TopicPartition
 from odradek.wire import ErrorCode
@@ -36,12 +35,13 @@ def _by_topic(found: dict[TopicPartition, FetchedOffset]) -> dict[str, list[tupl
 
 async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     v = ctx.api_version
-    shell = groups.shell(ctx.broker)
     require_stable = v >= 7 and request.require_stable
     if v < 8:
         topics = (None if request.topics is None and v >= 2
                   else [(t.name, t.partition_indexes) for t in request.topics or []])
-        error, found = await shell.fetch(request.group_id, _wanted(topics), require_stable)
+        wanted = _wanted(topics)
+        error, found = await ctx.groups.read(
+            lambda g: g.fetch_offsets(request.group_id, wanted, require_stable))
         out_topics = []
         for name, parts in _by_topic(found).items():
             out_parts = []
@@ -58,7 +58,9 @@ async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetc
     for group in request.groups:
         topics = (None if group.topics is None
                   else [(t.name, t.partition_indexes) for t in group.topics])
-        error, found = await shell.fetch(group.group_id, _wanted(topics), require_stable)
+        await ctx.groups.ready()
+        error, found = ctx.groups.shard.fetch_offsets(group.group_id, _wanted(topics),
+                                                      require_stable)
         out_groups.append(Resp.OffsetFetchResponseGroup(
             group_id=group.group_id, error_code=error,
             topics=[Resp.OffsetFetchResponseTopics(name=name, partitions=[

@@ -34,8 +34,8 @@ Resp = OffsetForLeaderEpochResponse
 def _partition(ctx: RequestContext, topic: str,
                want: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> Resp.EpochEndOffset:
     p = want.partition
-    plog = ctx.broker.partition_log(topic, p)
-    if plog is None or not ctx.broker.cluster.has_partition(topic, p):
+    plog = ctx.partitions.log(topic, p)
+    if plog is None or not ctx.cluster.has_partition(topic, p):
         return Resp.EpochEndOffset(partition=p, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     fenced = check_current_leader_epoch(want.current_leader_epoch)
     if fenced != ErrorCode.NONE:

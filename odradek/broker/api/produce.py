@@ -29,10 +29,9 @@ from __future__ import annotations
 
 import structlog
 
-from odradek.broker import transactions
 from odradek.broker.cluster import INTERNAL_TOPICS, LEADER_EPOCH
+from odradek.broker.connection import CloseConnection
 from odradek.broker.context import RequestContext
-from odradek.broker.dispatch import CloseConnection
 from odradek.broker.storage.log import MessageTooLargeError, PartitionLog
 from odradek.broker.storage.producer_state import (
     CoordinatorFencedError,
@@ -96,7 +95,7 @@ def _verify_transaction(ctx: RequestContext, topic: str, partition: int, plog: P
     if entry is not None and entry.current_txn_first_offset is not None:
         return ErrorCode.NONE  # its transaction is already open here
     tp = (topic, partition)
-    error = transactions.shell(ctx.broker).coordinator.verify_partitions(
+    error = ctx.transactions.shard.verify_partitions(
         transactional_id, batch.producer_id, batch.producer_epoch, {tp})[tp]
     if error == ErrorCode.PRODUCER_FENCED:
         return ErrorCode.INVALID_PRODUCER_EPOCH
@@ -107,13 +106,12 @@ def _verify_transaction(ctx: RequestContext, topic: str, partition: int, plog: P
 
 def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.PartitionProduceData,
                        now_ms: int, transactional_id: str | None) -> PartitionResponse:
-    broker = ctx.broker
     resp = PartitionResponse(index=data.index, base_offset=-1, log_start_offset=-1)
     if topic in INTERNAL_TOPICS:
         resp.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
         return resp
-    plog = broker.partition_log(topic, data.index)
-    if plog is None or not broker.cluster.has_partition(topic, data.index):
+    plog = ctx.partitions.log(topic, data.index)
+    if plog is None:
         resp.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return resp
     records = data.records
@@ -169,9 +167,11 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
 
 
 async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
-    now_ms = ctx.broker.now_ms()
+    now_ms = ctx.clock.now_ms()
+    if request.transactional_id is not None:
+        await ctx.transactions.ready()  # verification below reads the coordinator's state
     responses = []
-    appended = failed = False
+    failed = False
     for topic in request.topic_data:
         parts = []
         for data in topic.partition_data:
@@ -181,13 +181,13 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             else:
                 part = _produce_partition(ctx, topic.name, data, now_ms,
                                           request.transactional_id)
-            appended = appended or part.error_code == ErrorCode.NONE
-            failed = failed or part.error_code != ErrorCode.NONE
+            if part.error_code == ErrorCode.NONE:
+                ctx.partitions.notify_appended(topic.name, data.index)
+            else:
+                failed = True
             parts.append(part)
         responses.append(ProduceResponse.TopicProduceResponse(name=topic.name,
                                                               partition_responses=parts))
-    if appended:
-        ctx.broker.notify_appended()
     if request.acks == 0:
         if failed:
             raise CloseConnection("acks=0 produce request failed on at least one partition")

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-from odradek.broker import groups
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.coordinator import SyncRequest
 from odradek.wire._generated.sync_group import SyncGroupRequest, SyncGroupResponse
@@ -20,7 +19,7 @@ from odradek.wire._generated.sync_group import SyncGroupRequest, SyncGroupRespon
 
 async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
     v = ctx.api_version
-    result = await groups.shell(ctx.broker).sync(SyncRequest(
+    sync = SyncRequest(
         group_id=request.group_id,
         generation_id=request.generation_id,
         member_id=request.member_id,
@@ -28,6 +27,7 @@ async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupRes
         protocol_type=request.protocol_type if v >= 5 else None,
         protocol_name=request.protocol_name if v >= 5 else None,
         assignments={a.member_id: a.assignment for a in request.assignments},
-    ))
+    )
+    result = await ctx.groups.wait(lambda g: g.sync_group(sync))
     return SyncGroupResponse(error_code=result.error, protocol_type=result.protocol_type,
                              protocol_name=result.protocol_name, assignment=result.assignment)

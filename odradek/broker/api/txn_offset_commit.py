@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-from odradek.broker import groups, transactions
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.model import TopicPartition
 from odradek.coordinator.group.records import OFFSETS_TOPIC, OffsetAndMetadata
@@ -38,14 +37,13 @@ def _response(errors: dict[TopicPartition, ErrorCode]) -> TxnOffsetCommitRespons
 
 async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     v = ctx.api_version
-    broker = ctx.broker
-    now = broker.now_ms()
+    now = ctx.clock.now_ms()
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
     for topic in request.topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if not broker.cluster.has_partition(topic.name, p.partition_index):
+            if not ctx.cluster.has_partition(topic.name, p.partition_index):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             offsets[tp] = OffsetAndMetadata(
@@ -55,13 +53,12 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
                 commit_timestamp=now,
             )
     if offsets:
-        group_shell = groups.shell(broker)
-        if not group_shell.ensure_offsets_topic():
+        if not ctx.groups.ensure_topic():
             errors.update(dict.fromkeys(offsets, ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return _response(errors)
-        offsets_tp = (OFFSETS_TOPIC, group_shell.coordinator.partition_for(request.group_id))
-        verified = transactions.shell(broker).coordinator.verify_partitions(
-            request.transactional_id, request.producer_id, request.producer_epoch, {offsets_tp})
+        offsets_tp = (OFFSETS_TOPIC, ctx.groups.shard.partition_for(request.group_id))
+        verified = await ctx.transactions.read(lambda t: t.verify_partitions(
+            request.transactional_id, request.producer_id, request.producer_epoch, {offsets_tp}))
         error = verified[offsets_tp]
         if error == ErrorCode.TRANSACTION_ABORTABLE and v < 4:
             error = ErrorCode.INVALID_TXN_STATE
@@ -70,10 +67,11 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
         if error != ErrorCode.NONE:
             errors.update(dict.fromkeys(offsets, error))
         else:
-            errors.update(await group_shell.commit_txn(
-                request.group_id, request.producer_id, request.producer_epoch,
-                request.member_id if v >= 3 else "",
-                request.group_instance_id if v >= 3 else None,
-                request.generation_id if v >= 3 else -1,
-                offsets))
+            member_id = request.member_id if v >= 3 else ""
+            instance_id = request.group_instance_id if v >= 3 else None
+            generation_id = request.generation_id if v >= 3 else -1
+            committed = await ctx.groups.wait(lambda g: g.commit_txn_offsets(
+                request.group_id, request.producer_id, request.producer_epoch, member_id,
+                instance_id, generation_id, offsets))
+            errors.update(committed)
     return _response(errors)

@@ -1,11 +1,10 @@
 """The classic group coordinator as a sans-IO state machine (Kafka's GroupCoordinator).
 
-No sockets, files, tasks or clock reads of its own: time comes from the injected `Clock`
-(and the `now` given to `on_timer`), writes go out as `Append`s the shell drains with
-`take_appends()` and acknowledges through `Append.on_done`, and responses that wait (a
-JoinGroup until the join phase ends, a follower's SyncGroup until the leader's assignment is
-stored, a commit until its record is written) are `Pending` handles. The shell asks
-`next_deadline()` when to call `on_timer(now)`.
+A shard of the coordinator runtime (`coordinator/common.py`): time comes from the injected
+`Clock` (and the `now` given to `on_timer`), writes to `__consumer_offsets` go out through
+`outbox` and are acknowledged through `Write.on_done`, and responses that wait (a JoinGroup
+until the join phase ends, a follower's SyncGroup until the leader's assignment is stored, a
+commit until its record is written) are `Pending` handles.
 
 Behaviour follows Kafka's classic protocol (states and transitions in `state.py`), with one
 deliberate difference: the join phase of a new (Empty) group ends as soon as every known
@@ -28,8 +27,9 @@ import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from odradek.coordinator.common import Clock, Outbox, Pending, Timers, Write
 from odradek.coordinator.group.model import (
     CommittedOffset,
     FetchedOffset,
@@ -43,12 +43,11 @@ from odradek.coordinator.group.model import (
     LeavingMember,
     Member,
     MemberDescription,
-    Pending,
     SyncResult,
-    Timers,
     TopicPartition,
 )
 from odradek.coordinator.group.records import (
+    OFFSETS_TOPIC,
     GroupKey,
     OffsetAndMetadata,
     OffsetKey,
@@ -90,10 +89,6 @@ EMPTY_CONSUMER_ASSIGNMENT = _I16.pack(0) + b"".join(ConsumerProtocolAssignment()
 TimerKey = tuple[str, ...]
 
 
-class Clock(Protocol):
-    def now_ms(self) -> int: ...
-
-
 @dataclass(frozen=True, slots=True)
 class GroupConfig:
     initial_rebalance_delay_ms: int = 3000
@@ -104,19 +99,6 @@ class GroupConfig:
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
     offsets_topic_partitions: int = 50
-
-
-@dataclass(slots=True)
-class Append:
-    """Records for one `__consumer_offsets` partition; the shell appends them as one batch
-    and calls `on_done(error, base_offset)` (error NONE on success)."""
-
-    partition: int
-    records: list[tuple[bytes, bytes | None]]
-    on_done: Callable[[ErrorCode, int], None]
-    producer_id: int = -1
-    producer_epoch: int = -1
-    transactional: bool = False
 
 
 @dataclass(slots=True)
@@ -194,21 +176,17 @@ class GroupCoordinator:
         self._log = log
         self.groups: dict[str, Group] = {}
         self._timers: Timers[TimerKey] = Timers()
-        self._appends: list[Append] = []
+        self.outbox = Outbox()
         self._loader: _Loader | None = None
         self._timers.set(("expire",), clock.now_ms() + config.offsets_retention_check_interval_ms)
 
-    # -- shell interface ----------------------------------------------------------------------
+    # -- runtime interface ----------------------------------------------------------------------
 
     def now(self) -> int:
         return self._clock.now_ms()
 
     def next_deadline(self) -> int | None:
         return self._timers.next_deadline()
-
-    def take_appends(self) -> list[Append]:
-        out, self._appends = self._appends, []
-        return out
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.config.offsets_topic_partitions)
@@ -825,8 +803,8 @@ class GroupCoordinator:
         records: list[tuple[bytes, bytes | None]] = [
             (offset_commit_key(gid, tp[0], tp[1]), offset_commit_value(om))
             for tp, om in accepted.items()]
-        self._appends.append(Append(self.partition_for(gid), records, done, producer_id,
-                                    producer_epoch, transactional))
+        self.outbox.write(Write(OFFSETS_TOPIC, self.partition_for(gid), records, done,
+                                producer_id, producer_epoch, transactional))
         return pending
 
     @staticmethod
@@ -961,8 +939,8 @@ class GroupCoordinator:
                     tombstones.append((group_metadata_key(gid), None))
             if tombstones:
                 # Fire and forget, as in Kafka: a lost tombstone is written again next pass.
-                self._appends.append(Append(self.partition_for(gid), tombstones,
-                                            lambda error, offset: None))
+                self.outbox.write(Write(OFFSETS_TOPIC, self.partition_for(gid), tombstones,
+                                        lambda error, offset: None))
             removed_total += len(removed)
         return removed_total
 
@@ -1048,18 +1026,18 @@ class GroupCoordinator:
             ) for m in group.members.values()],
         )
         record = (group_metadata_key(group.group_id), group_metadata_value(value))
-        self._appends.append(Append(
-            self.partition_for(group.group_id), [record],
+        self.outbox.write(Write(
+            OFFSETS_TOPIC, self.partition_for(group.group_id), [record],
             lambda error, offset: callback(_STORE_GROUP_ERRORS.get(error, error))))
 
     def begin_load(self) -> None:
         self._loader = _Loader()
 
-    def load_batch(self, batch: RecordBatch) -> None:
+    def replay(self, batch: RecordBatch) -> None:
         """Replay one batch of `__consumer_offsets` (between `begin_load` and `finish_load`)."""
         loader = self._loader
         if loader is None:
-            raise RuntimeError("load_batch outside begin_load/finish_load")
+            raise RuntimeError("replay outside begin_load/finish_load")
         if batch.is_control:
             staged = loader.pending.pop(batch.producer_id, {})
             if batch.control_type() == CONTROL_COMMIT:

@@ -1,4 +1,4 @@
-"""The group coordinator's data: pending completions, timers, members, groups, results.
+"""The group coordinator's data: members, groups, results.
 
 Nothing here does I/O or reads a clock: deadlines are plain millisecond numbers that the
 coordinator computes from the `now` it is given.
@@ -6,112 +6,15 @@ coordinator computes from the `now` it is given.
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
-from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
 
+from odradek.coordinator.common import Pending
 from odradek.coordinator.group.records import OffsetAndMetadata
 from odradek.coordinator.group.state import GroupState, can_enter
 from odradek.wire import ErrorCode
 
-T = TypeVar("T")
-K = TypeVar("K", bound=Hashable)
-
 TopicPartition = tuple[str, int]
-
-
-class Pending(Generic[T]):
-    """A response the coordinator completes now or later (JoinGroup, SyncGroup, commits).
-
-    The shell registers `on_resolved` (e.g. setting an anyio Event); callbacks must not call
-    back into the coordinator.
-    """
-
-    __slots__ = ("_callbacks", "_done", "_value")
-
-    def __init__(self) -> None:
-        self._done = False
-        self._value: T | None = None
-        self._callbacks: list[Callable[[T], None]] = []
-
-    @classmethod
-    def resolved(cls, value: T) -> Pending[T]:
-        p: Pending[T] = cls()
-        p.resolve(value)
-        return p
-
-    @property
-    def done(self) -> bool:
-        return self._done
-
-    def result(self) -> T:
-        if not self._done:
-            raise RuntimeError("pending response not resolved yet")
-        return self._value  # type: ignore[return-value]
-
-    def resolve(self, value: T) -> None:
-        if self._done:
-            raise RuntimeError("pending response resolved twice")
-        self._done, self._value = True, value
-        callbacks, self._callbacks = self._callbacks, []
-        for cb in callbacks:
-            cb(value)
-
-    def on_resolved(self, cb: Callable[[T], None]) -> None:
-        if self._done:
-            cb(self._value)  # type: ignore[arg-type]
-        else:
-            self._callbacks.append(cb)
-
-
-class Timers(Generic[K]):
-    """Keyed deadlines: setting a key again moves it; lazily-deleted heap entries."""
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[int, int, K]] = []
-        self._live: dict[K, tuple[int, int]] = {}
-        self._seq = 0
-
-    def set(self, key: K, deadline: int) -> None:
-        self._seq += 1
-        self._live[key] = (deadline, self._seq)
-        heapq.heappush(self._heap, (deadline, self._seq, key))
-
-    def cancel(self, key: K) -> None:
-        self._live.pop(key, None)
-
-    def deadline(self, key: K) -> int | None:
-        entry = self._live.get(key)
-        return None if entry is None else entry[0]
-
-    def __contains__(self, key: K) -> bool:
-        return key in self._live
-
-    def __len__(self) -> int:
-        return len(self._live)
-
-    def _prune(self) -> None:
-        heap = self._heap
-        while heap:
-            deadline, seq, key = heap[0]
-            if self._live.get(key) == (deadline, seq):
-                return
-            heapq.heappop(heap)
-
-    def next_deadline(self) -> int | None:
-        self._prune()
-        return self._heap[0][0] if self._heap else None
-
-    def pop_due(self, now: int) -> K | None:
-        """The earliest key due at `now` (removed), or None."""
-        self._prune()
-        if not self._heap or self._heap[0][0] > now:
-            return None
-        _, _, key = heapq.heappop(self._heap)
-        del self._live[key]
-        return key
 
 
 # -- results -------------------------------------------------------------------------------------

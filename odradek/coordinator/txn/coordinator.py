@@ -1,10 +1,11 @@
 """The transaction coordinator (Kafka's TransactionCoordinator), sans IO.
 
-It decides; its `TxnPorts` act: the clock, producer id allocation, persisting a transition in
-`__transaction_state` and writing COMMIT/ABORT markers to the partitions of a transaction.
-The broker's shell implements the ports with synchronous local writes, so every call here
-runs to completion (prepare, persist, complete, markers) before the next request is looked at;
-tests implement them with fakes and a fake clock.
+A shard of the coordinator runtime (`coordinator/common.py`) over `__transaction_state`:
+every transition is persisted as one record through `outbox` before it takes effect (the
+write's acknowledgement completes or abandons it), and COMMIT/ABORT markers go out through the
+same outbox as control-batch `Write`s to each partition of the transaction. Producer ids come
+from an injected `ProducerIdSource` (the broker persists id blocks), time from a `Clock`.
+Operations return `Pending` answers, complete once their writes are acknowledged.
 
 Behaviour follows Kafka 3.9 with the classic protocol (transaction.version 1, which is what
 clients use when the broker advertises no `transaction.version` feature):
@@ -25,20 +26,35 @@ clients use when the broker advertises no `transaction.version` feature):
   markers are written to every partition, then CompleteCommit/CompleteAbort. A retry of a
   completed EndTxn with the same result succeeds; the opposite result, or EndTxn with no
   transaction, is INVALID_TXN_STATE.
-- A transaction open longer than its timeout is aborted under a bumped epoch (so its producer
-  is fenced); transactional ids idle in Empty/Complete* for `transactional.id.expiration.ms`
-  are removed with a tombstone.
-- On start the state is replayed from `__transaction_state` (last record per id wins,
-  tombstones delete); transactions found in PrepareCommit/PrepareAbort are completed.
+- A failed write of `__transaction_state` answers COORDINATOR_NOT_AVAILABLE (the client
+  retries). A marker is done once written, or when its partition is gone or refuses it (a
+  newer epoch or coordinator wrote there: it would never be accepted); other failures are
+  retried by the timer.
+- Timers: every `transaction.abort.timed.out.transaction.cleanup.interval.ms` a transaction
+  open longer than its timeout is aborted under a bumped epoch (so its producer is fenced)
+  and failed markers are retried; every
+  `transaction.remove.expired.transaction.cleanup.interval.ms` transactional ids idle in
+  Empty/Complete* for `transactional.id.expiration.ms` are removed with a tombstone.
+- On load the state is replayed from `__transaction_state` (last record per id wins,
+  tombstones delete); transactions found in PrepareCommit/PrepareAbort are completed by the
+  first timer after the load.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from odradek.coordinator.txn.log_format import partition_for
+from odradek.coordinator.common import Clock, Marker, Outbox, Pending, Write
+from odradek.coordinator.txn.log_format import (
+    TRANSACTION_STATE_TOPIC,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    partition_for,
+)
 from odradek.coordinator.txn.state import (
     EXPIRABLE,
     NO_PRODUCER_EPOCH,
@@ -50,35 +66,34 @@ from odradek.coordinator.txn.state import (
     is_epoch_exhausted,
 )
 from odradek.wire import ErrorCode
+from odradek.wire.records import RecordBatch
 
 E, ON = TxnState.EMPTY, TxnState.ONGOING
 PC, PA = TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT
 CC, CA = TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT
 D, PF = TxnState.DEAD, TxnState.PREPARE_EPOCH_FENCE
 
+# A marker write answered with one of these is done: the partition is gone, or it refuses
+# the marker for good (a newer producer epoch or coordinator epoch wrote there).
+_MARKER_FINAL = frozenset({
+    ErrorCode.NONE,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.INVALID_PRODUCER_EPOCH,
+    ErrorCode.PRODUCER_FENCED,
+    ErrorCode.INVALID_TXN_STATE,
+    ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+})
+
 
 class ProducerIdsExhaustedError(Exception):
     """The producer id allocator cannot hand out another id."""
 
 
-class TxnPorts(Protocol):
-    def now_ms(self) -> int: ...
-
+class ProducerIdSource(Protocol):
     def next_producer_id(self) -> int:
         """A producer id never handed out before (persisted before it is returned); raises
         ProducerIdsExhaustedError or OSError."""
-        ...
-
-    def persist(self, transactional_id: str, partition: int, transit: TxnTransit | None
-                ) -> ErrorCode:
-        """Write the transit (None: a tombstone) to `__transaction_state`-`partition`."""
-        ...
-
-    def write_markers(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                      coordinator_epoch: int, commit: bool,
-                      partitions: set[TopicPartition]) -> set[TopicPartition]:
-        """Append a COMMIT/ABORT marker to each partition; return those now done (written,
-        or gone: a deleted partition needs no marker). The rest are retried later."""
         ...
 
 
@@ -88,6 +103,8 @@ class TxnConfig:
     state_partitions: int = 50  # transaction.state.log.num.partitions
     id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms
     coordinator_epoch: int = 0  # single node: the leader epoch of __transaction_state
+    abort_interval_ms: int = 10_000  # transaction.abort.timed.out.transaction.cleanup.interval.ms
+    id_expiry_interval_ms: int = 3_600_000  # ....remove.expired.transaction.cleanup.interval.ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,104 +125,198 @@ class TxnDescription:
     partitions: frozenset[TopicPartition]
 
 
+def _no_log(event: str, **kw: Any) -> None:
+    pass
+
+
 class TransactionCoordinator:
-    def __init__(self, config: TxnConfig, ports: TxnPorts) -> None:
+    def __init__(self, config: TxnConfig, clock: Clock, producer_ids: ProducerIdSource, *,
+                 log: Callable[..., None] = _no_log) -> None:
         self.config = config
-        self.ports = ports
+        self._clock = clock
+        self._producer_ids = producer_ids
+        self._log = log
         self.txns: dict[str, TxnMetadata] = {}
+        self.outbox = Outbox()
+        self._loaded_records = 0
+        self._recover_due = False
+        self._next_abort: int | None = None
+        self._next_id_expiry: int | None = None
+        self._marking: set[str] = set()  # transactions whose markers are being written
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.config.state_partitions)
 
+    def now(self) -> int:
+        return self._clock.now_ms()
+
     # -- persistence ----------------------------------------------------------------------------
 
-    def _persist(self, meta: TxnMetadata, transit: TxnTransit) -> ErrorCode:
+    def _write_state(self, transactional_id: str, transit: TxnTransit | None,
+                     on_done: Callable[[ErrorCode], None]) -> None:
+        """Queue one `__transaction_state` record (None: a tombstone)."""
+        value = None if transit is None else encode_value(transit)
+        self.outbox.write(Write(TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id),
+                                [(encode_key(transactional_id), value)],
+                                lambda error, _offset: on_done(error)))
+
+    def _persist(self, meta: TxnMetadata, transit: TxnTransit) -> Pending[ErrorCode]:
         """Persist a prepared transit and complete it, or forget it on failure."""
-        tid = meta.transactional_id
-        error = self.ports.persist(tid, self.partition_for(tid), transit)
-        if error != ErrorCode.NONE:
-            meta.abort_transition()
-            return error
-        meta.complete_transition(transit)
-        return ErrorCode.NONE
+        answer: Pending[ErrorCode] = Pending()
+
+        def written(error: ErrorCode) -> None:
+            if error != ErrorCode.NONE:
+                meta.abort_transition()
+                answer.resolve(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                return
+            meta.complete_transition(transit)
+            answer.resolve(ErrorCode.NONE)
+
+        self._write_state(meta.transactional_id, transit, written)
+        return answer
+
+    # -- load -----------------------------------------------------------------------------------
+
+    def begin_load(self) -> None:
+        self._loaded_records = 0
+
+    def replay(self, batch: RecordBatch) -> None:
+        """Replay one batch of `__transaction_state` in log order (markers are skipped)."""
+        if batch.is_control:
+            return
+        decoded = [(tid, decode_value(tid, r.value)) for r in batch.records()
+                   if r.key is not None and (tid := decode_key(r.key)) is not None]
+        self._loaded_records += len(decoded)
+        self.load(decoded)
 
     def load(self, records: Iterable[tuple[str, TxnMetadata | None]]) -> None:
-        """Replay `__transaction_state` records in log order (None: a tombstone)."""
+        """Apply decoded records in log order (None: a tombstone)."""
         for tid, meta in records:
             if meta is None:
                 self.txns.pop(tid, None)
             else:
                 self.txns[tid] = meta
 
+    def finish_load(self) -> None:
+        """Transactions caught between prepare and complete are finished by the next timer."""
+        self._recover_due = True
+        self._log("transaction coordinator loaded", records=self._loaded_records,
+                  transactional_ids=len(self.txns),
+                  unfinished=sum(m.state in (PC, PA) for m in self.txns.values()))
+
     def complete_recovered(self) -> int:
-        """After `load`: finish transactions caught between prepare and complete. Returns how
-        many were found."""
+        """After loading: finish transactions caught between prepare and complete. Returns
+        how many were found."""
+        self._recover_due = False
         found = 0
         for meta in list(self.txns.values()):
             if meta.state in (PC, PA) and not meta.pending:
                 found += 1
                 self._write_markers(meta)
+        if found:
+            self._log("completing transactions left unfinished at shutdown", count=found)
         return found
+
+    # -- timers ---------------------------------------------------------------------------------
+
+    def next_deadline(self) -> int | None:
+        now = self.now()
+        if self._recover_due:
+            return now
+        if self._next_abort is None:
+            self._next_abort = now + self.config.abort_interval_ms
+        if self._next_id_expiry is None:
+            self._next_id_expiry = now + self.config.id_expiry_interval_ms
+        return min(self._next_abort, self._next_id_expiry)
+
+    def on_timer(self, now: int) -> None:
+        """Recover after a load; abort timed-out transactions and retry failed markers; expire
+        idle transactional ids; each when its interval has passed."""
+        if self._recover_due:
+            self.complete_recovered()
+        if self._next_abort is None or now >= self._next_abort:
+            self._next_abort = now + self.config.abort_interval_ms
+            for tid in self.abort_timed_out():
+                self._log("aborted timed-out transaction", transactional_id=tid)
+            self.retry_markers()
+        if self._next_id_expiry is None or now >= self._next_id_expiry:
+            self._next_id_expiry = now + self.config.id_expiry_interval_ms
+            for tid in self.expire_transactional_ids():
+                self._log("expired transactional id", transactional_id=tid)
 
     # -- InitProducerId -------------------------------------------------------------------------
 
+    def _new_producer_id(self) -> int | None:
+        try:
+            return self._producer_ids.next_producer_id()
+        except (ProducerIdsExhaustedError, OSError) as exc:
+            self._log("cannot allocate a producer id", error=str(exc))
+            return None
+
     def init_producer_id(self, transactional_id: str | None, timeout_ms: int,
-                         expected: tuple[int, int] | None = None) -> InitResult:
+                         expected: tuple[int, int] | None = None) -> Pending[InitResult]:
         """`expected` is the (producer id, epoch) a KIP-360 client already holds."""
+        answer = Pending.resolved
         if transactional_id is None:
-            try:
-                return InitResult(ErrorCode.NONE, self.ports.next_producer_id(), 0)
-            except (ProducerIdsExhaustedError, OSError):
-                return InitResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            pid = self._new_producer_id()
+            if pid is None:
+                return answer(InitResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return answer(InitResult(ErrorCode.NONE, pid, 0))
         if transactional_id == "":
-            return InitResult(ErrorCode.INVALID_REQUEST)
+            return answer(InitResult(ErrorCode.INVALID_REQUEST))
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
-            return InitResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
-        now = self.ports.now_ms()
+            return answer(InitResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT))
+        now = self.now()
         meta = self.txns.get(transactional_id)
         if meta is None:
-            try:
-                pid = self.ports.next_producer_id()
-            except (ProducerIdsExhaustedError, OSError):
-                return InitResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            pid = self._new_producer_id()
+            if pid is None:
+                return answer(InitResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             meta = TxnMetadata(transactional_id, pid, NO_PRODUCER_EPOCH, timeout_ms, E, now)
             self.txns[transactional_id] = meta
         if meta.pending:
-            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+            return answer(InitResult(ErrorCode.CONCURRENT_TRANSACTIONS))
         if expected is not None and not self._valid_expected(meta, expected):
-            return InitResult(ErrorCode.PRODUCER_FENCED)
+            return answer(InitResult(ErrorCode.PRODUCER_FENCED))
         state = meta.state
         if state in (PC, PA):
-            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+            return answer(InitResult(ErrorCode.CONCURRENT_TRANSACTIONS))
         if state is ON:
             # Abort the open transaction under a bumped epoch; the caller retries and gets
             # another bump (a new producer id if that exhausted the epochs).
             fence = meta.prepare_fence_producer_epoch()
-            error = self._end(meta, fence.producer_id, fence.producer_epoch, commit=False,
-                              from_client=False)
-            if meta.pending_state is PF:
-                meta.abort_transition()
-            return InitResult(error if error != ErrorCode.NONE
-                              else ErrorCode.CONCURRENT_TRANSACTIONS)
+            fenced = meta
+
+            def aborted(error: ErrorCode) -> InitResult:
+                if fenced.pending_state is PF:
+                    fenced.abort_transition()
+                return InitResult(error if error != ErrorCode.NONE
+                                  else ErrorCode.CONCURRENT_TRANSACTIONS)
+
+            return self._end(meta, fence.producer_id, fence.producer_epoch, commit=False,
+                             from_client=False).then(aborted)
         if state not in (E, CC, CA):
             raise RuntimeError(f"{transactional_id}: InitProducerId in state {state.display}")
         if meta.epoch_exhausted and (expected is None or expected[1] == meta.producer_epoch):
-            try:
-                new_pid = self.ports.next_producer_id()
-            except (ProducerIdsExhaustedError, OSError):
-                return InitResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            new_pid = self._new_producer_id()
+            if new_pid is None:
+                return answer(InitResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             transit = meta.prepare_producer_id_rotation(new_pid, timeout_ms, now,
                                                         expected is not None)
         else:
             bumped = meta.prepare_increment_producer_epoch(
                 timeout_ms, None if expected is None else expected[1], now)
             if bumped is None:
-                return InitResult(ErrorCode.PRODUCER_FENCED)
+                return answer(InitResult(ErrorCode.PRODUCER_FENCED))
             transit = bumped
-        error = self._persist(meta, transit)
-        if error != ErrorCode.NONE:
-            return InitResult(error)
-        return InitResult(ErrorCode.NONE, meta.producer_id, meta.producer_epoch)
+        persisted = meta
+
+        def initialised(error: ErrorCode) -> InitResult:
+            if error != ErrorCode.NONE:
+                return InitResult(error)
+            return InitResult(ErrorCode.NONE, persisted.producer_id, persisted.producer_epoch)
+
+        return self._persist(meta, transit).then(initialised)
 
     @staticmethod
     def _valid_expected(meta: TxnMetadata, expected: tuple[int, int]) -> bool:
@@ -227,16 +338,16 @@ class TransactionCoordinator:
         return meta
 
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: set[TopicPartition]) -> ErrorCode:
+                       partitions: set[TopicPartition]) -> Pending[ErrorCode]:
         found = self._check_producer(transactional_id, producer_id, producer_epoch)
         if isinstance(found, ErrorCode):
-            return found
+            return Pending.resolved(found)
         meta = found
         if meta.pending or meta.state in (PC, PA):
-            return ErrorCode.CONCURRENT_TRANSACTIONS
+            return Pending.resolved(ErrorCode.CONCURRENT_TRANSACTIONS)
         if meta.state is ON and partitions <= meta.partitions:
-            return ErrorCode.NONE
-        return self._persist(meta, meta.prepare_add_partitions(partitions, self.ports.now_ms()))
+            return Pending.resolved(ErrorCode.NONE)
+        return self._persist(meta, meta.prepare_add_partitions(partitions, self.now()))
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
@@ -258,24 +369,25 @@ class TransactionCoordinator:
     # -- EndTxn ---------------------------------------------------------------------------------
 
     def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                commit: bool) -> ErrorCode:
+                commit: bool) -> Pending[ErrorCode]:
         if not transactional_id:
-            return ErrorCode.INVALID_REQUEST
+            return Pending.resolved(ErrorCode.INVALID_REQUEST)
         meta = self.txns.get(transactional_id)
         if meta is None:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+            return Pending.resolved(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         return self._end(meta, producer_id, producer_epoch, commit, from_client=True)
 
     def _end(self, meta: TxnMetadata, producer_id: int, producer_epoch: int, commit: bool,
-             *, from_client: bool) -> ErrorCode:
+             *, from_client: bool) -> Pending[ErrorCode]:
+        answer = Pending.resolved
         if meta.producer_id != producer_id:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+            return answer(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         # Clients must name the current epoch; the coordinator's own aborts may bump it.
         if ((from_client and producer_epoch != meta.producer_epoch)
                 or producer_epoch < meta.producer_epoch):
-            return ErrorCode.PRODUCER_FENCED
+            return answer(ErrorCode.PRODUCER_FENCED)
         if meta.pending and meta.pending_state is not PF:
-            return ErrorCode.CONCURRENT_TRANSACTIONS
+            return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
         state = meta.state
         if state is ON:
             target = PC if commit else PA
@@ -284,42 +396,66 @@ class TransactionCoordinator:
                 meta.pending_state = None
                 meta.producer_epoch = producer_epoch
                 meta.last_producer_epoch = NO_PRODUCER_EPOCH
-            error = self._persist(meta, meta.prepare_abort_or_commit(target, self.ports.now_ms()))
-            if error != ErrorCode.NONE:
-                if fencing:
-                    meta.has_failed_epoch_fence = True  # the epoch is bumped only in memory
-                return error
-            self._write_markers(meta)
-            return ErrorCode.NONE
+
+            def prepared(error: ErrorCode) -> ErrorCode:
+                if error != ErrorCode.NONE:
+                    if fencing:
+                        meta.has_failed_epoch_fence = True  # the epoch is bumped only in memory
+                    return error
+                self._write_markers(meta)
+                return ErrorCode.NONE
+
+            return self._persist(meta, meta.prepare_abort_or_commit(target, self.now())
+                                 ).then(prepared)
         if state is CC:
-            return ErrorCode.NONE if commit else ErrorCode.INVALID_TXN_STATE
+            return answer(ErrorCode.NONE if commit else ErrorCode.INVALID_TXN_STATE)
         if state is CA:
-            return ErrorCode.NONE if not commit else ErrorCode.INVALID_TXN_STATE
+            return answer(ErrorCode.NONE if not commit else ErrorCode.INVALID_TXN_STATE)
         if state is PC:
-            return ErrorCode.CONCURRENT_TRANSACTIONS if commit else ErrorCode.INVALID_TXN_STATE
+            return answer(ErrorCode.CONCURRENT_TRANSACTIONS if commit
+                          else ErrorCode.INVALID_TXN_STATE)
         if state is PA:
-            return ErrorCode.CONCURRENT_TRANSACTIONS if not commit else ErrorCode.INVALID_TXN_STATE
+            return answer(ErrorCode.CONCURRENT_TRANSACTIONS if not commit
+                          else ErrorCode.INVALID_TXN_STATE)
         if state is E:
-            return ErrorCode.INVALID_TXN_STATE
+            return answer(ErrorCode.INVALID_TXN_STATE)
         raise RuntimeError(f"{meta.transactional_id}: EndTxn in state {state.display}")
 
     def _write_markers(self, meta: TxnMetadata) -> None:
-        """Write the markers of a PrepareCommit/PrepareAbort transaction, then complete it.
-        Partitions whose marker failed stay for `retry_markers`."""
-        commit = meta.state is PC
-        if meta.partitions:
-            done = self.ports.write_markers(meta.transactional_id, meta.producer_id,
-                                            meta.producer_epoch, self.config.coordinator_epoch,
-                                            commit, set(meta.partitions))
-            meta.partitions -= done
-            if meta.partitions:
+        """Queue the markers of a PrepareCommit/PrepareAbort transaction; once every one is
+        done, complete it. Partitions whose marker failed stay for `retry_markers`."""
+        if meta.transactional_id in self._marking:
+            return  # already queued: a retry would write every marker twice
+        if not meta.partitions:
+            self._persist(meta, meta.prepare_complete(self.now()))
+            return
+        self._marking.add(meta.transactional_id)
+        marker = Marker(commit=meta.state is PC, coordinator_epoch=self.config.coordinator_epoch)
+        partitions = sorted(meta.partitions)
+        outstanding = [len(partitions)]
+
+        def marked(tp: TopicPartition, error: ErrorCode) -> None:
+            if error in _MARKER_FINAL:
+                meta.partitions.discard(tp)
+            outstanding[0] -= 1
+            if outstanding[0]:
                 return
-        self._persist(meta, meta.prepare_complete(self.ports.now_ms()))
+            self._marking.discard(meta.transactional_id)
+            if not meta.partitions and meta.state in (PC, PA):
+                self._persist(meta, meta.prepare_complete(self.now()))
+
+        def on_done(tp: TopicPartition) -> Callable[[ErrorCode, int], None]:
+            return lambda error, _offset: marked(tp, error)
+
+        for tp in partitions:
+            self.outbox.write(Write(tp[0], tp[1], [], on_done(tp), producer_id=meta.producer_id,
+                                    producer_epoch=meta.producer_epoch, marker=marker))
 
     def retry_markers(self) -> int:
         """Retry transactions stuck in PrepareCommit/PrepareAbort (a marker or the final
         record failed). Returns how many were retried."""
-        stuck = [m for m in self.txns.values() if m.state in (PC, PA) and not m.pending]
+        stuck = [m for m in self.txns.values() if m.state in (PC, PA) and not m.pending
+                 and m.transactional_id not in self._marking]
         for meta in stuck:
             self._write_markers(meta)
         return len(stuck)
@@ -327,35 +463,42 @@ class TransactionCoordinator:
     # -- timers ---------------------------------------------------------------------------------
 
     def abort_timed_out(self) -> list[str]:
-        """Abort (and fence) every transaction open longer than its timeout."""
-        now = self.ports.now_ms()
+        """Abort (and fence) every transaction open longer than its timeout. Returns the ids
+        whose abort was started (its records are written once the runtime flushes)."""
+        now = self.now()
         aborted = []
         for meta in list(self.txns.values()):
             if (meta.state is not ON or meta.pending
                     or meta.txn_start_ms + meta.timeout_ms >= now):
                 continue
             fence = meta.prepare_fence_producer_epoch()
-            error = self._end(meta, fence.producer_id, fence.producer_epoch, commit=False,
-                              from_client=False)
+            self._end(meta, fence.producer_id, fence.producer_epoch, commit=False,
+                      from_client=False)
             if meta.pending_state is PF:
                 meta.abort_transition()
-            if error == ErrorCode.NONE:
+            else:
                 aborted.append(meta.transactional_id)
         return aborted
 
     def expire_transactional_ids(self) -> list[str]:
-        now = self.ports.now_ms()
+        """Remove idle transactional ids with a tombstone. Returns the ids whose tombstone
+        was queued; each is forgotten once its tombstone is written."""
+        now = self.now()
         expired = []
         for tid, meta in list(self.txns.items()):
             if (meta.state not in EXPIRABLE or meta.pending
                     or meta.last_update_ms > now - self.config.id_expiration_ms):
                 continue
             meta.prepare_dead()
-            if self.ports.persist(tid, self.partition_for(tid), None) == ErrorCode.NONE:
-                del self.txns[tid]
-                expired.append(tid)
-            else:
-                meta.abort_transition()
+
+            def written(error: ErrorCode, tid: str = tid, meta: TxnMetadata = meta) -> None:
+                if error == ErrorCode.NONE and self.txns.get(tid) is meta:
+                    del self.txns[tid]
+                else:
+                    meta.abort_transition()
+
+            self._write_state(tid, None, written)
+            expired.append(tid)
         return expired
 
     # -- describe / list ------------------------------------------------------------------------
@@ -385,7 +528,7 @@ class TransactionCoordinator:
                 unknown.append(name)
             else:
                 wanted.add(state)
-        now = self.ports.now_ms()
+        now = self.now()
         out = []
         for meta in self.txns.values():
             if meta.state is D:

@@ -11,8 +11,9 @@ from typing import Any
 import anyio
 
 from odradek.broker.broker import Broker
-from odradek.broker.context import ClientInfo, RequestContext
-from odradek.broker.dispatch import HANDLERS
+from odradek.broker.connection import IncomingRequest
+from odradek.broker.context import ClientInfo
+from odradek.broker.registry import HANDLERS
 from odradek.config import BrokerConfig
 from odradek.wire.records import Record, build_batch
 from odradek.wire.registry import api_classes
@@ -41,9 +42,8 @@ def call(broker: Broker, api_key: int, version: int, request: Any,
     request_cls, response_cls = api_classes(api_key)
     assert isinstance(request, request_cls)
     decoded = roundtrip(request, version)
-    ctx = RequestContext(broker=broker, client=ClientInfo("127.0.0.1", listener),
-                         api_key=api_key, api_version=version, correlation_id=7,
-                         client_id="test-client")
+    ctx = broker.context(ClientInfo("127.0.0.1", listener),
+                         IncomingRequest(api_key, version, 7, "test-client", bytearray(), 0))
     handle = importlib.import_module(f"odradek.broker.api.{entry.module}").handle
 
     async def run() -> Any:
@@ -57,7 +57,7 @@ def call(broker: Broker, api_key: int, version: int, request: Any,
 def produce(broker: Broker, topic: str, partition: int, timestamps: list[int],
             *, epoch: int = 0) -> int:
     """Append one batch with a record per timestamp; returns the batch's first offset."""
-    plog = broker.partition_log(topic, partition)
+    plog = broker.partitions.log(topic, partition)
     assert plog is not None
     base = timestamps[0]
     records = [Record(i, ts - base, b"k", b"v%d" % i, []) for i, ts in enumerate(timestamps)]

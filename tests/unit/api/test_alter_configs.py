@@ -43,12 +43,12 @@ def test_replaces_whole_override_set_and_takes_effect(broker: Broker, version: i
         ErrorCode.NONE, None, TOPIC, "t")
     assert broker.cluster.get("t").configs == {"max.message.bytes": "200"}  # type: ignore[union-attr]
     for p in range(2):
-        config = broker.partition_log("t", p).config  # type: ignore[union-attr]
+        config = broker.partitions.log("t", p).config  # type: ignore[union-attr]
         assert config.max_message_bytes == 200
         assert config.retention_ms == 7 * 24 * 3_600_000  # the removed override is gone
     big = bytearray(build_batch([(b"k", b"x" * 300)], base_timestamp=1))
     with pytest.raises(MessageTooLargeError):
-        broker.partition_log("t", 0).append(  # type: ignore[union-attr]
+        broker.partitions.log("t", 0).append(  # type: ignore[union-attr]
             memoryview(big), leader_epoch=0, now_ms=1)
 
 

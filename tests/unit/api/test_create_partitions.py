@@ -40,7 +40,7 @@ def test_increase(broker: Broker, version: int) -> None:
     [r] = run(broker, version, grow("t", 5))
     assert (r.name, r.error_code, r.error_message) == ("t", ErrorCode.NONE, None)
     assert broker.cluster.get("t").partitions == 5  # type: ignore[union-attr]
-    assert all(broker.partition_log("t", p) is not None for p in range(5))
+    assert all(broker.partitions.log("t", p) is not None for p in range(5))
 
 
 def test_equal_and_decrease_refused(broker: Broker) -> None:
@@ -67,7 +67,7 @@ def test_validate_only(broker: Broker) -> None:
     [r] = run(broker, 1, grow("t", 4), validate_only=True)
     assert r.error_code == ErrorCode.NONE
     assert broker.cluster.get("t").partitions == 2  # type: ignore[union-attr]
-    assert broker.partition_log("t", 2) is None
+    assert broker.partitions.log("t", 2) is None
     [bad] = run(broker, 1, grow("t", 1), validate_only=True)
     assert bad.error_code == ErrorCode.INVALID_PARTITIONS
 

@@ -42,8 +42,8 @@ def test_creates_topic_with_partition_logs(broker: Broker, version: int) -> None
     assert (r.name, r.error_code) == ("orders", ErrorCode.NONE)
     t = broker.cluster.get("orders")
     assert t is not None and t.partitions == 4
-    assert all(broker.partition_log("orders", p) is not None for p in range(4))
-    assert broker.partition_log("orders", 4) is None
+    assert all(broker.partitions.log("orders", p) is not None for p in range(4))
+    assert broker.partitions.log("orders", 4) is None
     if version >= 1:
         assert r.error_message is None
     if version >= 5:
@@ -122,7 +122,7 @@ def test_validate_only_creates_nothing(broker: Broker, version: int) -> None:
                  validate_only=True)
     assert r.error_code == ErrorCode.NONE
     assert broker.cluster.get("v") is None
-    assert broker.partition_log("v", 0) is None
+    assert broker.partitions.log("v", 0) is None
     assert r.topic_id == ZERO_UUID
     if version >= 5:
         assert r.num_partitions == 5

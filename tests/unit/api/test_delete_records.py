@@ -42,7 +42,7 @@ def result(topics, name: str, partition: int):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("version", range(3))
 def test_moves_log_start_and_drops_segments(broker: Broker, version: int) -> None:
-    plog = broker.partition_log("t", 0)
+    plog = broker.partitions.log("t", 0)
     assert plog is not None and len(plog.segments) >= 5
     r = result(delete(broker, version, ("t", 0, 5)), "t", 0)
     assert (r.error_code, r.low_watermark) == (ErrorCode.NONE, 5)
@@ -55,7 +55,7 @@ def test_moves_log_start_and_drops_segments(broker: Broker, version: int) -> Non
 
 def test_minus_one_means_high_watermark(broker: Broker) -> None:
     r = result(delete(broker, 2, ("t", 0, -1)), "t", 0)
-    plog = broker.partition_log("t", 0)
+    plog = broker.partitions.log("t", 0)
     assert plog is not None
     assert (r.error_code, r.low_watermark) == (ErrorCode.NONE, 10)
     assert plog.log_start_offset == plog.high_watermark == 10
@@ -65,7 +65,7 @@ def test_minus_one_means_high_watermark(broker: Broker) -> None:
 def test_out_of_range(broker: Broker, offset: int) -> None:
     r = result(delete(broker, 1, ("t", 0, offset)), "t", 0)
     assert (r.error_code, r.low_watermark) == (ErrorCode.OFFSET_OUT_OF_RANGE, -1)
-    assert broker.partition_log("t", 0).log_start_offset == 0  # type: ignore[union-attr]
+    assert broker.partitions.log("t", 0).log_start_offset == 0  # type: ignore[union-attr]
 
 
 def test_per_partition_errors(broker: Broker) -> None:

@@ -39,13 +39,13 @@ def by_ids(broker: Broker, *ids: uuid.UUID):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("version", range(7))
 def test_delete_by_name(broker: Broker, version: int) -> None:
     t = broker.cluster.create_topic("gone", 3, {})
-    dirs = [broker.partition_log("gone", p).directory for p in range(3)]  # type: ignore[union-attr]
+    dirs = [broker.partitions.log("gone", p).directory for p in range(3)]  # type: ignore[union-attr]
     broker.cluster.create_topic("kept", 1, {})
     [r] = by_names(broker, version, "gone")
     assert (r.name, r.error_code) == ("gone", ErrorCode.NONE)
     assert broker.cluster.get("gone") is None
     assert broker.cluster.get("kept") is not None
-    assert all(broker.partition_log("gone", p) is None for p in range(3))
+    assert all(broker.partitions.log("gone", p) is None for p in range(3))
     assert not any(d.exists() for d in dirs)
     if version >= 5:
         assert r.error_message is None
@@ -123,4 +123,4 @@ def test_recreate_after_delete_starts_empty(broker: Broker) -> None:
     produce(broker, "again", 0, [1, 2, 3])
     by_names(broker, 6, "again")
     broker.cluster.create_topic("again", 1, {})
-    assert broker.partition_log("again", 0).log_end_offset == 0  # type: ignore[union-attr]
+    assert broker.partitions.log("again", 0).log_end_offset == 0  # type: ignore[union-attr]

@@ -51,7 +51,7 @@ def test_all_partitions_in_their_dirs(broker: Broker, tmp_path: Path, version: i
     where = placed(r)
     assert set(where) == {("t", 0), ("t", 1), ("t", 2), ("u", 0)}
     for (topic, p), (log_dir, size) in where.items():
-        plog = broker.partition_log(topic, p)
+        plog = broker.partitions.log(topic, p)
         assert plog is not None
         assert plog.directory.parent == Path(log_dir)
         assert size == plog.size_in_bytes

@@ -270,7 +270,7 @@ def test_offsets_and_groups_survive_a_reopen(tmp_path: Path) -> None:
     commit(b, 9, "live", {("t", 1): 11}, member, gen)
     commit(b, 9, "simple", {("t", 0): 7, ("t", 2): 9})
     commit(b, 9, "simple", {("t", 0): 8})
-    plog = b.partition_log(OFFSETS_TOPIC, partition_for("simple", PARTITIONS))
+    plog = b.partitions.log(OFFSETS_TOPIC, partition_for("simple", PARTITIONS))
     assert plog is not None and plog.log_end_offset >= 2  # really written
     b.close()
 

@@ -47,7 +47,7 @@ def test_set_and_delete_take_effect(broker: Broker, version: int) -> None:
     assert (r.error_code, r.error_message, r.resource_name) == (ErrorCode.NONE, None, "t")
     assert overrides(broker) == {"segment.bytes": "100000", "max.message.bytes": "5000"}
     for p in range(2):
-        config = broker.partition_log("t", p).config  # type: ignore[union-attr]
+        config = broker.partitions.log("t", p).config  # type: ignore[union-attr]
         assert (config.segment_bytes, config.max_message_bytes) == (100000, 5000)
         assert config.retention_ms == 7 * 24 * 3_600_000
 
@@ -66,7 +66,7 @@ def test_append_and_subtract_lists(broker: Broker) -> None:
     assert overrides(broker)["cleanup.policy"] == "delete,compact"  # no duplicates
     alter(broker, 1, resource(TOPIC, "t", ("cleanup.policy", SUBTRACT, "delete")))
     assert overrides(broker)["cleanup.policy"] == "compact"
-    assert broker.partition_log("t", 0).config.cleanup_policy == ("compact",)  # type: ignore[union-attr]
+    assert broker.partitions.log("t", 0).config.cleanup_policy == ("compact",)  # type: ignore[union-attr]
     [bad] = alter(broker, 1, resource(TOPIC, "t", ("retention.ms", APPEND, "5")))
     assert bad.error_code == ErrorCode.INVALID_CONFIG
     assert bad.error_message == "Can't APPEND to key retention.ms because its type is not LIST."
@@ -76,7 +76,7 @@ def test_validate_only(broker: Broker) -> None:
     [r] = alter(broker, 1, resource(TOPIC, "t", ("retention.ms", SET, "5")), validate_only=True)
     assert r.error_code == ErrorCode.NONE
     assert overrides(broker) == {"retention.ms": "1000"}
-    assert broker.partition_log("t", 0).config.retention_ms == 1000  # type: ignore[union-attr]
+    assert broker.partitions.log("t", 0).config.retention_ms == 1000  # type: ignore[union-attr]
 
 
 def test_errors(broker: Broker) -> None:

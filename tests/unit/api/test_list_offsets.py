@@ -65,7 +65,7 @@ def test_by_timestamp(broker: Broker, ts: int, offset: int, found_ts: int) -> No
 
 
 def test_by_timestamp_after_log_start_moved(broker: Broker) -> None:
-    broker.partition_log("t", 0).delete_records_before(4)  # type: ignore[union-attr]
+    broker.partitions.log("t", 0).delete_records_before(4)  # type: ignore[union-attr]
     assert one(broker, 4, 1000).offset == 4  # record 4 (ts 1500) is the first one left >= 1000
     assert one(broker, 4, EARLIEST).offset == 4
 
@@ -98,7 +98,7 @@ def test_timestamps_unknown_at_version(broker: Broker, version: int, ts: int) ->
 
 
 def test_earliest_local_and_latest_tiered(broker: Broker) -> None:
-    broker.partition_log("t", 0).delete_records_before(2)  # type: ignore[union-attr]
+    broker.partitions.log("t", 0).delete_records_before(2)  # type: ignore[union-attr]
     local = one(broker, 8, EARLIEST_LOCAL)
     assert (local.offset, local.timestamp, local.leader_epoch) == (2, -1, 0)
     tiered = one(broker, 9, LATEST_TIERED)
@@ -136,7 +136,7 @@ def test_duplicate_partition(broker: Broker) -> None:
 
 
 def test_isolation_and_replica_bounds(broker: Broker) -> None:
-    plog = broker.partition_log("t", 0)
+    plog = broker.partitions.log("t", 0)
     assert plog is not None
     plog.high_watermark = 4  # as if offsets 4-7 were not yet replicated
     assert one(broker, 2, LATEST).offset == 4

@@ -28,7 +28,7 @@ def test_offsets_are_assigned_in_order(tmp_path: Path) -> None:
     second = _produce(broker, "t", build_batch([(b"k", b"c")]))
     assert (first.error_code, first.base_offset) == (ErrorCode.NONE, 0)
     assert (second.error_code, second.base_offset) == (ErrorCode.NONE, 2)
-    assert broker.partition_log("t", 0).log_end_offset == 3  # type: ignore[union-attr]
+    assert broker.partitions.log("t", 0).log_end_offset == 3  # type: ignore[union-attr]
 
 
 def test_size_is_checked_before_keys_on_a_compacted_topic(tmp_path: Path) -> None:
@@ -54,4 +54,4 @@ def test_invalid_batches_get_partition_errors_and_nothing_is_stored(tmp_path: Pa
     assert _produce(broker, "t", good + good).error_code == ErrorCode.INVALID_RECORD
     assert _produce(broker, "t", good, acks=2).error_code == ErrorCode.INVALID_REQUIRED_ACKS
     assert _produce(broker, "missing", good).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    assert broker.partition_log("t", 0).log_end_offset == 0  # type: ignore[union-attr]
+    assert broker.partitions.log("t", 0).log_end_offset == 0  # type: ignore[union-attr]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from admin_testutil import call, open_broker
 
-from odradek.broker import transactions
 from odradek.broker.broker import Broker
 from odradek.coordinator.txn.state import TxnState
 from odradek.wire import ApiKey, ErrorCode
@@ -94,7 +94,7 @@ def test_produce_retries_get_the_original_offsets_and_epoch_errors(broker: Broke
     assert produce(broker, pid, epoch, 9, 1)[0] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert produce(broker, pid, epoch + 1, 0, 1) == (ErrorCode.NONE, 5)  # a bumped epoch
     assert produce(broker, pid, epoch, 5, 1)[0] == ErrorCode.INVALID_PRODUCER_EPOCH
-    plog = broker.partition_log("t", 0)
+    plog = broker.partitions.log("t", 0)
     assert plog is not None and plog.log_end_offset == 6
 
 
@@ -308,22 +308,28 @@ def test_a_transaction_caught_in_prepare_commit_completes_after_restart(tmp_path
     b.cluster.create_topic("t", 2, {})
     pid, epoch = begin_txn(b)
     produce(b, pid, epoch, 0, 2, txn_id="tx")
-    shell = transactions.shell(b)
     # the process "dies" after PrepareCommit is durable, before any marker is written
-    shell.write_markers = lambda *args, **kw: set()  # type: ignore[method-assign]
+    append = b.partitions.append_internal
+
+    def no_markers_on_t(topic: str, partition: int, batch: memoryview, now_ms: int) -> Any:
+        if topic == "t":
+            raise OSError("the process died")
+        return append(topic, partition, batch, now_ms)
+
+    b.partitions.append_internal = no_markers_on_t  # type: ignore[method-assign]
     assert end_txn(b, "tx", pid, epoch, commit=True) == ErrorCode.NONE
-    assert shell.coordinator.txns["tx"].state is TxnState.PREPARE_COMMIT
-    plog = b.partition_log("t", 0)
+    assert b.transactions.shard.txns["tx"].state is TxnState.PREPARE_COMMIT
+    plog = b.partitions.log("t", 0)
     assert plog is not None and plog.last_stable_offset == 0
     b.close()
     b = open_broker(tmp_path)
     try:
-        plog = b.partition_log("t", 0)
+        plog = b.partitions.log("t", 0)
         assert plog is not None and plog.last_stable_offset == 0  # still open on disk
-        shell = transactions.shell(b)
-        assert shell.coordinator.txns["tx"].state is TxnState.PREPARE_COMMIT
-        anyio.run(shell.recover)
-        assert shell.coordinator.txns["tx"].state is TxnState.COMPLETE_COMMIT
+        anyio.run(b.transactions.ready)
+        assert b.transactions.shard.txns["tx"].state is TxnState.PREPARE_COMMIT
+        b.transactions.fire_timers()  # the first timer after loading completes it
+        assert b.transactions.shard.txns["tx"].state is TxnState.COMPLETE_COMMIT
         assert plog.last_stable_offset == plog.log_end_offset == 3  # 2 records + COMMIT
         assert fetch(b, 1).aborted_transactions == []  # type: ignore[attr-defined]
     finally:
@@ -333,6 +339,8 @@ def test_a_transaction_caught_in_prepare_commit_completes_after_restart(tmp_path
 def test_the_timer_aborts_timed_out_transactions_and_expires_ids_and_producers(
         tmp_path: Path) -> None:
     b = open_broker(tmp_path, **{"producer.id.expiration.ms": "60000",
+                                 "transaction.abort.timed.out.transaction.cleanup.interval.ms":
+                                 "1000",
                                  "producer.id.expiration.check.interval.ms": "1000",
                                  "transactional.id.expiration.ms": "120000",
                                  "transaction.remove.expired.transaction.cleanup.interval.ms":
@@ -344,13 +352,18 @@ def test_the_timer_aborts_timed_out_transactions_and_expires_ids_and_producers(
         _, pid, epoch = init_pid(b, txn_id="tx", timeout=5_000)
         add_partitions(b, "tx", pid, epoch, [("t", 0)])
         produce(b, pid, epoch, 0, 2, txn_id="tx")
-        plog = b.partition_log("t", 0)
+        plog = b.partitions.log("t", 0)
         assert plog is not None
-        shell = transactions.shell(b)
-        shell.tick(clock[0])
+        shell = b.transactions
+
+        def tick(now: int) -> None:  # one round of the coordinator's and the broker's timers
+            shell.fire_timers(now)
+            b.expire_producers(now)
+
+        tick(clock[0])
         assert plog.last_stable_offset == 0
         clock[0] += 5_001
-        shell.tick(clock[0])
+        tick(clock[0])
         assert plog.last_stable_offset == 3  # the ABORT marker at 2
         assert [(a.producer_id, a.first_offset) for a in fetch(b, 1).aborted_transactions] == [  # type: ignore[attr-defined]
             (pid, 0)]
@@ -358,11 +371,11 @@ def test_the_timer_aborts_timed_out_transactions_and_expires_ids_and_producers(
         # idle producers leave the partition's state, idle transactional ids the coordinator
         assert pid in plog.producer_state.producers
         clock[0] += 60_000 + 1_000
-        shell.tick(clock[0])
+        tick(clock[0])
         assert pid not in plog.producer_state.producers
-        assert "tx" in shell.coordinator.txns
+        assert "tx" in shell.shard.txns
         clock[0] += 120_000
-        shell.tick(clock[0])
-        assert "tx" not in shell.coordinator.txns
+        tick(clock[0])
+        assert "tx" not in shell.shard.txns
     finally:
         b.close()

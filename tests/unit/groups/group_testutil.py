@@ -7,14 +7,14 @@ import struct
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from odradek.coordinator.common import Pending, Write
 from odradek.coordinator.group.coordinator import (
-    Append,
     GroupConfig,
     GroupCoordinator,
     JoinRequest,
     SyncRequest,
 )
-from odradek.coordinator.group.model import JoinResult, Pending, SyncResult
+from odradek.coordinator.group.model import JoinResult, SyncResult
 from odradek.wire import ErrorCode
 from odradek.wire._generated.data import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from odradek.wire.records import RecordBatch, build_batch
@@ -52,19 +52,19 @@ class Harness:
         self.coord = GroupCoordinator(self.config, self.clock, new_uuid=lambda: f"u{next(ids)}")
         # partition -> [(offset, key, value, producer_id, transactional)]
         self.log: dict[int, list[tuple[bytes, bytes | None]]] = defaultdict(list)
-        self.held: list[Append] = []
+        self.held: list[Write] = []
 
-    # -- the shell's job -------------------------------------------------------------------
+    # -- the runtime's job -------------------------------------------------------------------
 
     def flush(self) -> None:
-        while appends := self.coord.take_appends():
+        while appends := self.coord.outbox.take():
             for a in appends:
                 if self.hold:
                     self.held.append(a)
                 else:
                     self._write(a)
 
-    def _write(self, a: Append) -> None:
+    def _write(self, a: Write) -> None:
         if self.fail_with is not None:
             a.on_done(self.fail_with, -1)
             return
@@ -90,7 +90,7 @@ class Harness:
         for records in self.log.values():
             for offset, rec in enumerate(records):
                 raw = build_batch([rec], base_offset=offset, base_timestamp=self.clock.t)
-                coord.load_batch(RecordBatch(raw))
+                coord.replay(RecordBatch(raw))
         coord.finish_load()
         return coord
 

@@ -17,8 +17,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from odradek.coordinator.common import Pending
 from odradek.coordinator.group.coordinator import GroupConfig
-from odradek.coordinator.group.model import JoinResult, LeavingMember, Pending, SyncResult
+from odradek.coordinator.group.model import JoinResult, LeavingMember, SyncResult
 from odradek.coordinator.group.records import OffsetAndMetadata
 from odradek.coordinator.group.state import GroupState
 from odradek.wire import ErrorCode

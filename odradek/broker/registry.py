@@ -1,0 +1,83 @@
+"""The handler registry: which apis the broker serves, at which versions, in which module.
+
+`HANDLERS` is the one table the dispatcher, ApiVersions and the docs generator
+(`tools/apidocs.py`) read: ApiVersions advertises exactly these ranges, each capped at the
+api's highest stable version. A handler module is `odradek.broker.api.<module>` and defines
+`async def handle(ctx, request)`; the dispatcher imports it on first use, so start-up does
+not pay for apis nobody calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from odradek.wire import API_SPECS, ApiKey
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerEntry:
+    module: str  # odradek.broker.api.<module>
+    min_version: int
+    max_version: int
+
+
+# Versions below each api's floor need the legacy message format (Produce v0-2, Fetch v0-3)
+# or are not implemented yet; the handler modules' docstrings say what each version lacks.
+HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
+    ApiKey.PRODUCE: HandlerEntry("produce", 3, 11),
+    ApiKey.FETCH: HandlerEntry("fetch", 4, 17),
+    ApiKey.LIST_OFFSETS: HandlerEntry("list_offsets", 0, 10),
+    ApiKey.METADATA: HandlerEntry("metadata", 0, 12),
+    ApiKey.API_VERSIONS: HandlerEntry("api_versions", 0, 4),
+    ApiKey.CREATE_TOPICS: HandlerEntry("create_topics", 0, 7),
+    ApiKey.DELETE_TOPICS: HandlerEntry("delete_topics", 0, 6),
+    ApiKey.DELETE_RECORDS: HandlerEntry("delete_records", 0, 2),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: HandlerEntry("offset_for_leader_epoch", 0, 4),
+    ApiKey.DESCRIBE_ACLS: HandlerEntry("describe_acls", 0, 3),
+    ApiKey.CREATE_ACLS: HandlerEntry("create_acls", 0, 3),
+    ApiKey.DELETE_ACLS: HandlerEntry("delete_acls", 0, 3),
+    ApiKey.DESCRIBE_CONFIGS: HandlerEntry("describe_configs", 0, 4),
+    ApiKey.ALTER_CONFIGS: HandlerEntry("alter_configs", 0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: HandlerEntry("describe_log_dirs", 0, 4),
+    ApiKey.CREATE_PARTITIONS: HandlerEntry("create_partitions", 0, 3),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: HandlerEntry("incremental_alter_configs", 0, 1),
+    ApiKey.DESCRIBE_CLUSTER: HandlerEntry("describe_cluster", 0, 1),
+    ApiKey.FIND_COORDINATOR: HandlerEntry("find_coordinator", 0, 6),
+    ApiKey.JOIN_GROUP: HandlerEntry("join_group", 0, 9),
+    ApiKey.SYNC_GROUP: HandlerEntry("sync_group", 0, 5),
+    ApiKey.HEARTBEAT: HandlerEntry("heartbeat", 0, 4),
+    ApiKey.LEAVE_GROUP: HandlerEntry("leave_group", 0, 5),
+    ApiKey.OFFSET_COMMIT: HandlerEntry("offset_commit", 0, 9),
+    ApiKey.OFFSET_FETCH: HandlerEntry("offset_fetch", 0, 9),
+    ApiKey.DESCRIBE_GROUPS: HandlerEntry("describe_groups", 0, 5),
+    ApiKey.LIST_GROUPS: HandlerEntry("list_groups", 0, 5),
+    ApiKey.DELETE_GROUPS: HandlerEntry("delete_groups", 0, 2),
+    ApiKey.OFFSET_DELETE: HandlerEntry("offset_delete", 0, 0),
+    ApiKey.INIT_PRODUCER_ID: HandlerEntry("init_producer_id", 0, 5),
+    # Transactions: the classic protocol only (EndTxn v5 and Produce v12 are KIP-890's).
+    ApiKey.ADD_PARTITIONS_TO_TXN: HandlerEntry("add_partitions_to_txn", 0, 5),
+    ApiKey.ADD_OFFSETS_TO_TXN: HandlerEntry("add_offsets_to_txn", 0, 4),
+    ApiKey.END_TXN: HandlerEntry("end_txn", 0, 4),
+    ApiKey.TXN_OFFSET_COMMIT: HandlerEntry("txn_offset_commit", 0, 4),
+    ApiKey.DESCRIBE_PRODUCERS: HandlerEntry("describe_producers", 0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: HandlerEntry("describe_transactions", 0, 0),
+    ApiKey.LIST_TRANSACTIONS: HandlerEntry("list_transactions", 0, 1),
+})
+
+
+def supported_range(api_key: int) -> tuple[int, int] | None:
+    """The versions served and advertised for `api_key`, or None if it is not served."""
+    entry = HANDLERS.get(api_key)
+    if entry is None:
+        return None
+    return entry.min_version, min(entry.max_version, API_SPECS[api_key].max_stable_version)
+
+
+def advertised() -> Iterator[tuple[int, int, int]]:
+    """(api key, min version, max version) of every served api, by key: the ApiVersions list."""
+    for key in sorted(HANDLERS):
+        rng = supported_range(key)
+        if rng is not None and rng[0] <= rng[1]:
+            yield key, rng[0], rng[1]
