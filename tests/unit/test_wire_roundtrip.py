@@ -22,9 +22,6 @@ from hypothesis import strategies as st
 from odradek.wire.exceptions import ProtocolError
 from odradek.wire.headers import decode_request_header, request_header_version
 
-if not ws.specs_available():
-    pytest.skip(f"Kafka specs not found at {ws.SPEC_DIR}", allow_module_level=True)
-
 CASES = ws.message_cases()
 # ODRADEK_FUZZ_EXAMPLES=1000 digs deeper locally; CI keeps the suite quick.
 EXAMPLES = int(os.environ.get("ODRADEK_FUZZ_EXAMPLES", "0"))

@@ -1,7 +1,9 @@
 """`python -m tools.codegen [--check] [--spec-dir DIR] [--out DIR]`
 
-Regenerates `odradek/wire/_generated/` from Kafka's JSON specs. With `--check`, generates into a
-temporary directory and exits 1 if the committed output differs (stale or hand-edited).
+Regenerates `odradek/wire/_generated/` from Kafka's JSON specs, by default the snapshot pinned in
+the repo (`tools/codegen/specs/`, see its README; `--spec-dir` picks another snapshot folder,
+which must hold a `source.json`). With `--check`, generates into a temporary directory and exits 1
+if the committed output differs (stale, hand-edited, or made from other specs).
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import tempfile
 from pathlib import Path
 
 from tools.codegen.generate import generate
+from tools.codegen.spec import PINNED_SPEC_DIR, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_SPEC = ROOT.parent / "shared" / "kafka-protocol"
+DEFAULT_SPEC = PINNED_SPEC_DIR
 DEFAULT_OUT = ROOT / "odradek" / "wire" / "_generated"
 
 
@@ -27,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not (args.spec_dir / "message").is_dir():
         print(f"no specs at {args.spec_dir}/message", file=sys.stderr)
+        return 2
+    if not (args.spec_dir / "source.json").is_file():
+        print(f"no {args.spec_dir}/source.json naming where the specs come from", file=sys.stderr)
         return 2
     if not args.check:
         generate(args.spec_dir, args.out)

@@ -7,8 +7,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from tools.codegen.emit import STAMP, emit_module
-from tools.codegen.spec import MessageSpec, load_message, snake
+from tools.codegen.emit import emit_module, stamp
+from tools.codegen.spec import MessageSpec, SpecSource, load_message, snake
 
 
 def api_module_name(msg_name: str) -> str:
@@ -16,6 +16,8 @@ def api_module_name(msg_name: str) -> str:
 
 
 def generate(spec_dir: Path, out: Path) -> None:
+    """Write every module into `out` from the snapshot in `spec_dir` (which has `source.json`)."""
+    stamp_line = stamp(SpecSource.load(spec_dir))
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.py"):
         old.unlink()
@@ -37,16 +39,16 @@ def generate(spec_dir: Path, out: Path) -> None:
         pair = by_api[key]
         req, resp = pair["request"], pair["response"]
         module = api_module_name(req.name)
-        files[f"{module}.py"] = emit_module([req, resp])
+        files[f"{module}.py"] = emit_module([req, resp], stamp_line)
         api_rows.append((key, req, resp, module))
-    files["header.py"] = emit_module(sorted(headers, key=lambda m: m.name))
-    files["data.py"] = emit_module(sorted(data, key=lambda m: m.name))
+    files["header.py"] = emit_module(sorted(headers, key=lambda m: m.name), stamp_line)
+    files["data.py"] = emit_module(sorted(data, key=lambda m: m.name), stamp_line)
     internal = [load_message(p) for p in sorted((spec_dir / "internal").glob("*.json"))]
-    files["internal.py"] = emit_module(internal)
-    files["api_keys.py"] = emit_api_keys(api_rows)
-    files["error_codes.py"] = emit_error_codes(spec_dir / "errors.tsv")
+    files["internal.py"] = emit_module(internal, stamp_line)
+    files["api_keys.py"] = emit_api_keys(api_rows, stamp_line)
+    files["error_codes.py"] = emit_error_codes(spec_dir / "errors.tsv", stamp_line)
     files["__init__.py"] = (
-        STAMP + '"""Generated Kafka protocol messages; import modules lazily, per API."""\n'
+        stamp_line + '"""Generated Kafka protocol messages; import modules lazily, per API."""\n'
     )
     for name, text in files.items():
         (out / name).write_text(text)
@@ -54,9 +56,9 @@ def generate(spec_dir: Path, out: Path) -> None:
     subprocess.run(["ruff", "format", "--quiet", "--line-length", "100", str(out)], check=True)
 
 
-def emit_api_keys(rows: list[tuple[int, MessageSpec, MessageSpec, str]]) -> str:
+def emit_api_keys(rows: list[tuple[int, MessageSpec, MessageSpec, str]], stamp_line: str) -> str:
     lines = [
-        STAMP,
+        stamp_line,
         "from __future__ import annotations\n",
         "from dataclasses import dataclass",
         "from enum import IntEnum\n\n",
@@ -96,9 +98,9 @@ def emit_api_keys(rows: list[tuple[int, MessageSpec, MessageSpec, str]]) -> str:
     return "\n".join(lines)
 
 
-def emit_error_codes(path: Path) -> str:
+def emit_error_codes(path: Path, stamp_line: str) -> str:
     lines = [
-        STAMP,
+        stamp_line,
         "from __future__ import annotations\n",
         "from enum import IntEnum\n\n",
         "class ErrorCode(IntEnum):",

@@ -1,6 +1,9 @@
 """Typed model of Kafka's JSON message specs (JSON with `//` line comments).
 
 Only names, types, versions and defaults are kept; the specs' `about` prose is dropped on load.
+The specs themselves are pinned in the repo, one folder per Kafka snapshot, under
+`tools/codegen/specs/` (see its README); `source.json` in a snapshot folder says where it
+came from.
 """
 
 from __future__ import annotations
@@ -9,6 +12,11 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS_ROOT = Path(__file__).resolve().parent / "specs"
+# The snapshot the committed code in odradek/wire/_generated/ is generated from.
+PINNED_SPEC_DIR = SPECS_ROOT / "kafka-trunk-1eb7644349c"
 
 PRIMITIVES = {
     "bool",
@@ -99,6 +107,30 @@ class MessageSpec:
     def version_list(self) -> list[int]:
         assert self.valid.hi is not None, self.name
         return list(range(self.valid.lo, self.valid.hi + 1))
+
+
+@dataclass(frozen=True)
+class SpecSource:
+    """Where a spec snapshot came from: its `source.json`, and the folder it sits in."""
+
+    repository: str  # e.g. apache/kafka
+    commit: str
+    version: str  # Kafka's version at that commit, e.g. 4.0.0-SNAPSHOT
+    path: str  # the snapshot folder, relative to the repo root when inside it
+
+    @classmethod
+    def load(cls, spec_dir: Path) -> SpecSource:
+        meta = spec_dir / "source.json"
+        if not meta.is_file():
+            raise FileNotFoundError(f"{meta} is missing: it names the snapshot for the stamp")
+        raw = json.loads(meta.read_text())
+        assert isinstance(raw, dict), meta
+        for key in ("repository", "commit", "version"):
+            if not isinstance(raw.get(key), str) or not raw[key]:
+                raise ValueError(f"{meta}: {key!r} must be a non-empty string")
+        where = spec_dir.resolve()
+        path = where.relative_to(ROOT) if where.is_relative_to(ROOT) else where
+        return cls(raw["repository"], raw["commit"], raw["version"], path.as_posix())
 
 
 def load_json_with_comments(path: Path) -> dict[str, object]:
