@@ -107,14 +107,6 @@ def write_uvarint(b: bytearray, n: int) -> None:
     b.append(n)
 
 
-def uvarint_size(n: int) -> int:
-    size = 1
-    while n >= 0x80:
-        n >>= 7
-        size += 1
-    return size
-
-
 # -- strings ---------------------------------------------------------------------------------
 
 

@@ -94,13 +94,6 @@ class ResourceType(enum.IntEnum):
     GROUP = 32
 
 
-def resource_type_name(type_id: int) -> str:
-    try:
-        return ResourceType(type_id).name
-    except ValueError:
-        return str(type_id)
-
-
 def check_broker_name(ctx: RequestContext, name: str) -> None:
     """A BROKER resource names this node (or is "" for the cluster-wide defaults)."""
     if not name:
