@@ -2,9 +2,15 @@
 
 - Long poll: answered once `min_bytes` are available or any partition has an error, else
   after `max_wait_ms`; waiting is on the broker's append event, never by sleeping.
-- Bytes: `max_bytes` for the response and `partition_max_bytes` per partition, with KIP-74's
-  rule that the first batch of the first non-empty partition is returned whole even when it
-  is larger. Whole batches only, starting with the batch that contains the fetch offset.
+- Bytes: `max_bytes` for the response (capped by the broker's `fetch.max.bytes`, as Kafka)
+  and `partition_max_bytes` per partition, with KIP-74's rule that the first batch of the
+  first non-empty partition is returned whole even when it is larger. Whole batches only,
+  starting with the batch that contains the fetch offset. A negative `partition_max_bytes`
+  gets UNKNOWN_SERVER_ERROR on that partition (Kafka's log read refuses it the same way).
+- Partitions are looked up again on every pass of the long poll: a topic deleted while the
+  fetch waits answers UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID for v13+) at once; a read
+  that fails in storage answers KAFKA_STORAGE_ERROR for that partition. Never a dropped
+  connection.
 - A full fetch answers exactly the requested partitions, in request order. Fetch sessions
   (KIP-227) are not kept: session_id is always 0, which clients accept as sessionless; a
   request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
@@ -25,9 +31,16 @@ from __future__ import annotations
 
 import time
 
+import structlog
+
 from odradek.broker.cluster import LEADER_EPOCH
 from odradek.broker.context import RequestContext
-from odradek.broker.storage.log import OffsetOutOfRangeError, PartitionLog
+from odradek.broker.storage.log import (
+    LogClosedError,
+    OffsetOutOfRangeError,
+    PartitionLog,
+    StorageError,
+)
 from odradek.wire import ErrorCode
 from odradek.wire._generated.fetch import FetchRequest, FetchResponse
 from odradek.wire.records import iter_batches
@@ -35,6 +48,8 @@ from odradek.wire.records import iter_batches
 PartitionData = FetchResponse.PartitionData
 AbortedTransaction = FetchResponse.AbortedTransaction
 READ_COMMITTED = 1
+
+log = structlog.get_logger("odradek.fetch")
 
 Wanted = tuple[FetchRequest.FetchPartition, PartitionLog | None, ErrorCode]
 Resolved = list[tuple[FetchRequest.FetchTopic, str | None, list[Wanted]]]
@@ -65,43 +80,72 @@ def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
     return out
 
 
-def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool
-              ) -> tuple[list[FetchResponse.FetchableTopicResponse], int, bool]:
+def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool, max_bytes: int,
+              missing: ErrorCode) -> tuple[list[FetchResponse.FetchableTopicResponse], int, bool]:
     """One pass over every partition: (topic responses, bytes gathered, any error)."""
-    remaining = request.max_bytes
+    remaining = max_bytes
     total = 0
     errored = False
     responses = []
-    for topic, _name, parts in resolved:
+    for topic, name, parts in resolved:
         datas = []
         for p, plog, error in parts:
             data = PartitionData(partition_index=p.partition, error_code=error, high_watermark=-1,
                                  last_stable_offset=-1, log_start_offset=-1,
                                  preferred_read_replica=-1, records=b"")
-            if plog is not None:
-                hw = plog.high_watermark
-                lso = plog.last_stable_offset
-                data.high_watermark, data.last_stable_offset = hw, lso
-                data.log_start_offset = plog.log_start_offset
-                data.aborted_transactions = [] if read_committed else None
-                if error == ErrorCode.NONE and remaining > 0:
-                    bound = lso if read_committed else hw
-                    try:
-                        records = plog.read(p.fetch_offset, min(p.partition_max_bytes, remaining),
-                                            upper_bound=bound, min_one_message=total == 0)
-                    except OffsetOutOfRangeError:
-                        data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-                    else:
-                        data.records = records
-                        total += len(records)
-                        remaining -= len(records)
-                        if read_committed and records:
-                            data.aborted_transactions = _aborted(plog, p.fetch_offset, records)
+            if plog is not None and error == ErrorCode.NONE and p.partition_max_bytes < 0:
+                # Kafka's log read refuses a negative size; the partition gets its generic error.
+                log.warning("fetch with a negative partition_max_bytes", topic=name,
+                            partition=p.partition, partition_max_bytes=p.partition_max_bytes)
+                data.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+            elif plog is not None:
+                try:
+                    size = _fill(data, p, plog, error, read_committed, remaining, total == 0)
+                except LogClosedError:  # deleted since it was resolved
+                    data = PartitionData(partition_index=p.partition, error_code=missing,
+                                         high_watermark=-1, last_stable_offset=-1,
+                                         log_start_offset=-1, preferred_read_replica=-1,
+                                         records=b"")
+                except (StorageError, OSError) as e:
+                    log.error("fetch read failed", topic=name, partition=p.partition,
+                              error=str(e))
+                    data = PartitionData(partition_index=p.partition,
+                                         error_code=ErrorCode.KAFKA_STORAGE_ERROR,
+                                         high_watermark=-1, last_stable_offset=-1,
+                                         log_start_offset=-1, preferred_read_replica=-1,
+                                         records=b"")
+                else:
+                    total += size
+                    remaining -= size
             errored = errored or data.error_code != ErrorCode.NONE
             datas.append(data)
         responses.append(FetchResponse.FetchableTopicResponse(topic=topic.topic, topic_id=topic.topic_id,
                                                               partitions=datas))
     return responses, total, errored
+
+
+def _fill(data: PartitionData, p: FetchRequest.FetchPartition, plog: PartitionLog,
+          error: ErrorCode, read_committed: bool, remaining: int, first: bool) -> int:
+    """The partition's offsets and, when it has no error and bytes remain, its records;
+    returns how many record bytes were read."""
+    hw = plog.high_watermark
+    lso = plog.last_stable_offset
+    data.high_watermark, data.last_stable_offset = hw, lso
+    data.log_start_offset = plog.log_start_offset
+    data.aborted_transactions = [] if read_committed else None
+    if error != ErrorCode.NONE or remaining <= 0:
+        return 0
+    bound = lso if read_committed else hw
+    try:
+        records = plog.read(p.fetch_offset, min(p.partition_max_bytes, remaining),
+                            upper_bound=bound, min_one_message=first)
+    except OffsetOutOfRangeError:
+        data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+        return 0
+    data.records = records
+    if read_committed and records:
+        data.aborted_transactions = _aborted(plog, p.fetch_offset, records)
+    return len(records)
 
 
 def _aborted(plog: PartitionLog, fetch_offset: int, records: bytes) -> list[AbortedTransaction]:
@@ -118,10 +162,17 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     if ctx.api_version >= 7 and request.session_id != 0:
         return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
     read_committed = request.isolation_level == READ_COMMITTED
-    resolved = _resolve(ctx, request)
+    # As Kafka: the response is bounded by the broker's fetch.max.bytes too.
+    max_bytes = min(request.max_bytes, ctx.config.get_int("fetch.max.bytes"))
+    missing = (ErrorCode.UNKNOWN_TOPIC_ID if ctx.api_version >= 13
+               else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     while True:
-        responses, total, errored = _read_all(request, resolved, read_committed)
+        # Resolved on every pass: a topic deleted (or re-created) while this fetch waits
+        # answers with its error instead of reading a closed log.
+        resolved = _resolve(ctx, request)
+        responses, total, errored = _read_all(request, resolved, read_committed, max_bytes,
+                                              missing)
         left = deadline - time.monotonic()
         if errored or total >= request.min_bytes or left <= 0:
             return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
