@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -275,6 +276,59 @@ def test_node_id_and_broker_id_are_one_setting() -> None:
         BrokerConfig({"node.id": "5", "broker.id": "6"})
 
 
+def test_typed_getters_read_each_declared_type() -> None:
+    c = BrokerConfig({"log.roll.ms": "9", "broker.rack": "r1", "log.dirs": "/a,/b"})
+    assert c.get_int("num.partitions") == 1
+    assert c.get_int("offsets.topic.replication.factor") == 1  # SHORT
+    assert c.get_int("log.retention.bytes") == -1  # LONG
+    assert c.get_bool("delete.topic.enable") is True
+    assert c.get_float("log.cleaner.min.cleanable.ratio") == 0.5
+    assert c.get_str("log.dir") == "./odradek-data"
+    assert c.get_list("log.cleanup.policy") == ("delete",)
+    assert c.get_optional_int("log.roll.ms") == 9
+    assert c.get_optional_str("broker.rack") == "r1"
+    assert c.get_optional_list("log.dirs") == ("/a", "/b")
+
+
+def test_optional_getters_read_null_defaults() -> None:
+    c = BrokerConfig()
+    assert c.get_optional_int("log.roll.ms") is None
+    assert c.get_optional_str("broker.rack") is None
+    assert c.get_optional_list("advertised.listeners") is None
+    assert c.get_optional_int("num.partitions") == 1
+    with pytest.raises(TypeError, match="get_optional_int"):
+        c.get_int("log.roll.ms")
+    with pytest.raises(TypeError, match="get_optional_str"):
+        c.get_str("broker.rack")
+    with pytest.raises(TypeError, match="get_optional_list"):
+        c.get_list("log.dirs")
+
+
+@pytest.mark.parametrize(
+    ("getter", "name"),
+    [
+        ("get_int", "auto.create.topics.enable"),  # a bool is never an int
+        ("get_optional_int", "delete.topic.enable"),
+        ("get_int", "log.cleaner.min.cleanable.ratio"),
+        ("get_int", "log.dir"),
+        ("get_bool", "num.partitions"),
+        ("get_float", "num.partitions"),
+        ("get_str", "listeners"),
+        ("get_list", "log.dir"),
+    ],
+)
+def test_typed_getters_check_the_declared_type(getter: str, name: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(name)):
+        getattr(BrokerConfig(), getter)(name)
+
+
+def test_typed_getters_on_unknown_names() -> None:
+    with pytest.raises(KeyError):
+        BrokerConfig().get_int("no.such.setting")
+    with pytest.raises(KeyError):
+        BrokerConfig({"no.such.setting": "1"}).get_int("no.such.setting")
+
+
 # ----------------------------------------------------------------------------- listeners
 
 
@@ -463,6 +517,16 @@ def test_effective_topic_config_typed_accessors_on_defaults() -> None:
     assert resolved.file_delete_delay_ms == 60_000
     assert resolved.preallocate is False
     assert resolved["unclean.leader.election.enable"] is False
+
+
+def test_topic_typed_getters_check_the_declared_type() -> None:
+    resolved = resolve_topic_config({"segment.jitter.ms": "5"}, BrokerConfig())
+    assert resolved.get_int("segment.jitter.ms") == 5
+    assert resolved.get_list("follower.replication.throttled.replicas") == ()
+    with pytest.raises(TypeError, match="preallocate"):
+        resolved.get_int("preallocate")
+    with pytest.raises(TypeError, match=r"segment\.bytes"):
+        resolved.get_float("segment.bytes")
 
 
 def test_describe_topic_config() -> None:
