@@ -374,123 +374,62 @@ class BrokerConfig(TypedGetters):
             )
         return entries
 
-    # -- plain settings, one property each (call sites move to the getters next) ----------
+    # ------------------------------------------------------------------------------------
+    # Aliases kept for odradek/broker/{broker,groups,server,transactions}.py until their rewrite lands; remove then.
+    # Each is its typed getter under the old property name; the comment names the user.
 
     @property
-    def node_id(self) -> int:
+    def node_id(self) -> int:  # broker.py
         return self.get_int("node.id")
 
     @property
-    def unstable_api_versions_enable(self) -> bool:
-        return self.get_bool("unstable.api.versions.enable")
-
-    @property
-    def socket_request_max_bytes(self) -> int:
-        return self.get_int("socket.request.max.bytes")
-
-    @property
-    def max_connections(self) -> int:
-        return self.get_int("max.connections")
-
-    @property
-    def message_max_bytes(self) -> int:
-        return self.get_int("message.max.bytes")
-
-    @property
-    def num_partitions(self) -> int:
-        return self.get_int("num.partitions")
-
-    @property
-    def default_replication_factor(self) -> int:
-        return self.get_int("default.replication.factor")
-
-    @property
-    def auto_create_topics_enable(self) -> bool:
-        return self.get_bool("auto.create.topics.enable")
-
-    @property
-    def delete_topic_enable(self) -> bool:
-        return self.get_bool("delete.topic.enable")
-
-    @property
-    def log_segment_bytes(self) -> int:
-        return self.get_int("log.segment.bytes")
-
-    @property
-    def log_retention_bytes(self) -> int:
-        return self.get_int("log.retention.bytes")
-
-    @property
-    def log_retention_check_interval_ms(self) -> int:
+    def log_retention_check_interval_ms(self) -> int:  # broker.py
         return self.get_int("log.retention.check.interval.ms")
 
     @property
-    def log_index_interval_bytes(self) -> int:
-        return self.get_int("log.index.interval.bytes")
-
-    @property
-    def log_index_size_max_bytes(self) -> int:
-        return self.get_int("log.index.size.max.bytes")
-
-    @property
-    def log_flush_interval_messages(self) -> int:
-        return self.get_int("log.flush.interval.messages")
-
-    @property
-    def log_flush_scheduler_interval_ms(self) -> int:
+    def log_flush_scheduler_interval_ms(self) -> int:  # broker.py
         return self.get_int("log.flush.scheduler.interval.ms")
 
     @property
-    def log_cleanup_policy(self) -> tuple[str, ...]:
-        return self.get_list("log.cleanup.policy")
-
-    @property
-    def log_message_timestamp_type(self) -> str:
-        return self.get_str("log.message.timestamp.type")
-
-    @property
-    def compression_type(self) -> str:
-        return self.get_str("compression.type")
-
-    @property
-    def min_insync_replicas(self) -> int:
-        return self.get_int("min.insync.replicas")
-
-    @property
-    def offsets_topic_num_partitions(self) -> int:
+    def offsets_topic_num_partitions(self) -> int:  # groups.py
         return self.get_int("offsets.topic.num.partitions")
 
     @property
-    def offsets_topic_replication_factor(self) -> int:
-        return self.get_int("offsets.topic.replication.factor")
-
-    @property
-    def group_initial_rebalance_delay_ms(self) -> int:
+    def group_initial_rebalance_delay_ms(self) -> int:  # groups.py
         return self.get_int("group.initial.rebalance.delay.ms")
 
     @property
-    def group_min_session_timeout_ms(self) -> int:
+    def group_min_session_timeout_ms(self) -> int:  # groups.py
         return self.get_int("group.min.session.timeout.ms")
 
     @property
-    def group_max_session_timeout_ms(self) -> int:
+    def group_max_session_timeout_ms(self) -> int:  # groups.py
         return self.get_int("group.max.session.timeout.ms")
 
     @property
-    def transaction_max_timeout_ms(self) -> int:
-        return self.get_int("transaction.max.timeout.ms")
-
-    @property
-    def transactional_id_expiration_ms(self) -> int:
-        return self.get_int("transactional.id.expiration.ms")
-
-    @property
-    def transaction_state_log_num_partitions(self) -> int:
+    def transaction_state_log_num_partitions(self) -> int:  # transactions.py
         return self.get_int("transaction.state.log.num.partitions")
 
     @property
-    def producer_id_expiration_ms(self) -> int:
+    def transaction_max_timeout_ms(self) -> int:  # transactions.py
+        return self.get_int("transaction.max.timeout.ms")
+
+    @property
+    def transactional_id_expiration_ms(self) -> int:  # transactions.py
+        return self.get_int("transactional.id.expiration.ms")
+
+    @property
+    def producer_id_expiration_ms(self) -> int:  # transactions.py
         return self.get_int("producer.id.expiration.ms")
+
+    @property
+    def max_connections(self) -> int:  # server.py
+        return self.get_int("max.connections")
+
+    @property
+    def socket_request_max_bytes(self) -> int:  # server.py
+        return self.get_int("socket.request.max.bytes")
+
 
 def load_config(
     properties_path: Path | None, overrides: Sequence[str], environ: Mapping[str, str]

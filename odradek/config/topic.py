@@ -244,36 +244,6 @@ class LogConfig(TypedGetters):
     def file_delete_delay_ms(self) -> int:
         return self.get_int("file.delete.delay.ms")
 
-    # -- other topic configs, one property each (readers move to the getters next) ---------
-
-    @property
-    def compression_type(self) -> str:
-        return self.get_str("compression.type")
-
-    @property
-    def segment_jitter_ms(self) -> int:
-        return self.get_int("segment.jitter.ms")
-
-    @property
-    def message_timestamp_type(self) -> str:
-        return self.get_str("message.timestamp.type")
-
-    @property
-    def message_timestamp_before_max_ms(self) -> int:
-        return self.get_int("message.timestamp.before.max.ms")
-
-    @property
-    def message_timestamp_after_max_ms(self) -> int:
-        return self.get_int("message.timestamp.after.max.ms")
-
-    @property
-    def min_insync_replicas(self) -> int:
-        return self.get_int("min.insync.replicas")
-
-    @property
-    def preallocate(self) -> bool:
-        return self.get_bool("preallocate")
-
 
 def _broker_default_for(
     definition: TopicConfigDef, broker: BrokerConfig

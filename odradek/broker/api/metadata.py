@@ -60,10 +60,10 @@ def _auto_create(ctx: RequestContext, name: str) -> Topic | ErrorCode:
     broker = ctx.broker
     if topic_name_error(name):
         return ErrorCode.INVALID_TOPIC_EXCEPTION
-    if name in INTERNAL_TOPICS or not broker.config.auto_create_topics_enable:
+    if name in INTERNAL_TOPICS or not broker.config.get_bool("auto.create.topics.enable"):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     try:
-        topic = broker.cluster.create_topic(name, broker.config.num_partitions, {})
+        topic = broker.cluster.create_topic(name, broker.config.get_int("num.partitions"), {})
     except ClusterError as e:
         log.warning("auto-create failed", topic=name, error=e.message)
         return e.code
