@@ -1,6 +1,9 @@
 """Topic configs: the table of every topic config (Kafka's names, types and defaults), how a
 topic's overrides are checked, and its effective config (`LogConfig`: topic override >
 broker synonym setting > default) with the DescribeConfigs rows for a TOPIC resource.
+
+This is the one place topic defaults live; `LogConfig.from_overrides` builds a topic's
+config from overrides alone (on the default broker settings) for tests and tools.
 """
 
 from __future__ import annotations
@@ -157,6 +160,20 @@ class LogConfig(TypedGetters):
     values: Mapping[str, ConfigValue]
     sources: Mapping[str, ConfigSource]
     overrides: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_overrides(
+        cls, overrides: Mapping[str, str] | None = None, broker: BrokerConfig | None = None
+    ) -> LogConfig:
+        """The effective config of a topic with these overrides (Kafka names, text values)
+        over `broker` (default: the broker defaults). Unlike `resolve_topic_config`, checks
+        the overrides first: an unknown name or bad value raises ConfigError."""
+        given = dict(overrides or {})
+        broker = broker or BrokerConfig()
+        reason = validate_topic_configs(given, broker)
+        if reason is not None:
+            raise ConfigError(reason)
+        return resolve_topic_config(given, broker)
 
     def _declared(self, name: str) -> tuple[ConfigType, ConfigValue]:
         return TOPIC_CONFIGS[name].type, self.values[name]

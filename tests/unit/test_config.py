@@ -16,6 +16,7 @@ from odradek.config import (
     ConfigSource,
     ConfigType,
     Listener,
+    LogConfig,
     describe_topic_config,
     env_to_properties,
     format_value,
@@ -527,6 +528,22 @@ def test_topic_typed_getters_check_the_declared_type() -> None:
         resolved.get_int("preallocate")
     with pytest.raises(TypeError, match=r"segment\.bytes"):
         resolved.get_float("segment.bytes")
+
+
+def test_log_config_from_overrides() -> None:
+    assert LogConfig.from_overrides().values == resolve_topic_config({}, BrokerConfig()).values
+    config = LogConfig.from_overrides({"segment.bytes": "2048", "index.interval.bytes": "100"})
+    assert (config.segment_bytes, config.index_interval_bytes) == (2048, 100)
+    assert config.sources["segment.bytes"] is ConfigSource.DYNAMIC_TOPIC_CONFIG
+    assert config.retention_ms == 604_800_000
+    broker = BrokerConfig({"log.retention.hours": "1"})
+    assert LogConfig.from_overrides({}, broker).retention_ms == 3_600_000
+    with pytest.raises(ConfigError, match=r"Unknown topic config name: segment\.byte$"):
+        LogConfig.from_overrides({"segment.byte": "2048"})
+    with pytest.raises(ConfigError, match="at least 14"):
+        LogConfig.from_overrides({"segment.bytes": "10"})
+    with pytest.raises(ConfigError, match=r"min\.compaction\.lag\.ms"):
+        LogConfig.from_overrides({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"})
 
 
 def test_describe_topic_config() -> None:
