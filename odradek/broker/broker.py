@@ -155,7 +155,7 @@ class Broker:
 
     @property
     def node_id(self) -> int:
-        return self.config.node_id
+        return self.config.get_int("node.id")
 
     def set_bound_ports(self, ports: Mapping[str, int]) -> None:
         self.advertised = self.config.advertised_for(ports)
@@ -194,7 +194,7 @@ class Broker:
         self.logs.close_all()
 
     async def _retention_loop(self) -> None:
-        interval = self.config.log_retention_check_interval_ms / 1000
+        interval = self.config.get_int("log.retention.check.interval.ms") / 1000
         while True:
             await anyio.sleep(interval)
             try:
@@ -207,7 +207,7 @@ class Broker:
         crash re-validates only what was written since (Kafka's log flusher and its
         `log.flush.offset.checkpoint.interval.ms`, 60 s)."""
         cfg = self.config
-        period_ms = min(cfg.log_flush_interval_ms, cfg.log_flush_scheduler_interval_ms, 60_000)
+        period_ms = min(cfg.log_flush_interval_ms, cfg.get_int("log.flush.scheduler.interval.ms"), 60_000)
         period = max(period_ms, 50) / 1000
         since_checkpoint = 0.0
         while True:

@@ -98,7 +98,7 @@ class Cluster:
                  delete_logs: Callable[[str], None],
                  reconfigure_logs: Callable[[str, Mapping[str, str]], None]) -> None:
         self.config = config
-        self.node_id = config.node_id
+        self.node_id = config.get_int("node.id")
         self._create_log = create_log
         self._delete_logs = delete_logs
         self._reconfigure_logs = reconfigure_logs

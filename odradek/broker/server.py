@@ -88,7 +88,7 @@ class Server:
                 log.error("accept failed", error=str(e))
                 await anyio.sleep(0.1)
                 continue
-            if self.connections >= self.broker.config.max_connections:
+            if self.connections >= self.broker.config.get_int("max.connections"):
                 log.warning("connection refused", reason="max.connections reached", client=str(addr))
                 sock.close()
                 continue
@@ -98,7 +98,7 @@ class Server:
 
     async def serve_connection(self, sock: socket.socket, address: str, listener: str) -> None:
         self.connections += 1
-        conn = Connection(self.broker.config.socket_request_max_bytes)
+        conn = Connection(self.broker.config.get_int("socket.request.max.bytes"))
         client = ClientInfo(address=address, listener=listener)
         buf = memoryview(bytearray(_RECV_SIZE))
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from odradek.config import (
     ConfigSource,
     ConfigType,
     Listener,
+    LogConfig,
     describe_topic_config,
     env_to_properties,
     format_value,
@@ -115,41 +117,41 @@ def test_parse_overrides() -> None:
 
 def test_defaults() -> None:
     c = BrokerConfig()
-    assert c.node_id == 1
+    assert c.get_int("node.id") == 1
     assert c.listeners == [Listener("PLAINTEXT", "127.0.0.1", 9092)]
     assert c.advertised_listeners == c.listeners
     assert c.log_dirs == [Path("./odradek-data")]
-    assert c.num_partitions == 1
-    assert c.default_replication_factor == 1
-    assert c.auto_create_topics_enable is True
-    assert c.delete_topic_enable is True
-    assert c.log_segment_bytes == 1_073_741_824
+    assert c.get_int("num.partitions") == 1
+    assert c.get_int("default.replication.factor") == 1
+    assert c.get_bool("auto.create.topics.enable") is True
+    assert c.get_bool("delete.topic.enable") is True
+    assert c.get_int("log.segment.bytes") == 1_073_741_824
     assert c.log_roll_ms == 168 * 3_600_000
     assert c.log_retention_ms == 168 * 3_600_000
-    assert c.log_retention_bytes == -1
-    assert c.log_retention_check_interval_ms == 300_000
-    assert c.log_index_interval_bytes == 4096
-    assert c.log_index_size_max_bytes == 10_485_760
-    assert c.log_flush_interval_messages == LONG_MAX
+    assert c.get_int("log.retention.bytes") == -1
+    assert c.get_int("log.retention.check.interval.ms") == 300_000
+    assert c.get_int("log.index.interval.bytes") == 4096
+    assert c.get_int("log.index.size.max.bytes") == 10_485_760
+    assert c.get_int("log.flush.interval.messages") == LONG_MAX
     assert c.log_flush_interval_ms == LONG_MAX
-    assert c.log_cleanup_policy == ("delete",)
-    assert c.message_max_bytes == 1_048_588
-    assert c.socket_request_max_bytes == 104_857_600
-    assert c.max_connections == 2_147_483_647
-    assert c.offsets_topic_num_partitions == 50
-    assert c.offsets_topic_replication_factor == 1
+    assert c.get_list("log.cleanup.policy") == ("delete",)
+    assert c.get_int("message.max.bytes") == 1_048_588
+    assert c.get_int("socket.request.max.bytes") == 104_857_600
+    assert c.get_int("max.connections") == 2_147_483_647
+    assert c.get_int("offsets.topic.num.partitions") == 50
+    assert c.get_int("offsets.topic.replication.factor") == 1
     assert c.offsets_retention_ms == 10_080 * 60_000
-    assert c.group_initial_rebalance_delay_ms == 3000
-    assert c.group_min_session_timeout_ms == 6000
-    assert c.group_max_session_timeout_ms == 1_800_000
-    assert c.transaction_max_timeout_ms == 900_000
-    assert c.transactional_id_expiration_ms == 604_800_000
-    assert c.transaction_state_log_num_partitions == 50
-    assert c.producer_id_expiration_ms == 86_400_000
-    assert c.min_insync_replicas == 1
-    assert c.log_message_timestamp_type == "CreateTime"
-    assert c.compression_type == "producer"
-    assert c.unstable_api_versions_enable is False
+    assert c.get_int("group.initial.rebalance.delay.ms") == 3000
+    assert c.get_int("group.min.session.timeout.ms") == 6000
+    assert c.get_int("group.max.session.timeout.ms") == 1_800_000
+    assert c.get_int("transaction.max.timeout.ms") == 900_000
+    assert c.get_int("transactional.id.expiration.ms") == 604_800_000
+    assert c.get_int("transaction.state.log.num.partitions") == 50
+    assert c.get_int("producer.id.expiration.ms") == 86_400_000
+    assert c.get_int("min.insync.replicas") == 1
+    assert c.get_str("log.message.timestamp.type") == "CreateTime"
+    assert c.get_str("compression.type") == "producer"
+    assert c.get_bool("unstable.api.versions.enable") is False
     assert c.unknown == {}
     assert "cluster.id" not in BROKER_CONFIGS
 
@@ -176,9 +178,9 @@ def test_precedence_file_env_override(tmp_path: Path) -> None:
     props.write_text("num.partitions=2\nlog.segment.bytes=1000\nnode.id=7\nfoo.bar=baz\n")
     env = {"ODRADEK_NUM_PARTITIONS": "3", "ODRADEK_LOG_SEGMENT_BYTES": "2000"}
     c = load_config(props, ["log.segment.bytes=3000"], env)
-    assert c.num_partitions == 3  # env beats file
-    assert c.log_segment_bytes == 3000  # override beats env
-    assert c.node_id == 7  # file beats default
+    assert c.get_int("num.partitions") == 3  # env beats file
+    assert c.get_int("log.segment.bytes") == 3000  # override beats env
+    assert c.get_int("node.id") == 7  # file beats default
     assert c.unknown == {"foo.bar": "baz"}
     assert c.source("num.partitions") is ConfigSource.STATIC_BROKER_CONFIG
     assert c.source("num.recovery.threads") is ConfigSource.DEFAULT_CONFIG
@@ -187,7 +189,7 @@ def test_precedence_file_env_override(tmp_path: Path) -> None:
 
 def test_load_without_file() -> None:
     c = load_config(None, [], {})
-    assert c.node_id == 1
+    assert c.get_int("node.id") == 1
 
 
 def test_missing_file(tmp_path: Path) -> None:
@@ -236,10 +238,10 @@ def test_value_parsing_is_lenient_like_kafka() -> None:
             "log.cleaner.min.cleanable.ratio": "0.25",
         }
     )
-    assert c.auto_create_topics_enable is False
-    assert c.num_partitions == 3
-    assert c.log_cleanup_policy == ("compact", "delete")
-    assert c.get("log.cleaner.min.cleanable.ratio") == 0.25
+    assert c.get_bool("auto.create.topics.enable") is False
+    assert c.get_int("num.partitions") == 3
+    assert c.get_list("log.cleanup.policy") == ("compact", "delete")
+    assert c.get_float("log.cleaner.min.cleanable.ratio") == 0.25
 
 
 def test_retention_precedence() -> None:
@@ -268,11 +270,64 @@ def test_log_dirs_over_log_dir() -> None:
 
 
 def test_node_id_and_broker_id_are_one_setting() -> None:
-    assert BrokerConfig({"broker.id": "4"}).node_id == 4
-    assert BrokerConfig({"node.id": "5"}).get("broker.id") == 5
-    assert BrokerConfig({"node.id": "5", "broker.id": "5"}).node_id == 5
+    assert BrokerConfig({"broker.id": "4"}).get_int("node.id") == 4
+    assert BrokerConfig({"node.id": "5"}).get_int("broker.id") == 5
+    assert BrokerConfig({"node.id": "5", "broker.id": "5"}).get_int("node.id") == 5
     with pytest.raises(ConfigError, match=r"node\.id"):
         BrokerConfig({"node.id": "5", "broker.id": "6"})
+
+
+def test_typed_getters_read_each_declared_type() -> None:
+    c = BrokerConfig({"log.roll.ms": "9", "broker.rack": "r1", "log.dirs": "/a,/b"})
+    assert c.get_int("num.partitions") == 1
+    assert c.get_int("offsets.topic.replication.factor") == 1  # SHORT
+    assert c.get_int("log.retention.bytes") == -1  # LONG
+    assert c.get_bool("delete.topic.enable") is True
+    assert c.get_float("log.cleaner.min.cleanable.ratio") == 0.5
+    assert c.get_str("log.dir") == "./odradek-data"
+    assert c.get_list("log.cleanup.policy") == ("delete",)
+    assert c.get_optional_int("log.roll.ms") == 9
+    assert c.get_optional_str("broker.rack") == "r1"
+    assert c.get_optional_list("log.dirs") == ("/a", "/b")
+
+
+def test_optional_getters_read_null_defaults() -> None:
+    c = BrokerConfig()
+    assert c.get_optional_int("log.roll.ms") is None
+    assert c.get_optional_str("broker.rack") is None
+    assert c.get_optional_list("advertised.listeners") is None
+    assert c.get_optional_int("num.partitions") == 1
+    with pytest.raises(TypeError, match="get_optional_int"):
+        c.get_int("log.roll.ms")
+    with pytest.raises(TypeError, match="get_optional_str"):
+        c.get_str("broker.rack")
+    with pytest.raises(TypeError, match="get_optional_list"):
+        c.get_list("log.dirs")
+
+
+@pytest.mark.parametrize(
+    ("getter", "name"),
+    [
+        ("get_int", "auto.create.topics.enable"),  # a bool is never an int
+        ("get_optional_int", "delete.topic.enable"),
+        ("get_int", "log.cleaner.min.cleanable.ratio"),
+        ("get_int", "log.dir"),
+        ("get_bool", "num.partitions"),
+        ("get_float", "num.partitions"),
+        ("get_str", "listeners"),
+        ("get_list", "log.dir"),
+    ],
+)
+def test_typed_getters_check_the_declared_type(getter: str, name: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(name)):
+        getattr(BrokerConfig(), getter)(name)
+
+
+def test_typed_getters_on_unknown_names() -> None:
+    with pytest.raises(KeyError):
+        BrokerConfig().get_int("no.such.setting")
+    with pytest.raises(KeyError):
+        BrokerConfig({"no.such.setting": "1"}).get_int("no.such.setting")
 
 
 # ----------------------------------------------------------------------------- listeners
@@ -455,14 +510,40 @@ def test_effective_topic_config_typed_accessors_on_defaults() -> None:
     assert resolved.segment_index_bytes == 10_485_760
     assert resolved.index_interval_bytes == 4096
     assert resolved.flush_messages == LONG_MAX
-    assert resolved.message_timestamp_type == "CreateTime"
-    assert resolved.compression_type == "producer"
-    assert resolved.min_insync_replicas == 1
+    assert resolved.get_str("message.timestamp.type") == "CreateTime"
+    assert resolved.get_str("compression.type") == "producer"
+    assert resolved.get_int("min.insync.replicas") == 1
     assert resolved.min_cleanable_dirty_ratio == 0.5
     assert resolved.delete_retention_ms == 86_400_000
     assert resolved.file_delete_delay_ms == 60_000
-    assert resolved.preallocate is False
+    assert resolved.get_bool("preallocate") is False
     assert resolved["unclean.leader.election.enable"] is False
+
+
+def test_topic_typed_getters_check_the_declared_type() -> None:
+    resolved = resolve_topic_config({"segment.jitter.ms": "5"}, BrokerConfig())
+    assert resolved.get_int("segment.jitter.ms") == 5
+    assert resolved.get_list("follower.replication.throttled.replicas") == ()
+    with pytest.raises(TypeError, match="preallocate"):
+        resolved.get_int("preallocate")
+    with pytest.raises(TypeError, match=r"segment\.bytes"):
+        resolved.get_float("segment.bytes")
+
+
+def test_log_config_from_overrides() -> None:
+    assert LogConfig.from_overrides().values == resolve_topic_config({}, BrokerConfig()).values
+    config = LogConfig.from_overrides({"segment.bytes": "2048", "index.interval.bytes": "100"})
+    assert (config.segment_bytes, config.index_interval_bytes) == (2048, 100)
+    assert config.sources["segment.bytes"] is ConfigSource.DYNAMIC_TOPIC_CONFIG
+    assert config.retention_ms == 604_800_000
+    broker = BrokerConfig({"log.retention.hours": "1"})
+    assert LogConfig.from_overrides({}, broker).retention_ms == 3_600_000
+    with pytest.raises(ConfigError, match=r"Unknown topic config name: segment\.byte$"):
+        LogConfig.from_overrides({"segment.byte": "2048"})
+    with pytest.raises(ConfigError, match="at least 14"):
+        LogConfig.from_overrides({"segment.bytes": "10"})
+    with pytest.raises(ConfigError, match=r"min\.compaction\.lag\.ms"):
+        LogConfig.from_overrides({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"})
 
 
 def test_describe_topic_config() -> None:

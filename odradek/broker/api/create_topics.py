@@ -75,13 +75,13 @@ def _partition_count(ctx: RequestContext, topic: Topic) -> int:
         raise ApiError(ErrorCode.INVALID_PARTITIONS,
                        "Number of partitions was set to an invalid non-positive value.")
     if rf == -1:
-        rf = ctx.config.default_replication_factor
+        rf = ctx.config.get_int("default.replication.factor")
     if rf > 1:
         raise ApiError(ErrorCode.INVALID_REPLICATION_FACTOR,
                        f"Unable to replicate the partition {rf} time(s): The target replication "
                        f"factor of {rf} cannot be reached because only 1 broker(s) are registered.")
     if topic.num_partitions == -1:
-        return ctx.config.num_partitions
+        return ctx.config.get_int("num.partitions")
     return topic.num_partitions
 
 

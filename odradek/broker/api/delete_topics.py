@@ -45,7 +45,7 @@ def _error(name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str)
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     cluster = ctx.cluster
     wanted = _requested(ctx, request)
-    if not ctx.config.delete_topic_enable:
+    if not ctx.config.get_bool("delete.topic.enable"):
         code = ErrorCode.INVALID_REQUEST if ctx.api_version < 3 else ErrorCode.TOPIC_DELETION_DISABLED
         return DeleteTopicsResponse(responses=[
             _error(name, tid, code, "Topic deletion is disabled.") for name, tid in wanted])

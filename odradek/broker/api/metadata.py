@@ -59,10 +59,10 @@ def _error_entry(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_U
 def _auto_create(ctx: RequestContext, name: str) -> Topic | ErrorCode:
     if topic_name_error(name):
         return ErrorCode.INVALID_TOPIC_EXCEPTION
-    if name in INTERNAL_TOPICS or not ctx.config.auto_create_topics_enable:
+    if name in INTERNAL_TOPICS or not ctx.config.get_bool("auto.create.topics.enable"):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     try:
-        topic = ctx.cluster.create_topic(name, ctx.config.num_partitions, {})
+        topic = ctx.cluster.create_topic(name, ctx.config.get_int("num.partitions"), {})
     except ClusterError as e:
         log.warning("auto-create failed", topic=name, error=e.message)
         return e.code

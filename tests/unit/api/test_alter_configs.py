@@ -103,4 +103,4 @@ def test_broker_resource(broker: Broker) -> None:
         assert r.error_code == code, (res.resource_name, r.error_message)
         if res.configs and res.configs[0].name == "num.partitions":
             assert r.error_message == "Cannot update these configs dynamically: Set(num.partitions)"
-    assert broker.config.num_partitions == 1
+    assert broker.config.get_int("num.partitions") == 1

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +28,11 @@ from odradek.broker.storage.cleaner import (
     group_segments_by_size,
     log_to_clean,
 )
-from odradek.broker.storage.config import LogConfig
 from odradek.broker.storage.log import PartitionLog
 from odradek.broker.storage.manager import LogManager
 from odradek.broker.storage.producer_state import Origin, OutOfOrderSequenceError
 from odradek.broker.storage.segment import LogSegment
+from odradek.config import LogConfig
 from odradek.wire.records import (
     ATTR_DELETE_HORIZON,
     Record,
@@ -43,14 +42,20 @@ from odradek.wire.records import (
     iter_batches,
 )
 
-CFG = LogConfig(
-    segment_bytes=600,
-    index_interval_bytes=64,
-    cleanup_policy="compact",
-    delete_retention_ms=1_000,
-    file_delete_delay_ms=0,
-)
+CFG_OVERRIDES = {
+    "segment.bytes": "600",
+    "index.interval.bytes": "64",
+    "cleanup.policy": "compact",
+    "delete.retention.ms": "1000",
+    "file.delete.delay.ms": "0",
+}
+CFG = LogConfig.from_overrides(CFG_OVERRIDES)
 Rec = tuple[int, bytes | None, bytes | None]  # offset, key, value
+
+
+def cfg(changes: dict[str, str]) -> LogConfig:
+    """CFG with these topic configs changed."""
+    return LogConfig.from_overrides({**CFG_OVERRIDES, **changes})
 
 
 def open_log(directory: Path, config: LogConfig = CFG) -> PartitionLog:
@@ -228,7 +233,7 @@ def test_tombstones_go_after_delete_retention(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
 def test_compressed_batches_keep_their_codec(tmp_path: Path, codec: int) -> None:
-    log = open_log(tmp_path / "t-0", replace(CFG, segment_bytes=300))
+    log = open_log(tmp_path / "t-0", cfg({"segment.bytes": "300"}))
     for r in range(12):
         put(
             log,
@@ -494,7 +499,7 @@ def crash_log(directory: Path) -> tuple[PartitionLog, list[Rec]]:
             written.append((put(log, [(key, value)]), key, value))
     put(log, [(b"g0-1", None)])
     written += fill(log, keys=2, rounds=10)
-    log.config = replace(CFG, segment_bytes=1_500)  # groups of 2-3 segments
+    log.config = cfg({"segment.bytes": "1500"})  # groups of 2-3 segments
     return log, written
 
 
@@ -619,7 +624,7 @@ def test_swap_completes_over_a_partly_deleted_old_set(tmp_path: Path) -> None:
 
 
 def test_reads_and_appends_while_cleaning(tmp_path: Path) -> None:
-    log = open_log(tmp_path / "t-0", replace(CFG, file_delete_delay_ms=60_000))
+    log = open_log(tmp_path / "t-0", cfg({"file.delete.delay.ms": "60000"}))
     written = fill(log, keys=5, rounds=20)
     old_first = log.segments[0]
     held = old_first.read(0, 1 << 20)  # a reader's view before the clean
@@ -669,7 +674,7 @@ def make_manager(tmp_path: Path, config: LogConfig = CFG) -> LogManager:
 def test_log_cleaner_picks_dirty_logs_and_checkpoints(tmp_path: Path) -> None:
     manager = make_manager(tmp_path)
     compacted = manager.create("c", 0, now_ms=0)
-    deleting = manager.create("d", 0, replace(CFG, cleanup_policy="delete"), now_ms=0)
+    deleting = manager.create("d", 0, cfg({"cleanup.policy": "delete"}), now_ms=0)
     fill(compacted, keys=3, rounds=20)
     fill(deleting, keys=3, rounds=20)
     cleaner = LogCleaner(manager)
@@ -688,7 +693,7 @@ def test_log_cleaner_picks_dirty_logs_and_checkpoints(tmp_path: Path) -> None:
 
 
 def test_compaction_lags(tmp_path: Path) -> None:
-    lagging = replace(CFG, min_compaction_lag_ms=5_000)
+    lagging = cfg({"min.compaction.lag.ms": "5000"})
     manager = make_manager(tmp_path, lagging)
     plog = manager.create("c", 0, now_ms=0)
     fill(plog, keys=3, rounds=20, ts=1_000)
@@ -699,7 +704,7 @@ def test_compaction_lags(tmp_path: Path) -> None:
 
 
 def test_max_compaction_lag_forces_a_clean(tmp_path: Path) -> None:
-    never_by_ratio = replace(CFG, min_cleanable_dirty_ratio=1.0, max_compaction_lag_ms=1_000)
+    never_by_ratio = cfg({"min.cleanable.dirty.ratio": "1.0", "max.compaction.lag.ms": "1000"})
     manager = make_manager(tmp_path, never_by_ratio)
     plog = manager.create("c", 0, now_ms=0)
     fill(plog, keys=3, rounds=20, ts=1_000)
@@ -712,7 +717,7 @@ def test_max_compaction_lag_forces_a_clean(tmp_path: Path) -> None:
 
 
 def test_compact_delete_applies_both(tmp_path: Path) -> None:
-    config = replace(CFG, cleanup_policy="compact,delete", retention_ms=5_000)
+    config = cfg({"cleanup.policy": "compact,delete", "retention.ms": "5000"})
     manager = make_manager(tmp_path, config)
     plog = manager.create("c", 0, now_ms=0)
     fill(plog, keys=3, rounds=10, ts=1_000)
@@ -799,7 +804,7 @@ def test_model_latest_value_per_key(
     tmp_path_factory: pytest.TempPathFactory, script: list[Op]
 ) -> None:
     directory = tmp_path_factory.mktemp("model") / "t-0"
-    config = replace(CFG, segment_bytes=300, delete_retention_ms=500)
+    config = cfg({"segment.bytes": "300", "delete.retention.ms": "500"})
     log = open_log(directory, config)
     model: dict[bytes, bytes | None] = {}
     history: dict[int, tuple[bytes, bytes | None]] = {}

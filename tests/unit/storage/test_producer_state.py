@@ -10,7 +10,6 @@ import pytest
 from storage_testutil import abandon
 
 from odradek.broker.storage import files
-from odradek.broker.storage.config import LogConfig
 from odradek.broker.storage.log import PartitionLog
 from odradek.broker.storage.producer_state import (
     BatchInfo,
@@ -28,6 +27,7 @@ from odradek.broker.storage.producer_state import (
     read_snapshot,
 )
 from odradek.broker.storage.txn_index import AbortedTxn
+from odradek.config import LogConfig
 from odradek.wire._generated.internal import ProducerSnapshot
 from odradek.wire.records import CONTROL_ABORT, CONTROL_COMMIT, build_batch, build_control_batch
 
@@ -226,9 +226,9 @@ def test_corrupt_snapshots_are_refused(tmp_path: Path, cut: int) -> None:
 
 def open_log(directory: Path, *, segment_bytes: int = 10_000, had_clean_shutdown: bool = False,
              recovery_point: int = 0) -> PartitionLog:
-    return PartitionLog.open(directory / "t-0", LogConfig(segment_bytes=segment_bytes),
-                             now_ms=1_000, had_clean_shutdown=had_clean_shutdown,
-                             recovery_point=recovery_point)
+    config = LogConfig.from_overrides({"segment.bytes": str(segment_bytes)})
+    return PartitionLog.open(directory / "t-0", config, now_ms=1_000,
+                             had_clean_shutdown=had_clean_shutdown, recovery_point=recovery_point)
 
 
 def produce(log: PartitionLog, seq: int, n: int = 2, *, epoch: int = 0, pid: int = PID,

@@ -1,4 +1,4 @@
-"""File names, checkpoint files and LogConfig."""
+"""File names and checkpoint files."""
 
 from __future__ import annotations
 

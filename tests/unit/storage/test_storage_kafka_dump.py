@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from storage_testutil import abandon, batches_of
 
-from odradek.broker.storage.config import LogConfig
 from odradek.broker.storage.log import PartitionLog
 from odradek.broker.storage.txn_index import AbortedTxn
+from odradek.config import LogConfig
 from odradek.wire.records import Record, build_batch
 
 M2 = Path.home() / ".m2" / "repository"
@@ -92,7 +92,7 @@ def _write_sample_log(root: Path) -> tuple[Path, int]:
     an aborted-txn entry, then a crash with a torn tail and a recovery. Returns the partition
     directory and the number of records kept."""
     directory = root / "orders-0"
-    config = LogConfig(segment_bytes=2500, index_interval_bytes=150)
+    config = LogConfig.from_overrides({"segment.bytes": "2500", "index.interval.bytes": "150"})
     log = PartitionLog.open(directory, config, now_ms=1_000)
     for i in range(45):
         records = [

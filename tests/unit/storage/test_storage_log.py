@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from storage_testutil import append, batch, batches_of, values_of, verify_segment_files
 
-from odradek.broker.storage.config import LogConfig
 from odradek.broker.storage.log import (
     LogClosedError,
     MessageTooLargeError,
@@ -17,10 +16,11 @@ from odradek.broker.storage.log import (
     PartitionLog,
 )
 from odradek.broker.storage.txn_index import AbortedTxn
+from odradek.config import LogConfig
 from odradek.wire.exceptions import RecordBatchError
 from odradek.wire.records import build_batch
 
-SMALL = LogConfig(segment_bytes=1024, index_interval_bytes=128)
+SMALL = LogConfig.from_overrides({"segment.bytes": "1024", "index.interval.bytes": "128"})
 
 
 def open_log(tmp_path: Path, config: LogConfig = SMALL, **kwargs: object) -> PartitionLog:
@@ -74,7 +74,7 @@ def test_every_offset_reads_from_the_batch_containing_it(tmp_path: Path) -> None
 
 
 def test_read_mid_batch_returns_the_containing_batch(tmp_path: Path) -> None:
-    log = open_log(tmp_path, LogConfig())
+    log = open_log(tmp_path, LogConfig.from_overrides())
     append(log, [b"a", b"b", b"c"])
     append(log, [b"d", b"e"])
     data = log.read(1, 10_000)
@@ -84,7 +84,7 @@ def test_read_mid_batch_returns_the_containing_batch(tmp_path: Path) -> None:
 
 
 def test_kip74_first_batch_whole_and_only_whole_batches(tmp_path: Path) -> None:
-    log = open_log(tmp_path, LogConfig())
+    log = open_log(tmp_path, LogConfig.from_overrides())
     append(log, [b"x" * 500])
     append(log, [b"y" * 10])
     append(log, [b"z" * 10])
@@ -132,7 +132,7 @@ def test_out_of_range_offsets(tmp_path: Path) -> None:
 
 
 def test_indexes_are_sparse_and_match_kafka_checks(tmp_path: Path) -> None:
-    config = LogConfig(index_interval_bytes=200)
+    config = LogConfig.from_overrides({"index.interval.bytes": "200"})
     log = open_log(tmp_path, config)
     fill(log, 50)
     segment = log.active_segment
@@ -188,7 +188,7 @@ def test_max_timestamp_offset_finds_the_first_record_with_it(tmp_path: Path) -> 
 
 
 def test_retention_by_time(tmp_path: Path) -> None:
-    config = LogConfig(segment_bytes=1024, retention_ms=10_000)
+    config = LogConfig.from_overrides({"segment.bytes": "1024", "retention.ms": "10000"})
     log = open_log(tmp_path, config)
     for i in range(30):
         append(log, [b"x" * 100], timestamp=1_000 + i * 1_000)  # timestamps 1000..30000
@@ -215,7 +215,9 @@ def test_retention_by_time(tmp_path: Path) -> None:
 
 
 def test_retention_by_size(tmp_path: Path) -> None:
-    config = LogConfig(segment_bytes=1024, retention_bytes=3000, retention_ms=-1)
+    config = LogConfig.from_overrides(
+        {"segment.bytes": "1024", "retention.bytes": "3000", "retention.ms": "-1"}
+    )
     log = open_log(tmp_path, config)
     for _ in range(60):
         append(log, [b"y" * 100])
@@ -230,7 +232,9 @@ def test_retention_by_size(tmp_path: Path) -> None:
 
 
 def test_retention_only_when_cleanup_policy_deletes(tmp_path: Path) -> None:
-    config = LogConfig(segment_bytes=1024, retention_bytes=0, cleanup_policy="compact")
+    config = LogConfig.from_overrides(
+        {"segment.bytes": "1024", "retention.bytes": "0", "cleanup.policy": "compact"}
+    )
     log = open_log(tmp_path, config)
     for _ in range(30):
         append(log, [b"y" * 100])
@@ -239,7 +243,7 @@ def test_retention_only_when_cleanup_policy_deletes(tmp_path: Path) -> None:
 
 
 def test_retention_stops_at_the_high_watermark(tmp_path: Path) -> None:
-    config = LogConfig(segment_bytes=1024, retention_ms=0)
+    config = LogConfig.from_overrides({"segment.bytes": "1024", "retention.ms": "0"})
     log = open_log(tmp_path, config)
     for _ in range(30):
         append(log, [b"y" * 100])
@@ -298,7 +302,7 @@ def test_restart_keeps_everything(tmp_path: Path) -> None:
 
 
 def test_log_append_time(tmp_path: Path) -> None:
-    config = LogConfig(message_timestamp_type="LogAppendTime")
+    config = LogConfig.from_overrides({"message.timestamp.type": "LogAppendTime"})
     log = open_log(tmp_path, config)
     info = log.append(memoryview(batch([b"a", b"b"], timestamp=5)), leader_epoch=0, now_ms=77_000)
     assert info.log_append_time == 77_000
@@ -311,7 +315,7 @@ def test_log_append_time(tmp_path: Path) -> None:
 
 
 def test_append_patches_offsets_and_epoch_in_place(tmp_path: Path) -> None:
-    log = open_log(tmp_path, LogConfig())
+    log = open_log(tmp_path, LogConfig.from_overrides())
     append(log, [b"a", b"b"], epoch=3)
     buf = bytearray(build_batch([(None, b"c")], base_offset=999, base_timestamp=1))
     buf += build_batch([(None, b"d"), (None, b"e")], base_offset=999, base_timestamp=2)
@@ -328,7 +332,7 @@ def test_append_patches_offsets_and_epoch_in_place(tmp_path: Path) -> None:
 
 
 def test_invalid_appends_write_nothing(tmp_path: Path) -> None:
-    log = open_log(tmp_path, LogConfig(max_message_bytes=200))
+    log = open_log(tmp_path, LogConfig.from_overrides({"max.message.bytes": "200"}))
     append(log, [b"ok"])
     size = log.size_in_bytes
     good = batch([b"fine"])
@@ -399,7 +403,7 @@ def test_aborted_txns_across_segments(tmp_path: Path) -> None:
 
 
 def test_time_based_roll(tmp_path: Path) -> None:
-    log = open_log(tmp_path, LogConfig(segment_ms=1_000))
+    log = open_log(tmp_path, LogConfig.from_overrides({"segment.ms": "1000"}))
     append(log, [b"a"], timestamp=10_000)
     append(log, [b"b"], timestamp=10_900)
     assert len(log.segments) == 1
@@ -409,7 +413,7 @@ def test_time_based_roll(tmp_path: Path) -> None:
 
 
 def test_flush_messages_and_recovery_point(tmp_path: Path) -> None:
-    log = open_log(tmp_path, LogConfig(flush_messages=4))
+    log = open_log(tmp_path, LogConfig.from_overrides({"flush.messages": "4"}))
     append(log, [b"a", b"b"])
     assert log.recovery_point == 0
     append(log, [b"c", b"d"])
@@ -422,7 +426,7 @@ def test_flush_messages_and_recovery_point(tmp_path: Path) -> None:
 
 
 def test_flush_ms(tmp_path: Path) -> None:
-    log = open_log(tmp_path, LogConfig(flush_ms=100))
+    log = open_log(tmp_path, LogConfig.from_overrides({"flush.ms": "100"}))
     append(log, [b"a"])
     assert not log.flush_if_due(now_ms=1_050)
     assert log.flush_if_due(now_ms=1_100)
@@ -441,7 +445,7 @@ def test_flush_up_to_rolled_segments(tmp_path: Path) -> None:
 
 
 def test_roll_and_segment_files(tmp_path: Path) -> None:
-    log = open_log(tmp_path, LogConfig())
+    log = open_log(tmp_path, LogConfig.from_overrides())
     assert log.roll(now_ms=1) is log.active_segment  # empty active segment: no roll
     append(log, [b"a"])
     log.roll(now_ms=2)
@@ -461,7 +465,7 @@ def test_roll_and_segment_files(tmp_path: Path) -> None:
 
 
 def test_segment_byte_limit_counts_the_incoming_batch(tmp_path: Path) -> None:
-    log = open_log(tmp_path, LogConfig(segment_bytes=500))
+    log = open_log(tmp_path, LogConfig.from_overrides({"segment.bytes": "500"}))
     append(log, [b"x" * 150])
     first_size = log.active_segment.size
     append(log, [b"x" * 150])
@@ -477,7 +481,8 @@ def test_segment_byte_limit_counts_the_incoming_batch(tmp_path: Path) -> None:
 
 def test_many_batches_in_one_request_never_overflow_the_index(tmp_path: Path) -> None:
     # 3 entries fit; one request of 10 batches wants more: the data still goes in whole.
-    log = open_log(tmp_path, LogConfig(index_interval_bytes=0, segment_index_bytes=24))
+    config = LogConfig.from_overrides({"index.interval.bytes": "0", "segment.index.bytes": "24"})
+    log = open_log(tmp_path, config)
     request = bytearray()
     for i in range(10):
         request += batch([str(i).encode()])

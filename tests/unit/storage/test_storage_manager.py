@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from storage_testutil import abandon, append, values_of
 
-from odradek.broker.storage.config import LogConfig
 from odradek.broker.storage.manager import LogManager
+from odradek.config import LogConfig
 
-CONFIG = LogConfig(segment_bytes=1024)
+CONFIG = LogConfig.from_overrides({"segment.bytes": "1024"})
 
 
 def test_new_partitions_go_to_the_emptiest_log_dir(tmp_path: Path) -> None:
@@ -119,8 +119,8 @@ def test_same_partition_in_two_log_dirs_is_an_error(tmp_path: Path) -> None:
 
 def test_retention_and_flush_passes(tmp_path: Path) -> None:
     configs = {
-        "short": LogConfig(segment_bytes=512, retention_ms=100),
-        "flushy": LogConfig(flush_ms=10),
+        "short": LogConfig.from_overrides({"segment.bytes": "512", "retention.ms": "100"}),
+        "flushy": LogConfig.from_overrides({"flush.ms": "10"}),
     }
     manager = LogManager([tmp_path], CONFIG, config_for=lambda t: configs.get(t, CONFIG), now_ms=0)
     short = manager.create("short", 0, now_ms=0)

@@ -12,10 +12,10 @@ import pytest
 from storage_testutil import abandon, append, batches_of, values_of, verify_segment_files
 from storage_testutil import batch as batch_bytes
 
-from odradek.broker.storage.config import LogConfig
 from odradek.broker.storage.log import PartitionLog
+from odradek.config import LogConfig
 
-CONFIG = LogConfig(segment_bytes=2048, index_interval_bytes=100)
+CONFIG = LogConfig.from_overrides({"segment.bytes": "2048", "index.interval.bytes": "100"})
 
 
 def build_crashed_log(
@@ -160,7 +160,9 @@ def test_recovered_indexes_equal_the_incremental_ones(tmp_path: Path, fixed_size
     if fixed_size:
         # batches exactly half the interval: the boundary case of "more than interval bytes"
         size = batches_of(bytes(batch_bytes([b"x" * 40])))[0].size
-        config = LogConfig(segment_bytes=2048, index_interval_bytes=2 * size)
+        config = LogConfig.from_overrides(
+            {"segment.bytes": "2048", "index.interval.bytes": str(2 * size)}
+        )
     log = PartitionLog.open(directory, config, now_ms=0)
     for i in range(40):
         length = 40 if fixed_size else i * 7 % 90
@@ -212,7 +214,7 @@ def test_clean_shutdown_skips_recovery_but_sanity_check_catches_bad_index(tmp_pa
 
 def test_batch_larger_than_the_recovery_chunk(tmp_path: Path) -> None:
     directory = tmp_path / "t-0"
-    config = LogConfig(max_message_bytes=4 << 20)
+    config = LogConfig.from_overrides({"max.message.bytes": str(4 << 20)})
     log = PartitionLog.open(directory, config, now_ms=0)
     append(log, [b"small"])
     big = os.urandom(1_500_000)

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from storage_testutil import abandon, batches_of, verify_segment_files
 
-from odradek.broker.storage.config import LogConfig
 from odradek.broker.storage.log import PartitionLog
+from odradek.config import LogConfig
 from odradek.wire.records import build_batch
 
 values = st.binary(min_size=0, max_size=200)
@@ -30,14 +30,16 @@ class LogMachine(RuleBasedStateMachine):
         self.start = 0
         self.clock = 1_000
         self.log: PartitionLog | None = None
-        self.config = LogConfig()
+        self.config = LogConfig.from_overrides()
 
     @initialize(
         segment_bytes=st.sampled_from([200, 400, 1000, 1 << 20]),
         interval=st.sampled_from([0, 50, 300, 4096]),
     )
     def open_log(self, segment_bytes: int, interval: int) -> None:
-        self.config = LogConfig(segment_bytes=segment_bytes, index_interval_bytes=interval)
+        self.config = LogConfig.from_overrides(
+            {"segment.bytes": str(segment_bytes), "index.interval.bytes": str(interval)}
+        )
         self.log = PartitionLog.open(self.directory, self.config, now_ms=self.clock)
 
     @property
