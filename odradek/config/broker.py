@@ -278,11 +278,6 @@ class BrokerConfig(TypedGetters):
             else (ConfigSource.DEFAULT_CONFIG)
         )
 
-    @property
-    def explicit(self) -> Mapping[str, str]:
-        """Every setting given in the file, environment or overrides, as text."""
-        return self._explicit
-
     # -- derived values ------------------------------------------------------------------
 
     @property
