@@ -1,23 +1,39 @@
 """Produce and consume throughput with stock librdkafka clients (confluent-kafka).
 
-Several client processes run at once so the client is not the bottleneck. Prints MB/s and
-records/s for produce (acks=all) and consume, against Odradek and, with `--reference`, against
-a real Apache Kafka 4.1 broker started from Maven Central jars in the same run (the compat
-matrix's launcher: run `bash compat_tests/setup.sh` once), with ratios.
+Several client processes run at once so the client is not the bottleneck. Prints MB/s,
+records/s and the broker's CPU seconds per GB moved (user + system time of the broker
+process, from /proc) for produce (acks=all) and consume, against Odradek and, in the same run:
+- with `--reference`, a real Apache Kafka 4.1 broker started from Maven Central jars (the
+  compat matrix's launcher: run `bash compat_tests/setup.sh` once), with ratios;
+- with `--baseline PATH`, the Odradek of another checkout (e.g. `git worktree add /tmp/base
+  <commit>`), to show what a change does to the data path; `--rounds N` alternates the
+  brokers N times and reports the median.
 
     python -m bench.throughput [--records 200000] [--size 1024] [--procs 2] [--reference]
+                               [--baseline PATH] [--rounds 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
+import statistics
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from compat_tests.brokers import make_broker
+from compat_tests.brokers import OdradekBroker, make_broker
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (and its waited-for children) from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
+    return (utime + stime + cutime + cstime) / _TICK
 
 
 def _produce(bootstrap: str, topic: str, records: int, size: int, q: mp.Queue) -> None:  # type: ignore[type-arg]
@@ -68,7 +84,7 @@ def _consume(bootstrap: str, topic: str, partition: int, q: mp.Queue) -> None:  
     q.put((elapsed, got))
 
 
-def run(bootstrap: str, records: int, size: int, procs: int) -> dict[str, float]:
+def run(bootstrap: str, records: int, size: int, procs: int, pid: int) -> dict[str, float]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     topic = f"bench-{uuid.uuid4().hex[:8]}"
@@ -80,27 +96,34 @@ def run(bootstrap: str, records: int, size: int, procs: int) -> dict[str, float]
     per = records // procs
     q: mp.Queue = mp.Queue()  # type: ignore[type-arg]
     workers = [mp.Process(target=_produce, args=(bootstrap, topic, per, size, q)) for _ in range(procs)]
+    cpu0 = cpu_seconds(pid)
     t0 = time.perf_counter()
     for w in workers:
         w.start()
     results = [q.get(timeout=300) for _ in workers]
     produce_s = time.perf_counter() - t0
+    produce_cpu = cpu_seconds(pid) - cpu0
     for w in workers:
         w.join()
     errors = sum(e for _, e in results)
     workers = [mp.Process(target=_consume, args=(bootstrap, topic, i, q)) for i in range(procs)]
+    cpu0 = cpu_seconds(pid)
     t0 = time.perf_counter()
     for w in workers:
         w.start()
     got = [q.get(timeout=300) for _ in workers]
     consume_s = time.perf_counter() - t0
+    consume_cpu = cpu_seconds(pid) - cpu0
     for w in workers:
         w.join()
     consumed = sum(n for _, n in got)
     total = per * procs
     mb = total * size / 1e6
+    consumed_mb = consumed * size / 1e6
     return {"produce_mb_s": mb / produce_s, "produce_rec_s": total / produce_s,
-            "consume_mb_s": consumed * size / 1e6 / consume_s, "consume_rec_s": consumed / consume_s,
+            "produce_cpu_s_gb": produce_cpu / (mb / 1000),
+            "consume_mb_s": consumed_mb / consume_s, "consume_rec_s": consumed / consume_s,
+            "consume_cpu_s_gb": consume_cpu / max(consumed_mb / 1000, 1e-9),
             "errors": errors, "consumed": consumed, "expected": total}
 
 
@@ -111,25 +134,46 @@ def main() -> None:
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--reference", action="store_true",
                     help="also run against Apache Kafka 4.1 (jars from compat_tests/setup.sh)")
+    ap.add_argument("--baseline", type=Path,
+                    help="also run the Odradek of this checkout (a worktree of another commit)")
+    ap.add_argument("--rounds", type=int, default=1, help="alternate the brokers this often")
     args = ap.parse_args()
-    rows = []
+    targets = ["odradek"] + (["baseline"] if args.baseline else []) + (
+        ["kafka"] if args.reference else [])
+    rounds: dict[str, list[dict[str, float]]] = {t: [] for t in targets}
+    overrides = {"num.partitions": str(args.procs)}
     with tempfile.TemporaryDirectory() as work:
-        for target in ["odradek", "kafka"] if args.reference else ["odradek"]:
-            broker = make_broker(target, Path(work), {"num.partitions": str(args.procs)})
-            broker.start()
-            try:
-                rows.append((target, run(broker.bootstrap, args.records, args.size, args.procs)))
-            finally:
-                broker.stop()
-    print(f"{args.records} records x {args.size} B, {args.procs} producer and consumer processes")
-    print(f"{'broker':10} {'produce MB/s':>13} {'produce rec/s':>14} {'consume MB/s':>13} {'consume rec/s':>14} {'errors':>7}")
+        for _ in range(args.rounds):
+            for target in targets:
+                if target == "baseline":
+                    broker = OdradekBroker(Path(tempfile.mkdtemp(dir=work)),
+                                           Path(work) / "broker-baseline.log", overrides,
+                                           source=args.baseline.resolve())
+                else:
+                    broker = make_broker(target, Path(work), overrides)
+                broker.start()
+                try:
+                    assert broker.proc is not None
+                    rounds[target].append(run(broker.bootstrap, args.records, args.size,
+                                              args.procs, broker.proc.pid))
+                finally:
+                    broker.stop()
+    rows = [(t, {k: statistics.median(r[k] for r in rs) for k in rs[0]})
+            for t, rs in rounds.items()]
+    print(f"{args.records} records x {args.size} B, {args.procs} producer and consumer processes, "
+          f"median of {args.rounds} round(s); CPU: broker process user+system s per GB")
+    print(f"{'broker':10} {'produce MB/s':>13} {'CPU s/GB':>9} {'consume MB/s':>13} "
+          f"{'CPU s/GB':>9} {'errors':>7}")
     for name, r in rows:
-        print(f"{name:10} {r['produce_mb_s']:13.1f} {r['produce_rec_s']:14.0f} {r['consume_mb_s']:13.1f} "
-              f"{r['consume_rec_s']:14.0f} {r['errors']:7.0f}  consumed {r['consumed']:.0f}/{r['expected']:.0f}")
-    if len(rows) == 2:
-        ours, k = rows[0][1], rows[1][1]
-        print(f"ratio odradek/kafka: produce {ours['produce_mb_s'] / k['produce_mb_s']:.2f}, "
-              f"consume {ours['consume_mb_s'] / k['consume_mb_s']:.2f}")
+        print(f"{name:10} {r['produce_mb_s']:13.1f} {r['produce_cpu_s_gb']:9.2f} "
+              f"{r['consume_mb_s']:13.1f} {r['consume_cpu_s_gb']:9.2f} {r['errors']:7.0f}  "
+              f"consumed {r['consumed']:.0f}/{r['expected']:.0f}")
+    ours = rows[0][1]
+    for name, other in rows[1:]:
+        print(f"ratio odradek/{name}: produce {ours['produce_mb_s'] / other['produce_mb_s']:.2f} "
+              f"(CPU {ours['produce_cpu_s_gb'] / other['produce_cpu_s_gb']:.2f}), "
+              f"consume {ours['consume_mb_s'] / other['consume_mb_s']:.2f} "
+              f"(CPU {ours['consume_cpu_s_gb'] / other['consume_cpu_s_gb']:.2f})")
 
 
 if __name__ == "__main__":

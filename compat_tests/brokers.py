@@ -84,7 +84,10 @@ class Broker:
 class OdradekBroker(Broker):
     name = "odradek"
 
-    def __init__(self, data_dir: Path, log_path: Path, overrides: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, log_path: Path, overrides: dict[str, str] | None = None,
+                 source: Path | None = None) -> None:
+        """`source`: run the odradek package of another checkout (a benchmark baseline)."""
+        self.source = source
         self.data_dir = data_dir
         self.log_path = log_path
         self.overrides = {**COMMON_OVERRIDES, **(overrides or {})}
@@ -102,7 +105,9 @@ class OdradekBroker(Broker):
         for k, v in self.overrides.items():
             argv += ["--override", f"{k}={v}"]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        if self.source is not None:
+            env["PYTHONPATH"] = str(self.source)
+        self.proc = subprocess.Popen(argv, cwd=self.source or REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, env=env)
         found = threading.Event()
         log = self.log_path.open("w")
@@ -132,7 +137,10 @@ class KafkaBroker(Broker):
     name = "apache-kafka"
     version = KAFKA_VERSION
 
-    def __init__(self, data_dir: Path, log_path: Path, overrides: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, log_path: Path, overrides: dict[str, str] | None = None,
+                 source: Path | None = None) -> None:
+        """`source`: run the odradek package of another checkout (a benchmark baseline)."""
+        self.source = source
         self.data_dir = data_dir
         self.log_path = log_path
         self.overrides = {**COMMON_OVERRIDES, **(overrides or {})}
