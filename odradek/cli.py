@@ -73,15 +73,18 @@ def _serve(args: argparse.Namespace) -> int:
     else:
         log.info("starting", version=__version__)
 
-    from odradek.broker.server import serve  # lazily: keeps --version and errors fast
+    from odradek.broker.server import StartupError, serve  # lazily: --version stays fast
 
     backend_options: dict[str, Any] = {}
     if importlib.util.find_spec("uvloop") is not None:
         backend_options["use_uvloop"] = True
     try:
         anyio.run(serve, config, backend="asyncio", backend_options=backend_options)
-    except ConfigError as exc:  # settings only checkable at run time, e.g. a port in use
+    except ConfigError as exc:  # settings only checkable at run time
         return _config_error(exc)
+    except StartupError as exc:  # one line, and an exit code per kind of failure
+        print(f"odradek: cannot start: {exc}", file=sys.stderr)
+        return int(exc.failure)
     except KeyboardInterrupt:  # the server handles SIGINT itself; this is a second ^C
         return EXIT_INTERRUPTED
     return EXIT_OK

@@ -27,6 +27,10 @@ _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
+class MetadataError(Exception):
+    """The broker's own metadata files (`meta.properties`, `topics.json`) cannot be read."""
+
+
 class ClusterError(Exception):
     """A request the cluster refuses, with the Kafka error code to answer it."""
 
@@ -117,9 +121,19 @@ class Cluster:
         found: str | None = None
         for d in self.log_dirs:
             meta = d / "meta.properties"
-            if meta.exists():
+            if not meta.exists():
+                continue
+            try:
                 props = _read_properties(meta)
-                found = found or props.get("cluster.id")
+            except (OSError, ValueError) as exc:
+                raise MetadataError(f"cannot read {meta}: {exc}") from exc
+            this = props.get("cluster.id")
+            if not this:
+                raise MetadataError(f"{meta} names no cluster.id")
+            if found is not None and this != found:
+                raise MetadataError(f"{meta} belongs to cluster {this}, the other log dirs to "
+                                    f"{found}")
+            found = this
         cluster_id = found or new_cluster_id()
         for d in self.log_dirs:
             meta = d / "meta.properties"
@@ -133,10 +147,14 @@ class Cluster:
     def _load_topics(self) -> None:
         if not self._meta_path.exists():
             return
-        data = json.loads(self._meta_path.read_text())
-        for name, t in data["topics"].items():
-            topic = Topic(name, uuid.UUID(t["id"]), int(t["partitions"]), dict(t["configs"]))
-            self.topics[name] = topic
+        try:
+            data = json.loads(self._meta_path.read_text())
+            topics = [Topic(name, uuid.UUID(t["id"]), int(t["partitions"]), dict(t["configs"]))
+                      for name, t in data["topics"].items()]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise MetadataError(f"cannot read {self._meta_path}: {exc!r}") from exc
+        for topic in topics:
+            self.topics[topic.name] = topic
             self.by_id[topic.topic_id] = topic
 
     def _save(self) -> None:

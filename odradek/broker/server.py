@@ -9,6 +9,7 @@ strictly in order, one at a time, as Kafka does.
 
 from __future__ import annotations
 
+import enum
 import signal
 import socket
 from collections.abc import Sequence
@@ -18,9 +19,11 @@ import anyio.abc
 import structlog
 
 from odradek.broker.broker import Broker
+from odradek.broker.cluster import MetadataError
 from odradek.broker.connection import CloseConnection, Connection
 from odradek.broker.context import ClientInfo
 from odradek.broker.dispatch import dispatch
+from odradek.broker.storage.dir_lock import DirLock, LogDirLockedError, lock_log_dirs
 from odradek.config import BrokerConfig, Listener
 from odradek.wire import ProtocolError
 from odradek.wire.primitives import Buffer
@@ -132,26 +135,110 @@ async def _watch_signals(scope: anyio.CancelScope, *,
             return
 
 
-async def serve(config: BrokerConfig) -> None:
-    """Run the broker until SIGINT/SIGTERM, then close every log cleanly."""
-    broker = Broker(config)
-    server = Server(broker)
+class StartupFailure(enum.IntEnum):
+    """Why the broker could not start; the value is the process's exit code."""
+
+    LISTENER = 3  # a listener could not be bound (port in use, address not local, ...)
+    DATA_DIR = 4  # a log dir cannot be created, is not a directory, or is not writable
+    LOCKED = 5  # a log dir is held by another broker
+    METADATA = 6  # the broker's metadata files cannot be read
+    STORAGE = 7  # anything else that fails while opening the logs
+
+
+class StartupError(Exception):
+    """One line for the operator: what failed and what to do."""
+
+    def __init__(self, failure: StartupFailure, message: str) -> None:
+        super().__init__(message)
+        self.failure = failure
+
+
+def _bind_all(listeners: Sequence[Listener]) -> list[tuple[socket.socket, Listener]]:
     bound: list[tuple[socket.socket, Listener]] = []
     try:
-        for listener in config.listeners:
-            sock = _bind(listener)
-            port = sock.getsockname()[1]
-            bound.append((sock, Listener(listener.name, listener.host, port)))
-        broker.set_bound_ports({lst.name: lst.port for _, lst in bound})
-        async with anyio.create_task_group() as tg:
-            await tg.start(_watch_signals, tg.cancel_scope)
-            await broker.start(tg)
-            for sock, lst in bound:
-                tg.start_soon(server.accept_loop, sock, lst, tg)
-                log.info("listening", listener=lst.name, host=lst.host, port=lst.port,
-                         cluster_id=broker.cluster.cluster_id, node_id=broker.node_id)
+        for listener in listeners:
+            try:
+                sock = _bind(listener)
+            except OSError as exc:
+                raise StartupError(
+                    StartupFailure.LISTENER,
+                    f"cannot listen on {listener.name}://{listener.host}:{listener.port}: "
+                    f"{exc.strerror or exc}; stop what uses the port or set another in "
+                    "`listeners`") from None
+            bound.append((sock, Listener(listener.name, listener.host, sock.getsockname()[1])))
+    except BaseException:
+        for sock, _ in bound:
+            sock.close()
+        raise
+    return bound
+
+
+def _open_broker(config: BrokerConfig) -> Broker:
+    try:
+        return Broker(config)
+    except MetadataError as exc:
+        raise StartupError(StartupFailure.METADATA,
+                           f"{exc}; restore the file from a backup, or move the log dir away "
+                           "to start empty") from None
+    except OSError as exc:
+        raise _data_dir_error(exc, config) from None
+    except Exception as exc:
+        log.debug("opening the logs failed", exc_info=True)
+        raise StartupError(StartupFailure.STORAGE,
+                           f"cannot open the logs in {', '.join(map(str, config.log_dirs))}: "
+                           f"{exc!r}; run with --log-level debug for details") from None
+
+
+def _data_dir_error(exc: OSError, config: BrokerConfig) -> StartupError:
+    where = exc.filename or ", ".join(str(d) for d in config.log_dirs)
+    reason = ("it is not a directory" if isinstance(exc, FileExistsError | NotADirectoryError)
+              else exc.strerror or str(exc))
+    return StartupError(StartupFailure.DATA_DIR,
+                        f"cannot use {where}: {reason}; check `log.dirs` names writable "
+                        "directories")
+
+
+def _lock(config: BrokerConfig) -> list[DirLock]:
+    try:
+        return lock_log_dirs(config.log_dirs)
+    except LogDirLockedError as exc:
+        raise StartupError(StartupFailure.LOCKED,
+                           f"{exc}; stop that broker or give this one other `log.dirs`") from None
+    except OSError as exc:
+        raise _data_dir_error(exc, config) from None
+
+
+async def serve(config: BrokerConfig) -> None:
+    """Run the broker until SIGINT/SIGTERM, then close every log cleanly.
+
+    Start-up order, so that a broker that cannot start leaves no trace: bind every listener,
+    then lock every log dir (`.lock`), and only then create, read or recover anything there.
+    Failures raise `StartupError` (one line, a distinct exit code)."""
+    bound = _bind_all(config.listeners)
+    try:
+        locks = _lock(config)
+        try:
+            broker = _open_broker(config)
+            try:
+                await _run(broker, bound)
+            finally:
+                broker.close()
+                log.info("stopped")
+        finally:
+            for lock in locks:
+                lock.release()
     finally:
         for sock, _ in bound:
             sock.close()
-        broker.close()
-        log.info("stopped")
+
+
+async def _run(broker: Broker, bound: list[tuple[socket.socket, Listener]]) -> None:
+    server = Server(broker)
+    broker.set_bound_ports({lst.name: lst.port for _, lst in bound})
+    async with anyio.create_task_group() as tg:
+        await tg.start(_watch_signals, tg.cancel_scope)
+        await broker.start(tg)
+        for sock, lst in bound:
+            tg.start_soon(server.accept_loop, sock, lst, tg)
+            log.info("listening", listener=lst.name, host=lst.host, port=lst.port,
+                     cluster_id=broker.cluster.cluster_id, node_id=broker.node_id)
