@@ -62,6 +62,7 @@ class LocalPartitions:
         self._cluster = cluster
         self._logs = logs
         self._appended: anyio.Event | None = None
+        self._waiting = 0  # fetches parked on `_appended`: with none, an append costs nothing
 
     def log(self, topic: str, partition: int) -> PartitionLog | None:
         plog = self._logs.get(topic, partition)
@@ -79,7 +80,7 @@ class LocalPartitions:
 
     def notify_appended(self, topic: str, partition: int) -> None:
         ev = self._appended
-        if ev is not None:
+        if ev is not None and self._waiting:
             self._appended = anyio.Event()
             ev.set()
 
@@ -92,8 +93,12 @@ class LocalPartitions:
         ev = self._appended
         if ev is None or timeout_s <= 0:
             return
-        with anyio.move_on_after(timeout_s):
-            await ev.wait()
+        self._waiting += 1
+        try:
+            with anyio.move_on_after(timeout_s):
+                await ev.wait()
+        finally:
+            self._waiting -= 1
 
     @property
     def log_dirs(self) -> Sequence[Path]:
