@@ -63,7 +63,6 @@ from __future__ import annotations
 import heapq
 import math
 import os
-import struct
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -71,7 +70,6 @@ from pathlib import Path
 
 import anyio
 import anyio.lowlevel
-import crc32c
 import structlog
 
 from odradek.broker.storage import files
@@ -91,14 +89,14 @@ from odradek.wire.records import (
     ATTR_DELETE_HORIZON,
     ATTR_TIMESTAMP_TYPE,
     ATTR_TRANSACTIONAL,
-    BATCH_HEADER_SIZE,
     CONTROL_ABORT,
     CONTROL_COMMIT,
     LOG_OVERHEAD,
     Record,
     RecordBatch,
-    build_batch,
+    batch_length_at,
     iter_batches,
+    rewrite_batch,
 )
 
 log = structlog.get_logger(__name__)
@@ -109,13 +107,6 @@ NO_TIMESTAMP = -1
 # the dedupe buffer size is a memory budget, not Kafka's 24-byte hash slots.
 MAP_ENTRY_OVERHEAD = 120
 _MAX_RELATIVE = 2**31 - 1
-
-# Fields patched in a rebuilt batch (offsets from the batch start, see odradek.wire.records).
-_ATTRIBUTES_AT = 21
-_CRC_AT = 17
-_PATCH = struct.Struct(">hiqq")  # attributes, lastOffsetDelta, baseTimestamp, maxTimestamp
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_U32 = struct.Struct(">I")
 
 # A step of a clean: None = a point where the driver may pause; a callable = blocking disk
 # work (fsync) the driver may run in a worker thread.
@@ -498,53 +489,27 @@ def rebuild_batch(
         Record(r.offset_delta, ts - base_ts, r.key, r.value, r.headers, r.attributes)
         for r, ts in zip(retained, stamps, strict=True)
     ]
-    raw = bytearray(
-        build_batch(
-            records,
-            base_offset=batch.base_offset,
-            base_timestamp=base_ts,
-            compression=batch.compression,
-            producer_id=batch.producer_id,
-            producer_epoch=batch.producer_epoch,
-            base_sequence=batch.base_sequence,
-            is_transactional=batch.is_transactional,
-            partition_leader_epoch=batch.partition_leader_epoch,
-            timestamp_type=batch.timestamp_type,
-        )
-    )
     max_ts = batch.max_timestamp if log_append_time else max(stamps)
     attributes = batch.attributes & ~ATTR_DELETE_HORIZON
     if horizon >= 0:
         attributes |= ATTR_DELETE_HORIZON
-    _PATCH.pack_into(raw, _ATTRIBUTES_AT, attributes, batch.last_offset_delta, base_ts, max_ts)
-    _U32.pack_into(raw, _CRC_AT, crc32c.crc32c(memoryview(raw)[_ATTRIBUTES_AT:]))
-    return bytes(raw), max_ts
+    raw = rewrite_batch(
+        batch, records, attributes=attributes, base_timestamp=base_ts, max_timestamp=max_ts
+    )
+    return raw, max_ts
 
 
 def empty_batch(batch: RecordBatch) -> bytes:
     """The header of `batch` alone, with no records (Kafka's writeEmptyHeader)."""
     attributes = batch.attributes & ~(ATTR_COMPRESSION_MASK | ATTR_DELETE_HORIZON)
     attributes &= ATTR_TIMESTAMP_TYPE | ATTR_TRANSACTIONAL | ATTR_CONTROL
-    raw = bytearray(BATCH_HEADER_SIZE)
-    _HEADER.pack_into(
-        raw,
-        0,
-        batch.base_offset,
-        BATCH_HEADER_SIZE - LOG_OVERHEAD,
-        batch.partition_leader_epoch,
-        2,
-        0,
-        attributes,
-        batch.last_offset_delta,
-        NO_TIMESTAMP,
-        batch.max_timestamp,
-        batch.producer_id,
-        batch.producer_epoch,
-        batch.base_sequence,
-        0,
+    return rewrite_batch(
+        batch,
+        (),
+        attributes=attributes,
+        base_timestamp=NO_TIMESTAMP,
+        max_timestamp=batch.max_timestamp,
     )
-    _U32.pack_into(raw, _CRC_AT, crc32c.crc32c(memoryview(raw)[_ATTRIBUTES_AT:]))
-    return bytes(raw)
 
 
 # -- reading segments in chunks -----------------------------------------------------------------
@@ -565,7 +530,7 @@ def _read_chunks(
         if not batches:
             if len(data) < LOG_OVERHEAD:
                 raise RecordBatchError(f"{segment.log_path}: truncated batch at byte {position}")
-            size = struct.unpack_from(">i", data, 8)[0] + LOG_OVERHEAD
+            size = batch_length_at(data) + LOG_OVERHEAD
             if size <= len(data) or position + size > end:
                 raise RecordBatchError(f"{segment.log_path}: bad batch at byte {position}")
             want = size

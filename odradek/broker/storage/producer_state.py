@@ -60,7 +60,9 @@ from odradek.wire.records import (
     ATTR_TRANSACTIONAL,
     BATCH_HEADER_SIZE,
     CONTROL_ABORT,
+    LOG_OVERHEAD,
     RecordBatch,
+    read_header,
 )
 
 if TYPE_CHECKING:
@@ -78,9 +80,6 @@ _INT32_MAX = 2**31 - 1
 _SNAP_PREFIX = struct.Struct(">hIi")  # version, crc, entry count
 _SNAP_ENTRY = struct.Struct(">qhiqiqiq")
 _CRC_START = 6  # the CRC covers everything after version and crc
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_CONTROL_VALUE = struct.Struct(">hi")
-_LOG_OVERHEAD = 12  # baseOffset and batchLength precede what batchLength counts
 _SCAN_CHUNK = 256 * 1024
 
 
@@ -222,22 +221,8 @@ class BatchInfo(NamedTuple):
         """From a batch view; `base_offset` is the offset the batch gets (or has) in the log."""
         return cls(base_offset, base_offset + batch.last_offset_delta, batch.producer_id,
                    batch.producer_epoch, batch.base_sequence, batch.max_timestamp,
-                   batch.is_transactional, _marker_of(batch) if batch.is_control else None,
+                   batch.is_transactional, batch.control_marker() if batch.is_control else None,
                    batch.is_control)
-
-
-def _marker_of(batch: RecordBatch) -> tuple[int, int] | None:
-    """(type, coordinator epoch) of a control batch's first record, None if it has none."""
-    ctype = batch.control_type()
-    if ctype is None:
-        return None
-    for record in batch.records():
-        value = record.value
-        coordinator_epoch = -1
-        if value is not None and len(value) >= _CONTROL_VALUE.size:
-            coordinator_epoch = _CONTROL_VALUE.unpack_from(value)[1]
-        return ctype, coordinator_epoch
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -517,28 +502,30 @@ def _segment_batches(segment: LogSegment, start_offset: int) -> Iterable[BatchIn
             buf, buf_pos, rel = os.pread(fd, _SCAN_CHUNK, pos), pos, 0
             if len(buf) < BATCH_HEADER_SIZE:
                 return
-        (base_offset, length, _ple, _magic, _crc, attributes, delta, _base_ts, max_ts, pid,
-         epoch, base_seq, _count) = _HEADER.unpack_from(buf, rel)
-        size = length + _LOG_OVERHEAD
+        header = read_header(buf, rel)
+        size = header.batch_length + LOG_OVERHEAD
         if size < BATCH_HEADER_SIZE:  # not a batch: recovery checks the files, not us
             log.warning("bad batch length while rebuilding producer state",
-                        segment=str(segment.log_path), position=pos, length=length)
+                        segment=str(segment.log_path), position=pos, length=header.batch_length)
             return
         batch_pos = pos
         pos += size
-        if pid < 0 or base_offset + delta < start_offset:
+        base_offset, pid = header.base_offset, header.producer_id
+        last_offset = base_offset + header.last_offset_delta
+        if pid < 0 or last_offset < start_offset:
             continue
         marker = None
-        is_control = bool(attributes & ATTR_CONTROL)
+        is_control = bool(header.attributes & ATTR_CONTROL)
         if is_control:
             try:
-                marker = _marker_of(segment.read_batch(batch_pos, size))
+                marker = segment.read_batch(batch_pos, size).control_marker()
             except RecordBatchError as exc:
                 log.warning("unreadable control batch", segment=str(segment.log_path),
                             offset=base_offset, error=str(exc))
                 continue
-        yield BatchInfo(base_offset, base_offset + delta, pid, epoch, base_seq, max_ts,
-                        bool(attributes & ATTR_TRANSACTIONAL), marker, is_control)
+        yield BatchInfo(base_offset, last_offset, pid, header.producer_epoch,
+                        header.base_sequence, header.max_timestamp,
+                        bool(header.attributes & ATTR_TRANSACTIONAL), marker, is_control)
 
 
 def _list_snapshots(directory: Path) -> list[int]:
