@@ -12,7 +12,7 @@ from bisect import bisect_left, bisect_right
 from pathlib import Path
 
 from odradek.broker.storage.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
-from odradek.broker.storage.files import LEADER_EPOCH_CHECKPOINT_FILE
+from odradek.broker.storage.files import LEADER_EPOCH_CHECKPOINT_FILE, atomic_write
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -106,4 +106,4 @@ class LeaderEpochCache:
         if had_state:
             self.persist()
         else:  # present like Kafka's, but an empty cache needs no durability
-            self.path.write_text("0\n0\n")
+            atomic_write(self.path, b"0\n0\n", sync=False)

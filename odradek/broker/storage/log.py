@@ -698,7 +698,7 @@ class PartitionLog:
             segment.change_file_suffixes("", files.DELETED_SUFFIX)
             self._retired.append((deadline, segment))
         cleaned.change_file_suffixes(files.SWAP_SUFFIX, "")
-        _fsync_dir(self.directory)
+        files.fsync_dir(self.directory)
         cleaned.release_index_handles()
 
     def delete_retired(self, now_ms: int | None = None) -> int:
@@ -794,7 +794,9 @@ def _load_segments(directory: Path, config: LogSettings, now_ms: int) -> list[Lo
             continue
         name = entry.name
         path = Path(entry.path)
-        if name.endswith((files.DELETED_SUFFIX, files.CLEANED_SUFFIX, files.SWAP_SUFFIX, ".tmp")):
+        if name.endswith(
+            (files.DELETED_SUFFIX, files.CLEANED_SUFFIX, files.SWAP_SUFFIX, files.TMP_SUFFIX)
+        ):
             path.unlink(missing_ok=True)
         elif name.endswith(files.LOG_SUFFIX):
             try:
@@ -902,13 +904,4 @@ def _settle_interrupted_swaps(directory: Path, config: LogSettings, now_ms: int)
     for _, path in valid:
         log.info("completing interrupted segment swap", file=str(path))
         os.replace(path, path.with_name(path.name[: -len(files.SWAP_SUFFIX)]))
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make renames in `directory` durable (Kafka's Utils.flushDir)."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    files.fsync_dir(directory)

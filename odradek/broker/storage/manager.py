@@ -245,9 +245,4 @@ class LogManager:
 
 def _write_clean_shutdown_marker(path: Path) -> None:
     data = json.dumps({"version": 0, "brokerEpoch": -1}, separators=(",", ":")).encode()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    files.atomic_write(path, data)

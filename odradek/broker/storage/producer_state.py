@@ -596,17 +596,6 @@ def read_snapshot(path: Path) -> list[ProducerStateEntry]:
 
 
 def write_snapshot(path: Path, entries: Iterable[ProducerStateEntry], *, sync: bool = True) -> None:
-    """Write atomically: a `.tmp` file renamed over the final name."""
-    data = encode_snapshot(entries)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    """Write atomically (`files.atomic_write`); `sync=False` skips the fsyncs."""
+    files.atomic_write(path, encode_snapshot(entries), sync=sync)
 
