@@ -570,12 +570,30 @@ class PartitionLog:
                 return header.last_offset, max_ts
         return None
 
-    def epoch_for_offset(self, offset: int) -> int | None:
-        return self.epochs.epoch_for_offset(offset)
+    # Leader epoch lookups (`leader_epoch.py`). `leader_epoch`: the current leader's epoch,
+    # counted as starting at the log end while no batch of it was appended (as Kafka's cache,
+    # which records it when the replica becomes leader); None: the cache alone.
 
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+    def _current_epoch(self, leader_epoch: int | None) -> tuple[int, int] | None:
+        return None if leader_epoch is None else (leader_epoch, self.log_end_offset)
+
+    def epoch_for_offset(self, offset: int, *, leader_epoch: int | None = None) -> int | None:
+        """The leader epoch `offset` was written in, if known (ListOffsets)."""
+        return self.epochs.epoch_for_offset(offset, current=self._current_epoch(leader_epoch))
+
+    def earliest_epoch(self, *, leader_epoch: int | None = None) -> int | None:
+        """The oldest known epoch when it covers the log start offset (ListOffsets EARLIEST)."""
+        return self.epochs.earliest_epoch(
+            self.log_start_offset, current=self._current_epoch(leader_epoch)
+        )
+
+    def end_offset_for_epoch(
+        self, epoch: int, *, leader_epoch: int | None = None
+    ) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch; (-1, -1) when unknown."""
-        return self.epochs.end_offset_for(epoch, self.log_end_offset)
+        return self.epochs.end_offset_for(
+            epoch, self.log_end_offset, current=self._current_epoch(leader_epoch)
+        )
 
     # -- deleting ---------------------------------------------------------------------------
 
