@@ -17,13 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from odradek.broker.storage.errors import CheckpointError as CheckpointError  # re-exported
 from odradek.broker.storage.files import atomic_write
 
 CURRENT_VERSION = 0
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file that exists but cannot be read: bad version, count or line."""
 
 
 def write_checkpoint(path: Path, lines: Iterable[str], *, version: int = CURRENT_VERSION) -> None:

@@ -73,12 +73,9 @@ import anyio.lowlevel
 import structlog
 
 from odradek.broker.storage import files
-from odradek.broker.storage.checkpoint import (
-    CheckpointError,
-    read_offsets_checkpoint,
-    write_offsets_checkpoint,
-)
-from odradek.broker.storage.log import LogClosedError, PartitionLog
+from odradek.broker.storage.checkpoint import read_offsets_checkpoint, write_offsets_checkpoint
+from odradek.broker.storage.errors import CheckpointError, LogClosedError
+from odradek.broker.storage.log import PartitionLog
 from odradek.broker.storage.manager import LogManager, TopicPartition
 from odradek.broker.storage.segment import BatchMeta, LogSegment
 from odradek.broker.storage.txn_index import AbortedTxn, TransactionIndex

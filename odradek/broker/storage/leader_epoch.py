@@ -18,7 +18,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
-from odradek.broker.storage.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from odradek.broker.storage.checkpoint import read_checkpoint, write_checkpoint
+from odradek.broker.storage.errors import CheckpointError
 from odradek.broker.storage.files import LEADER_EPOCH_CHECKPOINT_FILE, atomic_write
 
 UNDEFINED_EPOCH = -1

@@ -41,7 +41,14 @@ import structlog
 
 from odradek.broker.storage import files
 from odradek.broker.storage.config import LONG_MAX, LogSettings
-from odradek.broker.storage.index_file import CorruptIndexError
+from odradek.broker.storage.errors import CorruptIndexError, CorruptSegmentError
+
+# The log's exceptions live in errors.py; re-exported here for the modules that import them
+# from this one.
+from odradek.broker.storage.errors import LogClosedError as LogClosedError
+from odradek.broker.storage.errors import MessageTooLargeError as MessageTooLargeError
+from odradek.broker.storage.errors import OffsetOutOfRangeError as OffsetOutOfRangeError
+from odradek.broker.storage.errors import StorageError as StorageError
 from odradek.broker.storage.leader_epoch import LeaderEpochCache
 from odradek.broker.storage.producer_state import (
     BatchInfo,
@@ -50,12 +57,7 @@ from odradek.broker.storage.producer_state import (
     PreparedAppend,
     ProducerStateManager,
 )
-from odradek.broker.storage.segment import (
-    BatchMeta,
-    CorruptSegmentError,
-    LogSegment,
-    record_timestamps,
-)
+from odradek.broker.storage.segment import BatchMeta, LogSegment, record_timestamps
 from odradek.broker.storage.txn_index import AbortedTxn
 from odradek.wire.exceptions import RecordBatchError
 from odradek.wire.records import (
@@ -67,22 +69,6 @@ from odradek.wire.records import (
 )
 
 log = structlog.get_logger(__name__)
-
-
-class StorageError(Exception):
-    """Base of the errors the storage layer answers requests with."""
-
-
-class OffsetOutOfRangeError(StorageError):
-    """A fetch or delete offset outside [log start offset, log end offset] (or the HW)."""
-
-
-class MessageTooLargeError(StorageError):
-    """A batch larger than the log's `max.message.bytes`."""
-
-
-class LogClosedError(StorageError):
-    """The log was closed or deleted (e.g. its topic was deleted during the request)."""
 
 
 @dataclass(slots=True)

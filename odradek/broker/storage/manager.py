@@ -28,12 +28,9 @@ from pathlib import Path
 import structlog
 
 from odradek.broker.storage import files
-from odradek.broker.storage.checkpoint import (
-    CheckpointError,
-    read_offsets_checkpoint,
-    write_offsets_checkpoint,
-)
+from odradek.broker.storage.checkpoint import read_offsets_checkpoint, write_offsets_checkpoint
 from odradek.broker.storage.config import LogSettings
+from odradek.broker.storage.errors import CheckpointError
 from odradek.broker.storage.log import PartitionLog
 
 log = structlog.get_logger(__name__)

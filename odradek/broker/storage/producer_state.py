@@ -53,6 +53,15 @@ import crc32c
 import structlog
 
 from odradek.broker.storage import files
+
+# The producer-state exceptions live in errors.py; re-exported here for the modules that
+# import them from this one.
+from odradek.broker.storage.errors import CoordinatorFencedError as CoordinatorFencedError
+from odradek.broker.storage.errors import CorruptSnapshotError as CorruptSnapshotError
+from odradek.broker.storage.errors import InvalidProducerEpochError as InvalidProducerEpochError
+from odradek.broker.storage.errors import InvalidTxnStateError as InvalidTxnStateError
+from odradek.broker.storage.errors import OutOfOrderSequenceError as OutOfOrderSequenceError
+from odradek.broker.storage.errors import ProducerStateError as ProducerStateError
 from odradek.broker.storage.txn_index import AbortedTxn
 from odradek.wire.exceptions import ProtocolError, RecordBatchError
 from odradek.wire.records import (
@@ -81,30 +90,6 @@ _SNAP_PREFIX = struct.Struct(">hIi")  # version, crc, entry count
 _SNAP_ENTRY = struct.Struct(">qhiqiqiq")
 _CRC_START = 6  # the CRC covers everything after version and crc
 _SCAN_CHUNK = 256 * 1024
-
-
-class ProducerStateError(Exception):
-    """An append the producer state refuses; subclasses name the Kafka error."""
-
-
-class InvalidProducerEpochError(ProducerStateError):
-    """INVALID_PRODUCER_EPOCH: the batch's epoch is older than the producer's."""
-
-
-class OutOfOrderSequenceError(ProducerStateError):
-    """OUT_OF_ORDER_SEQUENCE_NUMBER."""
-
-
-class InvalidTxnStateError(ProducerStateError):
-    """INVALID_TXN_STATE: a non-transactional batch inside an open transaction."""
-
-
-class CoordinatorFencedError(ProducerStateError):
-    """TRANSACTION_COORDINATOR_FENCED: a marker from an older coordinator epoch."""
-
-
-class CorruptSnapshotError(Exception):
-    """A snapshot file that cannot be trusted (bad version, CRC or framing)."""
 
 
 class Origin(enum.Enum):

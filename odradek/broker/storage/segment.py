@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from odradek.broker.storage import files
-from odradek.broker.storage.index_file import CorruptIndexError
+from odradek.broker.storage.errors import CorruptIndexError as CorruptIndexError  # re-exported
+from odradek.broker.storage.errors import CorruptSegmentError as CorruptSegmentError
 from odradek.broker.storage.offset_index import OffsetIndex
 from odradek.broker.storage.time_index import NO_TIMESTAMP, TimeIndex
 from odradek.broker.storage.txn_index import AbortedTxn, TransactionIndex
@@ -45,10 +46,6 @@ from odradek.wire.records import (
 
 _MAX_RELATIVE = 2**31 - 1
 _RECOVERY_CHUNK = 1 << 20
-
-
-class CorruptSegmentError(RuntimeError):
-    """Bytes in a `.log` file that are not a valid batch where one must start."""
 
 
 class BatchMeta(NamedTuple):
