@@ -44,7 +44,7 @@ Bytes written (v2 batch layout in `odradek.wire.records`):
 Crash safety: a group is written as `<base>.log.cleaned` (+ `.index.cleaned`,
 `.timeindex.cleaned`, `.txnindex.cleaned`), fsynced, then `PartitionLog.replace_segments`
 renames it `.swap`, the old segments' files `.deleted`, then drops `.swap`; a crash at any
-point is settled on the next start (`log.py`), so the log holds the old or the new segment
+point is settled on the next start (`loader.py`), so the log holds the old or the new segment
 set. Old segments stay open after the swap for `file.delete.delay.ms` so that a reader
 holding one keeps working. The checkpoint is written only after the swaps, so a crash costs
 a repeated clean, never a record.
@@ -715,7 +715,7 @@ class Cleaner:
                 cleaned.delete()
             else:
                 # The swap had begun: its files are what the next start completes the swap
-                # from (see log.py), so leave them.
+                # from (see loader.py), so leave them.
                 log.error("segment swap interrupted", log=f"{plog.topic}-{plog.partition}")
                 if not any(s is cleaned for s in plog.segments):
                     cleaned.close()
