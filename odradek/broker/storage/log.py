@@ -20,7 +20,7 @@ Loading at start-up (settling interrupted swaps, re-validating segments after th
 point, cutting a torn tail, rebuilding indexes, leader epochs and producer state) is
 `loader.py`'s job; this module is the running log.
 
-Compaction (`cleaner.py`) writes a replacement for consecutive non-active segments as
+Compaction (`cleaner/`) writes a replacement for consecutive non-active segments as
 `<base>.log.cleaned` (+ `.index.cleaned`, ...) and `replace_segments` swaps it in with
 Kafka's renames: `.cleaned` -> `.swap`, the old segments' files -> `.deleted`, `.swap` -> no
 suffix; a crash at any step is settled on the next start by `loader.py`, so the log holds the

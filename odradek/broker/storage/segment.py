@@ -16,7 +16,7 @@ and cuts the file after the last good batch.
 
 A segment's four files may carry an extra suffix (`suffix`): the log cleaner writes a new
 segment as `<base>.log.cleaned` (and `.index.cleaned`, ...) and swaps it in by renaming
-(`change_file_suffixes`, see `cleaner.py` and `PartitionLog.replace_segments`).
+(`change_file_suffixes`, see `cleaner/algorithm.py` and `PartitionLog.replace_segments`).
 
 Not thread-safe: the broker calls it from its one event loop.
 """
