@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from odradek.broker.storage.files import atomic_write
 from odradek.config import BrokerConfig, resolve_topic_config, validate_topic_configs
 from odradek.wire import ErrorCode
 
@@ -75,15 +75,6 @@ def new_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def _read_properties(path: Path) -> dict[str, str]:
     out = {}
     for line in path.read_text().splitlines():
@@ -138,8 +129,8 @@ class Cluster:
         for d in self.log_dirs:
             meta = d / "meta.properties"
             if not meta.exists():
-                _write_atomically(meta, f"#Written by odradek\nversion=1\ncluster.id={cluster_id}\n"
-                                  f"node.id={self.node_id}\n")
+                atomic_write(meta, f"#Written by odradek\nversion=1\ncluster.id={cluster_id}\n"
+                                   f"node.id={self.node_id}\n".encode())
         return cluster_id
 
     # -- persistence -------------------------------------------------------------------------------
@@ -161,7 +152,7 @@ class Cluster:
         data = {"version": 1, "topics": {
             t.name: {"id": str(t.topic_id), "partitions": t.partitions, "configs": t.configs}
             for t in self.topics.values()}}
-        _write_atomically(self._meta_path, json.dumps(data, indent=1, sort_keys=True))
+        atomic_write(self._meta_path, json.dumps(data, indent=1, sort_keys=True).encode())
 
     # -- queries -----------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from typing import Protocol
 import anyio
 
 from odradek.broker.cluster import LEADER_EPOCH, Cluster
+from odradek.broker.storage.errors import UnknownPartitionError
 from odradek.broker.storage.log import AppendInfo, PartitionLog
 from odradek.broker.storage.manager import LogManager
 from odradek.broker.storage.producer_state import Origin
@@ -35,8 +36,8 @@ class Partitions(Protocol):
     def append_internal(self, topic: str, partition: int, batch: memoryview,
                         now_ms: int) -> AppendInfo:
         """Append a batch the broker built (origin COORDINATOR: producer epochs are checked,
-        sequences are not). Raises the storage layer's errors; LookupError when the
-        partition does not exist."""
+        sequences are not). Raises the storage layer's errors (`storage/errors.py`),
+        UnknownPartitionError when the partition does not exist."""
         ...
 
     def notify_appended(self, topic: str, partition: int) -> None:
@@ -74,7 +75,7 @@ class LocalPartitions:
                         now_ms: int) -> AppendInfo:
         plog = self.log(topic, partition)
         if plog is None:
-            raise LookupError(f"no partition {topic}-{partition}")
+            raise UnknownPartitionError(f"no partition {topic}-{partition}")
         return plog.append(batch, leader_epoch=LEADER_EPOCH, now_ms=now_ms,
                            origin=Origin.COORDINATOR)
 

@@ -31,6 +31,13 @@ A control record (control batches: transaction markers) has key = version int16 
 baseOffset and partitionLeaderEpoch lie outside the CRC: the broker patches them in place
 without re-checksumming. Everything wrong inside a batch raises `RecordBatchError`, which the
 broker answers with an error code on the partition rather than by closing the connection.
+
+This module is the one home of that layout: the field offsets (`*_OFFSET`), the header
+structs (`BATCH_HEADER`, all 61 bytes; `BATCH_HEADER_PREFIX`, baseOffset to maxTimestamp),
+the attribute bits (`ATTR_*`) and the surgery the storage layer does on batches it does not
+decode: reading header fields at a position (`read_header`, `batch_length_at`), patching
+base offset, leader epoch and timestamps in place (`set_*`), and rewriting a batch with
+fewer records for the log cleaner (`rewrite_batch`).
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ import struct
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple
 
 import crc32c
 
@@ -47,20 +54,34 @@ from odradek.wire.compression import compress, decompress
 from odradek.wire.exceptions import RecordBatchError
 
 __all__ = [
+    "ATTRIBUTES_OFFSET",
     "ATTR_COMPRESSION_MASK",
     "ATTR_CONTROL",
     "ATTR_DELETE_HORIZON",
     "ATTR_TIMESTAMP_TYPE",
     "ATTR_TRANSACTIONAL",
+    "BATCH_HEADER",
+    "BATCH_HEADER_PREFIX",
     "BATCH_HEADER_SIZE",
+    "BATCH_LENGTH_OFFSET",
     "CONTROL_ABORT",
     "CONTROL_COMMIT",
+    "CRC_OFFSET",
     "LEGACY_MAGIC_OFFSET",
+    "LOG_OVERHEAD",
+    "MAGIC",
+    "MAX_TIMESTAMP_OFFSET",
+    "MIN_BATCH_LENGTH",
+    "PARTITION_LEADER_EPOCH_OFFSET",
+    "HeaderFields",
     "Record",
     "RecordBatch",
+    "batch_length_at",
     "build_batch",
     "build_control_batch",
     "iter_batches",
+    "read_header",
+    "rewrite_batch",
     "set_base_offset",
     "set_max_timestamp",
     "set_max_timestamp_log_append_time",
@@ -76,10 +97,12 @@ LOG_OVERHEAD: Final = 12  # baseOffset + batchLength: the bytes batchLength does
 MIN_BATCH_LENGTH: Final = BATCH_HEADER_SIZE - LOG_OVERHEAD
 MAGIC: Final = 2
 
-_PARTITION_LEADER_EPOCH_OFFSET: Final = 12
-_CRC_OFFSET: Final = 17
-_ATTRIBUTES_OFFSET: Final = 21
-_MAX_TIMESTAMP_OFFSET: Final = 35
+# Field offsets from the batch start (the table above).
+BATCH_LENGTH_OFFSET: Final = 8
+PARTITION_LEADER_EPOCH_OFFSET: Final = 12
+CRC_OFFSET: Final = 17
+ATTRIBUTES_OFFSET: Final = 21
+MAX_TIMESTAMP_OFFSET: Final = 35
 
 ATTR_COMPRESSION_MASK: Final = 0x07
 ATTR_TIMESTAMP_TYPE: Final = 0x08
@@ -92,8 +115,12 @@ CONTROL_COMMIT: Final = 1
 
 _INT32_MAX: Final = 0x7FFFFFFF
 
-_HEADER: Final = struct.Struct(">qiibIhiqqqhii")
-_PREFIX: Final = struct.Struct(">qiib")  # enough to read the magic of any message-set format
+# The whole header, baseOffset to recordsCount, in the order of the table above.
+BATCH_HEADER: Final = struct.Struct(">qiibIhiqqqhii")
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
+# baseTimestamp, maxTimestamp (43 bytes): what locating batches by offset or time needs.
+BATCH_HEADER_PREFIX: Final = struct.Struct(">qiibIhiqq")
+_MAGIC_PREFIX: Final = struct.Struct(">qiib")  # enough to read the magic of any format
 _I64: Final = struct.Struct(">q")
 _I32: Final = struct.Struct(">i")
 _U32: Final = struct.Struct(">I")
@@ -101,7 +128,8 @@ _I16: Final = struct.Struct(">h")
 _CONTROL_KEY: Final = struct.Struct(">hh")
 _CONTROL_VALUE: Final = struct.Struct(">hi")
 
-assert _HEADER.size == BATCH_HEADER_SIZE
+assert BATCH_HEADER.size == BATCH_HEADER_SIZE
+assert BATCH_HEADER_PREFIX.size == MAX_TIMESTAMP_OFFSET + 8
 
 
 @dataclass(slots=True)
@@ -114,6 +142,36 @@ class Record:
     value: bytes | None
     headers: list[tuple[str, bytes | None]] = field(default_factory=list)
     attributes: int = 0
+
+
+class HeaderFields(NamedTuple):
+    """The 13 header fields of one batch, as `read_header` unpacks them (no check made)."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+
+def read_header(buf: Buffer, pos: int = 0) -> HeaderFields:
+    """The header fields of the batch starting at `pos`, from its 61 header bytes alone (the
+    records need not be there). Nothing is checked: the caller judges magic and batchLength."""
+    return HeaderFields._make(BATCH_HEADER.unpack_from(buf, pos))
+
+
+def batch_length_at(buf: Buffer, pos: int = 0) -> int:
+    """The batchLength field of the batch at `pos` (its size is that + `LOG_OVERHEAD`)."""
+    length: int = _I32.unpack_from(buf, pos + BATCH_LENGTH_OFFSET)[0]
+    return length
 
 
 class RecordBatch:
@@ -165,7 +223,7 @@ class RecordBatch:
                 f"record batch at byte {pos} is truncated: {max(avail, 0)} bytes, "
                 f"need {LEGACY_MAGIC_OFFSET + 1} to read its magic"
             )
-        _, length, _, magic = _PREFIX.unpack_from(mv, pos)
+        _, length, _, magic = _MAGIC_PREFIX.unpack_from(mv, pos)
         if magic != MAGIC:
             if magic in (0, 1):
                 raise RecordBatchError(
@@ -197,7 +255,7 @@ class RecordBatch:
             self.producer_epoch,
             self.base_sequence,
             self.records_count,
-        ) = _HEADER.unpack_from(mv, pos)
+        ) = BATCH_HEADER.unpack_from(mv, pos)
         self.size = length + LOG_OVERHEAD
         self._buf = mv
         self._pos = pos
@@ -255,7 +313,7 @@ class RecordBatch:
         return self._buf[self._pos : self._pos + self.size]
 
     def compute_crc(self) -> int:
-        return int(crc32c.crc32c(self._buf[self._pos + _ATTRIBUTES_OFFSET : self._pos + self.size]))
+        return int(crc32c.crc32c(self._buf[self._pos + ATTRIBUTES_OFFSET : self._pos + self.size]))
 
     def crc_ok(self) -> bool:
         return self.compute_crc() == self.crc
@@ -286,6 +344,20 @@ class RecordBatch:
                     f"{'null' if key is None else len(key)} bytes, need {_CONTROL_KEY.size}"
                 )
             return int(_CONTROL_KEY.unpack_from(key)[1])
+        return None
+
+    def control_marker(self) -> tuple[int, int] | None:
+        """(type, coordinatorEpoch) of a control batch's first record, the epoch -1 when the
+        value is null or too short; None for a data batch or a control batch with no record."""
+        ctype = self.control_type()
+        if ctype is None:
+            return None
+        for record in self.records():
+            value = record.value
+            coordinator_epoch = -1
+            if value is not None and len(value) >= _CONTROL_VALUE.size:
+                coordinator_epoch = int(_CONTROL_VALUE.unpack_from(value)[1])
+            return ctype, coordinator_epoch
         return None
 
 
@@ -515,7 +587,7 @@ def _assemble(
 ) -> bytes:
     size = BATCH_HEADER_SIZE + len(payload)
     out = bytearray(size)
-    _HEADER.pack_into(
+    BATCH_HEADER.pack_into(
         out,
         0,
         base_offset,
@@ -534,7 +606,7 @@ def _assemble(
     )
     out[BATCH_HEADER_SIZE:] = payload
     mv = memoryview(out)
-    _U32.pack_into(out, _CRC_OFFSET, crc32c.crc32c(mv[_ATTRIBUTES_OFFSET:]))
+    _U32.pack_into(out, CRC_OFFSET, crc32c.crc32c(mv[ATTRIBUTES_OFFSET:]))
     mv.release()
     return bytes(out)
 
@@ -607,6 +679,38 @@ def build_control_batch(
     )
 
 
+def rewrite_batch(
+    batch: RecordBatch,
+    records: Sequence[Record],
+    *,
+    attributes: int,
+    base_timestamp: int,
+    max_timestamp: int,
+) -> bytes:
+    """A new batch in place of `batch` holding `records` (each keeps its offset and timestamp
+    deltas), as the log cleaner writes one: baseOffset, partitionLeaderEpoch,
+    lastOffsetDelta, producerId, producerEpoch and baseSequence are `batch`'s; attributes,
+    baseTimestamp and maxTimestamp are the given ones; the records are compressed with the
+    codec in `attributes` (no records and no codec: the 61-byte header alone); CRC-32C
+    recomputed."""
+    encoded, _, _ = _encode_records(records)
+    codec = attributes & ATTR_COMPRESSION_MASK
+    payload: Buffer = encoded if codec == 0 else compress(codec, encoded)
+    return _assemble(
+        payload=payload,
+        count=len(records),
+        base_offset=batch.base_offset,
+        partition_leader_epoch=batch.partition_leader_epoch,
+        attributes=attributes,
+        last_offset_delta=batch.last_offset_delta,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+    )
+
+
 def iter_batches(buf: Buffer, *, allow_partial_tail: bool = False) -> Iterator[RecordBatch]:
     """Split a `records` field into batches. A partial batch at the end raises RecordBatchError,
     or ends the iteration when `allow_partial_tail` (fetch responses may cut the last batch)."""
@@ -616,7 +720,7 @@ def iter_batches(buf: Buffer, *, allow_partial_tail: bool = False) -> Iterator[R
     while pos < end:
         avail = end - pos
         if avail >= LOG_OVERHEAD:
-            length = _I32.unpack_from(mv, pos + 8)[0]
+            length = _I32.unpack_from(mv, pos + BATCH_LENGTH_OFFSET)[0]
             if length < 0:
                 raise RecordBatchError(
                     f"record batch at byte {pos} declares a negative batchLength {length}"
@@ -642,7 +746,7 @@ def set_base_offset(buf: memoryview | bytearray, pos: int, base_offset: int) -> 
 
 def set_partition_leader_epoch(buf: memoryview | bytearray, pos: int, epoch: int) -> None:
     """Patch the partition leader epoch in place (outside the CRC)."""
-    _I32.pack_into(buf, pos + _PARTITION_LEADER_EPOCH_OFFSET, epoch)
+    _I32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
 
 
 def set_max_timestamp(
@@ -651,16 +755,16 @@ def set_max_timestamp(
     """Rewrite the timestamp type and max timestamp in place and recompute the CRC (both
     fields are inside it), as Kafka does when a topic uses LogAppendTime."""
     mv = buf if isinstance(buf, memoryview) else memoryview(buf)
-    length = _I32.unpack_from(mv, pos + 8)[0]
-    attributes = _I16.unpack_from(mv, pos + _ATTRIBUTES_OFFSET)[0]
+    length = _I32.unpack_from(mv, pos + BATCH_LENGTH_OFFSET)[0]
+    attributes = _I16.unpack_from(mv, pos + ATTRIBUTES_OFFSET)[0]
     if timestamp_type:
         attributes |= ATTR_TIMESTAMP_TYPE
     else:
         attributes &= ~ATTR_TIMESTAMP_TYPE
-    _I16.pack_into(mv, pos + _ATTRIBUTES_OFFSET, attributes)
-    _I64.pack_into(mv, pos + _MAX_TIMESTAMP_OFFSET, max_timestamp)
-    crc = crc32c.crc32c(mv[pos + _ATTRIBUTES_OFFSET : pos + length + LOG_OVERHEAD])
-    _U32.pack_into(mv, pos + _CRC_OFFSET, crc)
+    _I16.pack_into(mv, pos + ATTRIBUTES_OFFSET, attributes)
+    _I64.pack_into(mv, pos + MAX_TIMESTAMP_OFFSET, max_timestamp)
+    crc = crc32c.crc32c(mv[pos + ATTRIBUTES_OFFSET : pos + length + LOG_OVERHEAD])
+    _U32.pack_into(mv, pos + CRC_OFFSET, crc)
 
 
 def set_max_timestamp_log_append_time(

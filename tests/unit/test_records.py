@@ -15,13 +15,26 @@ from hypothesis import strategies as st
 from odradek.wire.compression import CompressionType
 from odradek.wire.exceptions import ProtocolError, RecordBatchError
 from odradek.wire.records import (
+    ATTR_CONTROL,
+    ATTR_DELETE_HORIZON,
+    ATTR_TRANSACTIONAL,
+    ATTRIBUTES_OFFSET,
+    BATCH_HEADER,
+    BATCH_HEADER_PREFIX,
     BATCH_HEADER_SIZE,
+    BATCH_LENGTH_OFFSET,
+    CRC_OFFSET,
     LEGACY_MAGIC_OFFSET,
+    MAX_TIMESTAMP_OFFSET,
+    PARTITION_LEADER_EPOCH_OFFSET,
     Record,
     RecordBatch,
+    batch_length_at,
     build_batch,
     build_control_batch,
     iter_batches,
+    read_header,
+    rewrite_batch,
     set_base_offset,
     set_max_timestamp_log_append_time,
     set_partition_leader_epoch,
@@ -59,6 +72,50 @@ def test_header_layout_byte_by_byte() -> None:
     # One record: length 8, attrs 0, ts delta 0, offset delta 0, key len 1 "k", value len 1 "v",
     # no headers (zigzag varints: 1 -> 0x02, 8 -> 0x10).
     assert raw[61:] == bytes([0x10, 0, 0, 0, 0x02]) + b"k" + b"\x02" + b"v" + b"\x00"
+
+
+def test_named_offsets_and_structs_match_the_layout() -> None:
+    assert (BATCH_LENGTH_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, CRC_OFFSET) == (8, 12, 17)
+    assert (ATTRIBUTES_OFFSET, MAX_TIMESTAMP_OFFSET) == (21, 35)
+    assert BATCH_HEADER.size == BATCH_HEADER_SIZE
+    assert BATCH_HEADER_PREFIX.size == 43
+
+
+def test_read_header_needs_only_the_header_bytes() -> None:
+    raw = build_batch([(b"k", b"v"), (b"k2", None)], base_offset=40, base_timestamp=1_000,
+                      producer_id=77, producer_epoch=3, base_sequence=9, is_transactional=True,
+                      partition_leader_epoch=5)
+    head = read_header(b"xx" + raw[:BATCH_HEADER_SIZE], 2)
+    b = RecordBatch(raw)
+    assert head == (b.base_offset, b.batch_length, b.partition_leader_epoch, b.magic, b.crc,
+                    b.attributes, b.last_offset_delta, b.base_timestamp, b.max_timestamp,
+                    b.producer_id, b.producer_epoch, b.base_sequence, b.records_count)
+    assert (head.producer_id, head.records_count, head.attributes) == (77, 2, 0x10)
+    assert batch_length_at(b"xx" + raw, 2) == len(raw) - 12
+    assert BATCH_HEADER_PREFIX.unpack_from(raw) == tuple(head[:9])
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_rewrite_batch_keeps_offsets_and_producer_fields(codec: int) -> None:
+    records = [Record(i, i * 10, f"k{i}".encode(), b"v" * i, [("h", None)]) for i in range(5)]
+    raw = build_batch(records, base_offset=100, base_timestamp=5_000, compression=codec,
+                      producer_id=8, producer_epoch=2, base_sequence=30, is_transactional=True,
+                      partition_leader_epoch=4)
+    old = RecordBatch(raw)
+    kept = [records[1], records[3]]
+    attributes = old.attributes | ATTR_DELETE_HORIZON
+    new = RecordBatch(rewrite_batch(old, kept, attributes=attributes, base_timestamp=9_000,
+                                    max_timestamp=5_030))
+    assert new.crc_ok()
+    assert (new.base_offset, new.last_offset_delta, new.partition_leader_epoch) == (100, 4, 4)
+    assert (new.producer_id, new.producer_epoch, new.base_sequence) == (8, 2, 30)
+    assert (new.attributes, new.compression) == (attributes, codec)
+    assert (new.base_timestamp, new.max_timestamp, new.records_count) == (9_000, 5_030, 2)
+    assert list(new.records()) == kept
+    empty = RecordBatch(rewrite_batch(old, (), attributes=ATTR_TRANSACTIONAL,
+                                      base_timestamp=-1, max_timestamp=old.max_timestamp))
+    assert empty.size == BATCH_HEADER_SIZE and empty.records_count == 0 and empty.crc_ok()
+    assert empty.last_offset == old.last_offset and list(empty.records()) == []
 
 
 def test_view_fields_and_properties() -> None:
@@ -183,6 +240,21 @@ def test_control_batch(commit: bool) -> None:
     (rec,) = b.records()
     assert rec.key == struct.pack(">hh", 0, 1 if commit else 0)
     assert rec.value == struct.pack(">hi", 0, 9)
+    assert b.control_marker() == (1 if commit else 0, 9)
+
+
+def test_control_marker_of_data_and_empty_control_batches() -> None:
+    data = RecordBatch(build_batch([(b"k", b"v")]))
+    assert data.control_marker() is None
+    marker = RecordBatch(build_control_batch(commit=True, producer_id=1, producer_epoch=0,
+                                             coordinator_epoch=3, timestamp_ms=0))
+    emptied = RecordBatch(rewrite_batch(marker, (), attributes=ATTR_TRANSACTIONAL | ATTR_CONTROL,
+                                        base_timestamp=-1, max_timestamp=0))
+    assert emptied.is_control and emptied.control_marker() is None
+    short_value = RecordBatch(rewrite_batch(
+        marker, [Record(0, 0, struct.pack(">hh", 0, 0), b"\x00")],
+        attributes=ATTR_TRANSACTIONAL | ATTR_CONTROL, base_timestamp=0, max_timestamp=0))
+    assert short_value.control_marker() == (0, -1)
 
 
 # -- round trips ----------------------------------------------------------------------------

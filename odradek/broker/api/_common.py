@@ -1,10 +1,7 @@
 """Helpers shared by the admin and offset handlers (not a handler: no entry in HANDLERS).
 
-- Leader epoch fencing as Kafka's Partition.checkCurrentLeaderEpoch does it.
-- The leader epoch history of a partition as Kafka's leader epoch cache would hold it: Kafka
-  records the current epoch at the log end when a replica becomes leader, so even an empty
-  log knows epoch 0; our storage records an epoch only when a batch is appended, so the
-  current epoch is added here, starting at the log end, whenever the cache lacks it.
+- Leader epoch fencing as Kafka's Partition.checkCurrentLeaderEpoch does it (the epoch
+  lookups themselves live in storage: `PartitionLog.end_offset_for_epoch` and friends).
 - Config resource types (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs) and the
   checks every alter handler makes on a resource before touching it.
 """
@@ -12,12 +9,10 @@
 from __future__ import annotations
 
 import enum
-from bisect import bisect_right
 from collections.abc import Mapping
 
 from odradek.broker.cluster import LEADER_EPOCH, topic_name_error
 from odradek.broker.context import RequestContext
-from odradek.broker.storage.log import PartitionLog
 from odradek.config import BROKER_CONFIGS, validate_topic_configs
 from odradek.wire import ErrorCode
 
@@ -47,37 +42,6 @@ def check_current_leader_epoch(requested: int) -> ErrorCode:
         return ErrorCode.NONE
     return ErrorCode.FENCED_LEADER_EPOCH if requested < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH
 
-
-def epoch_entries(plog: PartitionLog) -> list[tuple[int, int]]:
-    """(epoch, start offset) pairs, oldest first, including the current leader epoch."""
-    entries = plog.epochs.entries
-    if not entries or entries[-1][0] < LEADER_EPOCH:
-        entries.append((LEADER_EPOCH, plog.log_end_offset))
-    return entries
-
-
-def end_offset_for_epoch(entries: list[tuple[int, int]], requested: int,
-                         log_end_offset: int) -> tuple[int, int]:
-    """Kafka's LeaderEpochFileCache.endOffsetFor: the largest known epoch <= `requested` and
-    the offset where the epoch after it starts (the log end for the latest epoch)."""
-    if requested == NO_EPOCH or not entries:
-        return NO_EPOCH, NO_OFFSET
-    if requested == entries[-1][0]:
-        return requested, log_end_offset
-    epochs = [e for e, _ in entries]
-    higher = bisect_right(epochs, requested)
-    if higher >= len(entries):
-        return NO_EPOCH, NO_OFFSET
-    if higher == 0:
-        # Older than every epoch still known: the data is gone; point at the first known one.
-        return requested, entries[0][1]
-    return epochs[higher - 1], entries[higher][1]
-
-
-def epoch_at(entries: list[tuple[int, int]], offset: int) -> int:
-    """The epoch that was current when `offset` was written (-1 when unknown)."""
-    slot = bisect_right([s for _, s in entries], offset) - 1
-    return entries[slot][0] if slot >= 0 else NO_EPOCH
 
 
 # -- config resources ---------------------------------------------------------------------------

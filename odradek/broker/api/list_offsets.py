@@ -33,8 +33,6 @@ from odradek.broker.api._common import (
     NO_OFFSET,
     NO_TIMESTAMP,
     check_current_leader_epoch,
-    epoch_at,
-    epoch_entries,
 )
 from odradek.broker.cluster import LEADER_EPOCH
 from odradek.broker.context import RequestContext
@@ -62,11 +60,9 @@ def _lookup(plog: PartitionLog, timestamp: int, last_fetchable: int) -> tuple[in
     """(offset, timestamp, leader epoch) answered for `timestamp`."""
     if timestamp == LATEST:
         return last_fetchable, NO_TIMESTAMP, LEADER_EPOCH
-    entries = epoch_entries(plog)
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        start = plog.log_start_offset
-        epoch = entries[0][0] if entries and entries[0][1] <= start else NO_EPOCH
-        return start, NO_TIMESTAMP, epoch
+        epoch = plog.earliest_epoch(leader_epoch=LEADER_EPOCH)
+        return plog.log_start_offset, NO_TIMESTAMP, NO_EPOCH if epoch is None else epoch
     if timestamp == LATEST_TIERED:
         return NO_OFFSET, NO_TIMESTAMP, NO_EPOCH
     found = plog.max_timestamp_offset() if timestamp == MAX_TIMESTAMP else (
@@ -74,7 +70,8 @@ def _lookup(plog: PartitionLog, timestamp: int, last_fetchable: int) -> tuple[in
     if found is None or found[0] >= last_fetchable:
         return NO_OFFSET, NO_TIMESTAMP, NO_EPOCH
     offset, ts = found
-    return offset, ts, epoch_at(entries, offset)
+    epoch = plog.epoch_for_offset(offset, leader_epoch=LEADER_EPOCH)
+    return offset, ts, NO_EPOCH if epoch is None else epoch
 
 
 def _partition(ctx: RequestContext, request: ListOffsetsRequest, topic: str,

@@ -4,8 +4,9 @@
   leader epoch history as Kafka's LeaderEpochFileCache answers: the current (latest) epoch
   ends at the log end; an older epoch ends where the next known one starts, reported with the
   largest known epoch <= the requested one; an epoch older than all known ones gets the start
-  of the first known one; an unknown newer epoch or -1 gets epoch -1 and offset -1. On this
-  single node the current epoch is 0 (see `_common.epoch_entries`), so a consumer validating
+  of the first known one; an unknown newer epoch or -1 gets epoch -1 and offset -1 (the
+  lookup is storage's, `PartitionLog.end_offset_for_epoch`). On this single node the current
+  epoch is 0, known from the log end on even before a batch of it, so a consumer validating
   its position after epoch 0 gets the log end offset.
 - current_leader_epoch (v2+): -1 skips the check; older than ours FENCED_LEADER_EPOCH, newer
   UNKNOWN_LEADER_EPOCH. Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
@@ -16,11 +17,8 @@ Not implemented: authorization.
 
 from __future__ import annotations
 
-from odradek.broker.api._common import (
-    check_current_leader_epoch,
-    end_offset_for_epoch,
-    epoch_entries,
-)
+from odradek.broker.api._common import check_current_leader_epoch
+from odradek.broker.cluster import LEADER_EPOCH
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.offset_for_leader_epoch import (
@@ -40,8 +38,7 @@ def _partition(ctx: RequestContext, topic: str,
     fenced = check_current_leader_epoch(want.current_leader_epoch)
     if fenced != ErrorCode.NONE:
         return Resp.EpochEndOffset(partition=p, error_code=fenced)
-    epoch, end = end_offset_for_epoch(epoch_entries(plog), want.leader_epoch,
-                                      plog.log_end_offset)
+    epoch, end = plog.end_offset_for_epoch(want.leader_epoch, leader_epoch=LEADER_EPOCH)
     return Resp.EpochEndOffset(partition=p, error_code=ErrorCode.NONE, leader_epoch=epoch,
                                end_offset=end)
 

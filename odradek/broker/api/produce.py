@@ -32,14 +32,12 @@ import structlog
 from odradek.broker.cluster import INTERNAL_TOPICS, LEADER_EPOCH
 from odradek.broker.connection import CloseConnection
 from odradek.broker.context import RequestContext
-from odradek.broker.storage.log import MessageTooLargeError, PartitionLog
-from odradek.broker.storage.producer_state import (
-    CoordinatorFencedError,
-    InvalidProducerEpochError,
-    InvalidTxnStateError,
-    OutOfOrderSequenceError,
+from odradek.broker.storage.errors import (
+    MessageTooLargeError,
     ProducerStateError,
+    error_code_for,
 )
+from odradek.broker.storage.log import PartitionLog
 from odradek.wire import ErrorCode, RecordBatchError
 from odradek.wire._generated.produce import ProduceRequest, ProduceResponse
 from odradek.wire.records import LEGACY_MAGIC_OFFSET, RecordBatch, iter_batches
@@ -47,13 +45,6 @@ from odradek.wire.records import LEGACY_MAGIC_OFFSET, RecordBatch, iter_batches
 log = structlog.get_logger("odradek.produce")
 
 PartitionResponse = ProduceResponse.PartitionProduceResponse
-
-_PRODUCER_STATE_ERRORS: dict[type[ProducerStateError], ErrorCode] = {
-    InvalidProducerEpochError: ErrorCode.INVALID_PRODUCER_EPOCH,
-    OutOfOrderSequenceError: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-    InvalidTxnStateError: ErrorCode.INVALID_TXN_STATE,
-    CoordinatorFencedError: ErrorCode.TRANSACTION_COORDINATOR_FENCED,
-}
 
 
 def _validate(records: memoryview, compacted: bool, max_message_bytes: int
@@ -143,21 +134,13 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
                      reason="transaction verification failed", client=ctx.client_id)
             return resp
         info = plog.append(view, leader_epoch=LEADER_EPOCH, now_ms=now_ms)
-    except RecordBatchError as e:
-        resp.error_code, resp.error_message = ErrorCode.CORRUPT_MESSAGE, str(e)
-        log.warning("produce rejected", topic=topic, partition=data.index,
-                    error="CORRUPT_MESSAGE", reason=str(e), client=ctx.client_id)
-        return resp
-    except MessageTooLargeError as e:
-        resp.error_code, resp.error_message = ErrorCode.MESSAGE_TOO_LARGE, str(e)
-        log.warning("produce rejected", topic=topic, partition=data.index,
-                    error="MESSAGE_TOO_LARGE", reason=str(e), client=ctx.client_id)
-        return resp
-    except ProducerStateError as e:
-        code = _PRODUCER_STATE_ERRORS.get(type(e), ErrorCode.UNKNOWN_SERVER_ERROR)
+    except (RecordBatchError, MessageTooLargeError, ProducerStateError) as e:
+        code = error_code_for(e)  # CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, the producer's error
         resp.error_code, resp.error_message = code, str(e)
-        log.info("produce rejected", topic=topic, partition=data.index, error=code.name,
-                 reason=str(e), client=ctx.client_id)
+        # A refused producer (sequence, epoch, transaction) is routine; a bad batch is not.
+        report = log.info if isinstance(e, ProducerStateError) else log.warning
+        report("produce rejected", topic=topic, partition=data.index, error=code.name,
+               reason=str(e), client=ctx.client_id)
         return resp
     resp.error_code = ErrorCode.NONE
     resp.base_offset = info.first_offset

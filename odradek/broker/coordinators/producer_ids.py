@@ -9,9 +9,9 @@ crash. File layout (UTF-8 JSON, replaced atomically):
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+from odradek.broker.storage.files import atomic_write
 from odradek.coordinator.txn.coordinator import ProducerIdsExhaustedError
 
 PRODUCER_ID_BLOCK_FILE = "producer-id-block"
@@ -42,15 +42,8 @@ class ProducerIdAllocator:
         return start
 
     def _write(self, next_block_start: int) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
         data = json.dumps({"version": 1, "next_block_start": next_block_start}).encode()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
+        atomic_write(self.path, data)  # file and directory fsynced: survives a power loss
 
     def next_producer_id(self) -> int:
         if self._next is None:

@@ -10,7 +10,7 @@ For its shard the runtime:
   partition stops being read (what could be read is served rather than nothing);
 - **writes what operations return**: after every call into the shard, `flush()` appends each
   queued `Write` as one batch (records, or a transaction marker) with origin COORDINATOR,
-  synchronously, maps any failure to one Kafka error code (`append_error`), reports it through
+  synchronously, maps any failure to one Kafka error code (`error_code_for`), reports it through
   `Write.on_done`, repeats while acknowledgements queue more writes, then wakes fetchers of
   the partitions that grew. One event loop and no await inside a shard call: calls never
   interleave, and an answer leaves only after its records are in the log;
@@ -34,13 +34,7 @@ import structlog
 
 from odradek.broker.cluster import ClusterError, Topic
 from odradek.broker.partitions import Partitions
-from odradek.broker.storage.log import LogClosedError, MessageTooLargeError, StorageError
-from odradek.broker.storage.producer_state import (
-    CoordinatorFencedError,
-    InvalidProducerEpochError,
-    InvalidTxnStateError,
-    OutOfOrderSequenceError,
-)
+from odradek.broker.storage.errors import CodedError, StorageError, error_code_for
 from odradek.coordinator.common import Clock, CoordinatorShard, Pending, Write
 from odradek.wire import ErrorCode, ProtocolError
 from odradek.wire.records import build_batch, build_control_batch, iter_batches
@@ -65,27 +59,6 @@ class TopicCreator(Protocol):
 
     def create_topic(self, name: str, partitions: int, configs: Mapping[str, str | None]
                      ) -> Topic: ...
-
-
-_APPEND_ERRORS: tuple[tuple[type[BaseException], ErrorCode], ...] = (
-    (LookupError, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-    (InvalidProducerEpochError, ErrorCode.INVALID_PRODUCER_EPOCH),
-    (OutOfOrderSequenceError, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
-    (InvalidTxnStateError, ErrorCode.INVALID_TXN_STATE),
-    (CoordinatorFencedError, ErrorCode.TRANSACTION_COORDINATOR_FENCED),
-    (MessageTooLargeError, ErrorCode.MESSAGE_TOO_LARGE),
-    (LogClosedError, ErrorCode.NOT_LEADER_OR_FOLLOWER),
-    (StorageError, ErrorCode.KAFKA_STORAGE_ERROR),
-    (OSError, ErrorCode.KAFKA_STORAGE_ERROR),
-)
-
-
-def append_error(exc: BaseException) -> ErrorCode | None:
-    """The Kafka error code for an append failure, None for an unexpected exception."""
-    for kind, code in _APPEND_ERRORS:
-        if isinstance(exc, kind):
-            return code
-    return None
 
 
 class CoordinatorRuntime(Generic[S]):
@@ -260,12 +233,14 @@ class CoordinatorRuntime(Generic[S]):
             info = self._partitions.append_internal(w.topic, w.partition,
                                                     memoryview(bytearray(raw)), now)
         except Exception as exc:
-            code = append_error(exc)
-            if code is None:
-                raise
-            log.warning("coordinator write failed", coordinator=self.name, topic=w.topic,
-                        partition=w.partition, marker=w.marker is not None, error=code.name,
-                        reason=str(exc))
+            code = error_code_for(exc)
+            if isinstance(exc, CodedError | OSError):
+                log.warning("coordinator write failed", coordinator=self.name, topic=w.topic,
+                            partition=w.partition, marker=w.marker is not None,
+                            error=code.name, reason=str(exc))
+            else:  # a bug: the write fails, the broker goes on
+                log.exception("coordinator write failed unexpectedly", coordinator=self.name,
+                              topic=w.topic, partition=w.partition)
             return code, -1
         return ErrorCode.NONE, info.first_offset
 

@@ -8,37 +8,25 @@ Layout (UTF-8 text, one item per line, '\\n' line ends):
     <entry>              `count` lines, fields separated by whitespace:
                          "epoch startOffset" or "topic partition offset"
 
-Written to `<name>.tmp`, fsynced, then renamed over the old file, so a reader sees either the
-old or the new content, never a mix.
+Written with `files.atomic_write` (`<name>.tmp`, fsynced, renamed over the old file, the
+directory fsynced), so a reader sees either the old or the new content, never a mix.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from odradek.broker.storage.errors import CheckpointError as CheckpointError  # re-exported
+from odradek.broker.storage.files import atomic_write
+
 CURRENT_VERSION = 0
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file that exists but cannot be read: bad version, count or line."""
 
 
 def write_checkpoint(path: Path, lines: Iterable[str], *, version: int = CURRENT_VERSION) -> None:
     entries = list(lines)
     text = f"{version}\n{len(entries)}\n" + "".join(f"{line}\n" for line in entries)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        data = text.encode()
-        written = 0
-        while written < len(data):
-            written += os.write(fd, data[written:])
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    atomic_write(path, text.encode())
 
 
 def read_checkpoint(path: Path, fields: int, *, version: int = CURRENT_VERSION) -> list[list[str]]:

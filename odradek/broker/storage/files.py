@@ -6,10 +6,17 @@ segments named by their base offset as 20 zero-padded decimal digits, one file p
 `00000000000000000000.log`, `.index`, `.timeindex`, `.txnindex`, and producer-state
 `.snapshot` files. Files being deleted or cleaned carry an extra `.deleted` / `.cleaned` suffix;
 a partition directory being deleted is renamed `<topic>-<partition>.<uuid hex>-delete`.
+
+It is also the one home of how a metadata file (checkpoints, producer-state snapshots,
+`topics.json`, `meta.properties`, ...) is written: `atomic_write` puts the bytes in
+`<name>.tmp`, fsyncs it, renames it over `<name>` and fsyncs the directory, so a reader or a
+crash finds the old content or the new, never a mix; `fsync_dir` makes renames durable.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
 LOG_SUFFIX = ".log"
@@ -20,6 +27,8 @@ SNAPSHOT_SUFFIX = ".snapshot"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
+# A metadata file being written by `atomic_write`; leftovers are removed on start.
+TMP_SUFFIX = ".tmp"
 # Suffix of a whole partition directory scheduled for deletion.
 DELETE_DIR_SUFFIX = "-delete"
 
@@ -100,3 +109,41 @@ def delete_dir_name(topic: str, partition: int, unique: str) -> str:
 
 def is_delete_dir_name(name: str) -> bool:
     return name.endswith(DELETE_DIR_SUFFIX) and "." in name
+
+
+# -- writing metadata files --------------------------------------------------------------------
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make creations and renames in `directory` durable (Kafka's Utils.flushDir)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Replace `path` with `data`, all or nothing: write `<name>.tmp` next to it (retrying
+    short writes), fsync it, rename it over `path`, fsync the directory. `sync=False` skips
+    both fsyncs but keeps the rename (a file a power loss may cost, as long as it is never
+    torn: e.g. the producer-state snapshot taken at a roll). On failure the `.tmp` file is
+    removed and `path` is left as it was."""
+    tmp = path.with_name(path.name + TMP_SUFFIX)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
+    if sync:
+        fsync_dir(path.parent)

@@ -13,9 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-
-class CorruptIndexError(ValueError):
-    """An index file whose content cannot match its segment; the segment gets recovered."""
+from odradek.broker.storage.errors import CorruptIndexError as CorruptIndexError  # re-exported
 
 
 class IndexFile:

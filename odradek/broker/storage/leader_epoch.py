@@ -4,6 +4,13 @@ Persisted as Kafka's `leader-epoch-checkpoint` in the partition directory (see
 `checkpoint.py` for the text layout): version 0, the entry count, then one
 `<epoch> <startOffset>` line per epoch in increasing order. Rewritten (fsynced, renamed)
 whenever an epoch is added; epochs change rarely, so that cost is off the hot path.
+
+This is the one home of the epoch lookups Kafka's LeaderEpochFileCache answers
+(`epoch_for_offset`, `end_offset_for`, `earliest_epoch`); handlers reach them through
+`PartitionLog`. Kafka records the leader's epoch at the log end when a replica becomes
+leader, so even an empty log knows it; this cache learns an epoch only from the first batch
+appended in it, so each lookup takes the leader's `current` (epoch, log end) entry and counts
+it as the latest one while the cache holds nothing as new.
 """
 
 from __future__ import annotations
@@ -11,11 +18,15 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
-from odradek.broker.storage.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
-from odradek.broker.storage.files import LEADER_EPOCH_CHECKPOINT_FILE
+from odradek.broker.storage.checkpoint import read_checkpoint, write_checkpoint
+from odradek.broker.storage.errors import CheckpointError
+from odradek.broker.storage.files import LEADER_EPOCH_CHECKPOINT_FILE, atomic_write
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
+
+# (epoch, start offset): the current leader's epoch and where it took over (the log end).
+EpochEntry = tuple[int, int]
 
 
 class LeaderEpochCache:
@@ -59,25 +70,44 @@ class LeaderEpochCache:
     def persist(self) -> None:
         write_checkpoint(self.path, (f"{e} {s}" for e, s in self.entries))
 
-    def epoch_for_offset(self, offset: int) -> int | None:
-        """The epoch that was current when `offset` was written, if known."""
-        slot = bisect_right(self._starts, offset) - 1
-        return self._epochs[slot] if slot >= 0 else None
+    def _with_current(self, current: EpochEntry | None) -> tuple[list[int], list[int]]:
+        """The epochs and their start offsets, `current` added last when it is newer than
+        every entry (see the module docstring)."""
+        if current is None or (self._epochs and self._epochs[-1] >= current[0]):
+            return self._epochs, self._starts
+        return [*self._epochs, current[0]], [*self._starts, current[1]]
 
-    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+    def epoch_for_offset(self, offset: int, *, current: EpochEntry | None = None) -> int | None:
+        """The epoch that was current when `offset` was written, if known."""
+        epochs, starts = self._with_current(current)
+        slot = bisect_right(starts, offset) - 1
+        return epochs[slot] if slot >= 0 else None
+
+    def earliest_epoch(
+        self, log_start_offset: int, *, current: EpochEntry | None = None
+    ) -> int | None:
+        """The oldest entry's epoch when it starts at or below `log_start_offset` (what
+        ListOffsets EARLIEST reports), else None."""
+        epochs, starts = self._with_current(current)
+        return epochs[0] if epochs and starts[0] <= log_start_offset else None
+
+    def end_offset_for(
+        self, epoch: int, log_end_offset: int, *, current: EpochEntry | None = None
+    ) -> tuple[int, int]:
         """(epoch, end offset) as OffsetForLeaderEpoch answers: the largest epoch <= `epoch`
         and the start offset of the next epoch after it (the log end for the latest epoch)."""
-        if epoch == UNDEFINED_EPOCH or not self._epochs:
+        epochs, starts = self._with_current(current)
+        if epoch == UNDEFINED_EPOCH or not epochs:
             return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-        if epoch == self._epochs[-1]:
+        if epoch == epochs[-1]:
             return epoch, log_end_offset
-        higher = bisect_right(self._epochs, epoch)
-        if higher >= len(self._epochs):
+        higher = bisect_right(epochs, epoch)
+        if higher >= len(epochs):
             return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
         if higher == 0:
             # Older than anything we know: the data is gone, point at the first known epoch.
-            return epoch, self._starts[0]
-        return self._epochs[higher - 1], self._starts[higher]
+            return epoch, starts[0]
+        return epochs[higher - 1], starts[higher]
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Forget epochs starting at or after `end_offset` (the log was cut there)."""
@@ -106,4 +136,4 @@ class LeaderEpochCache:
         if had_state:
             self.persist()
         else:  # present like Kafka's, but an empty cache needs no durability
-            self.path.write_text("0\n0\n")
+            atomic_write(self.path, b"0\n0\n", sync=False)

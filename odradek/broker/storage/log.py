@@ -1,4 +1,5 @@
-"""The log of one partition: an ordered list of segments in `<log dir>/<topic>-<partition>/`.
+"""The running log of one partition: an ordered list of segments in
+`<log dir>/<topic>-<partition>/`, appended to, read, rolled, retained and compacted.
 
 The bytes on disk are Kafka's (see `segment.py` and the index modules); the partition
 directory also holds `leader-epoch-checkpoint` (see `leader_epoch.py`). The per-log-dir
@@ -15,22 +16,21 @@ Offsets: `log_start_offset` <= `high_watermark` <= `log_end_offset` (the next of
 assign). `recovery_point` is the offset below which everything has been fsynced; after a
 crash, segments from the one holding it onwards are re-validated.
 
-Compaction (`cleaner.py`) writes a replacement for consecutive non-active segments as
+Loading at start-up (settling interrupted swaps, re-validating segments after the recovery
+point, cutting a torn tail, rebuilding indexes, leader epochs and producer state) is
+`loader.py`'s job; this module is the running log.
+
+Compaction (`cleaner/`) writes a replacement for consecutive non-active segments as
 `<base>.log.cleaned` (+ `.index.cleaned`, ...) and `replace_segments` swaps it in with
 Kafka's renames: `.cleaned` -> `.swap`, the old segments' files -> `.deleted`, `.swap` -> no
-suffix. On open, leftovers are settled as Kafka's LogLoader does (`_settle_interrupted_swaps`):
-`.deleted` and `.cleaned` files are removed, and a `.swap` file at or above the lowest
-`.cleaned` offset with them (its renaming had not finished: the old segments are whole);
-every other `.swap` segment is complete, so the plain segment files in its offset range are
-removed and the `.swap` suffixes dropped. Either way the log holds the old or the new
-segments, never a mix that loses a record.
+suffix; a crash at any step is settled on the next start by `loader.py`, so the log holds the
+old or the new segments, never a mix that loses a record.
 
 Not thread-safe: the broker calls it from its one event loop.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
@@ -41,8 +41,15 @@ import structlog
 
 from odradek.broker.storage import files
 from odradek.broker.storage.config import LONG_MAX, LogSettings
-from odradek.broker.storage.index_file import CorruptIndexError
+
+# The log's exceptions live in errors.py; re-exported here for the modules that import them
+# from this one.
+from odradek.broker.storage.errors import LogClosedError as LogClosedError
+from odradek.broker.storage.errors import MessageTooLargeError as MessageTooLargeError
+from odradek.broker.storage.errors import OffsetOutOfRangeError as OffsetOutOfRangeError
+from odradek.broker.storage.errors import StorageError as StorageError
 from odradek.broker.storage.leader_epoch import LeaderEpochCache
+from odradek.broker.storage.loader import load_log
 from odradek.broker.storage.producer_state import (
     BatchInfo,
     BatchMetadata,
@@ -50,12 +57,7 @@ from odradek.broker.storage.producer_state import (
     PreparedAppend,
     ProducerStateManager,
 )
-from odradek.broker.storage.segment import (
-    BatchMeta,
-    CorruptSegmentError,
-    LogSegment,
-    record_timestamps,
-)
+from odradek.broker.storage.segment import BatchMeta, LogSegment, record_timestamps
 from odradek.broker.storage.txn_index import AbortedTxn
 from odradek.wire.exceptions import RecordBatchError
 from odradek.wire.records import (
@@ -67,22 +69,6 @@ from odradek.wire.records import (
 )
 
 log = structlog.get_logger(__name__)
-
-
-class StorageError(Exception):
-    """Base of the errors the storage layer answers requests with."""
-
-
-class OffsetOutOfRangeError(StorageError):
-    """A fetch or delete offset outside [log start offset, log end offset] (or the HW)."""
-
-
-class MessageTooLargeError(StorageError):
-    """A batch larger than the log's `max.message.bytes`."""
-
-
-class LogClosedError(StorageError):
-    """The log was closed or deleted (e.g. its topic was deleted during the request)."""
 
 
 @dataclass(slots=True)
@@ -113,12 +99,12 @@ class PartitionLog:
         config: LogSettings,
         segments: list[LogSegment],
         epochs: LeaderEpochCache,
+        producer_state: ProducerStateManager,
         *,
         log_start_offset: int,
         recovery_point: int,
         now_ms: int,
         on_log_start_offset_change: Callable[[PartitionLog], None] | None,
-        producer_state: ProducerStateManager | None = None,
     ) -> None:
         self.directory = directory
         self.topic, self.partition = files.parse_partition_dir_name(directory.name)
@@ -137,9 +123,6 @@ class PartitionLog:
         # Segments replaced by the cleaner: their files are renamed `.deleted` and removed
         # after `file.delete.delay.ms`, so a reader still holding one keeps working.
         self._retired: list[tuple[int, LogSegment]] = []
-        if producer_state is None:
-            producer_state = ProducerStateManager(directory)
-            producer_state.rebuild(segments, log_start_offset, self.log_end_offset)
         self.producer_state = producer_state
 
     # -- opening ----------------------------------------------------------------------------
@@ -156,116 +139,25 @@ class PartitionLog:
         had_clean_shutdown: bool = False,
         on_log_start_offset_change: Callable[[PartitionLog], None] | None = None,
     ) -> PartitionLog:
-        """Load (or create) the log in `directory`.
-
-        Unless `had_clean_shutdown`, every segment from the one holding `recovery_point`
-        onwards is recovered: batches re-validated, a torn or corrupt tail cut off (and any
-        later segment deleted), indexes rebuilt. Segments whose index files fail the sanity
-        check are rebuilt too.
-        """
-        directory.mkdir(parents=True, exist_ok=True)
-        files.parse_partition_dir_name(directory.name)  # fail early on a bad name
-        segments = _load_segments(directory, config, now_ms)
-        epochs = LeaderEpochCache(directory)
-        epochs_changed = False
-
-        def observe(batch: RecordBatch) -> None:
-            nonlocal epochs_changed
-            epoch = batch.partition_leader_epoch
-            latest = epochs.latest_epoch
-            if epoch >= 0 and (latest is None or epoch > latest):
-                epochs.assign(epoch, batch.base_offset, persist=False)
-                epochs_changed = True
-
-        needs_rebuild: set[int] = set()
-        for segment in segments:
-            try:
-                segment.sanity_check()
-            except (CorruptIndexError, FileNotFoundError) as exc:
-                log.warning(
-                    "segment index unusable, rebuilding",
-                    segment=str(segment.log_path),
-                    error=str(exc),
-                )
-                needs_rebuild.add(segment.base_offset)
-
-        if had_clean_shutdown:
-            start = len(segments)
-        else:
-            start = max(bisect_right([s.base_offset for s in segments], recovery_point) - 1, 0)
-        for segment in segments[:start]:
-            if segment.base_offset in needs_rebuild:
-                # Below the recovery point the data was flushed: only the indexes are rebuilt
-                # (as Kafka, a truncation found here does not drop the later segments).
-                cut = segment.recover(observe)
-                if cut:
-                    log.warning(
-                        "cut invalid bytes from flushed segment",
-                        segment=str(segment.log_path),
-                        bytes=cut,
-                    )
-        index = start
-        while index < len(segments):
-            segment = segments[index]
-            try:
-                cut = segment.recover(observe)
-            except (OSError, CorruptSegmentError) as exc:
-                log.warning(
-                    "segment unreadable, emptying it", segment=str(segment.log_path), error=str(exc)
-                )
-                cut = segment.truncate_to(segment.base_offset, now_ms=now_ms)
-            index += 1
-            if cut:
-                log.warning(
-                    "truncated torn or corrupt log tail",
-                    segment=str(segment.log_path),
-                    bytes=cut,
-                    next_offset=segment.next_offset,
-                )
-                for later in segments[index:]:
-                    later.delete()
-                del segments[index:]
-                break
-
-        if segments and segments[-1].next_offset < log_start_offset:
-            log.warning(
-                "log ends before its log start offset; deleting all segments",
-                directory=str(directory),
-            )
-            for segment in segments:
-                segment.delete()
-            segments = []
-        if not segments:
-            segments = [
-                LogSegment.create(
-                    directory,
-                    log_start_offset,
-                    index_interval_bytes=config.index_interval_bytes,
-                    max_index_size=config.segment_index_bytes,
-                    now_ms=now_ms,
-                )
-            ]
-            epochs_changed = False
-            epochs.clear()
-        for segment in segments[:-1]:
-            segment.release_index_handles()
-
-        log_end_offset = segments[-1].next_offset
-        log_start_offset = max(log_start_offset, segments[0].base_offset)
-        recovery_point = (
-            log_end_offset if had_clean_shutdown else min(recovery_point, log_end_offset)
+        """Load (or create) the log in `directory` (`loader.load_log`: unless
+        `had_clean_shutdown`, the segments from the one holding `recovery_point` on are
+        re-validated, a torn tail cut, indexes and producer state rebuilt)."""
+        loaded = load_log(
+            directory,
+            config,
+            now_ms=now_ms,
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            had_clean_shutdown=had_clean_shutdown,
         )
-        epochs.truncate_from_end(log_end_offset)
-        epochs.truncate_from_start(log_start_offset)
-        if epochs_changed:
-            epochs.persist()
         return cls(
             directory,
             config,
-            segments,
-            epochs,
-            log_start_offset=log_start_offset,
-            recovery_point=recovery_point,
+            loaded.segments,
+            loaded.epochs,
+            loaded.producer_state,
+            log_start_offset=loaded.log_start_offset,
+            recovery_point=loaded.recovery_point,
             now_ms=now_ms,
             on_log_start_offset_change=on_log_start_offset_change,
         )
@@ -570,12 +462,30 @@ class PartitionLog:
                 return header.last_offset, max_ts
         return None
 
-    def epoch_for_offset(self, offset: int) -> int | None:
-        return self.epochs.epoch_for_offset(offset)
+    # Leader epoch lookups (`leader_epoch.py`). `leader_epoch`: the current leader's epoch,
+    # counted as starting at the log end while no batch of it was appended (as Kafka's cache,
+    # which records it when the replica becomes leader); None: the cache alone.
 
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+    def _current_epoch(self, leader_epoch: int | None) -> tuple[int, int] | None:
+        return None if leader_epoch is None else (leader_epoch, self.log_end_offset)
+
+    def epoch_for_offset(self, offset: int, *, leader_epoch: int | None = None) -> int | None:
+        """The leader epoch `offset` was written in, if known (ListOffsets)."""
+        return self.epochs.epoch_for_offset(offset, current=self._current_epoch(leader_epoch))
+
+    def earliest_epoch(self, *, leader_epoch: int | None = None) -> int | None:
+        """The oldest known epoch when it covers the log start offset (ListOffsets EARLIEST)."""
+        return self.epochs.earliest_epoch(
+            self.log_start_offset, current=self._current_epoch(leader_epoch)
+        )
+
+    def end_offset_for_epoch(
+        self, epoch: int, *, leader_epoch: int | None = None
+    ) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch; (-1, -1) when unknown."""
-        return self.epochs.end_offset_for(epoch, self.log_end_offset)
+        return self.epochs.end_offset_for(
+            epoch, self.log_end_offset, current=self._current_epoch(leader_epoch)
+        )
 
     # -- deleting ---------------------------------------------------------------------------
 
@@ -698,7 +608,7 @@ class PartitionLog:
             segment.change_file_suffixes("", files.DELETED_SUFFIX)
             self._retired.append((deadline, segment))
         cleaned.change_file_suffixes(files.SWAP_SUFFIX, "")
-        _fsync_dir(self.directory)
+        files.fsync_dir(self.directory)
         cleaned.release_index_handles()
 
     def delete_retired(self, now_ms: int | None = None) -> int:
@@ -781,134 +691,3 @@ class PartitionLog:
             f"PartitionLog({self.topic}-{self.partition}, start={self.log_start_offset}, "
             f"end={self.log_end_offset}, segments={len(self._segments)})"
         )
-
-
-def _load_segments(directory: Path, config: LogSettings, now_ms: int) -> list[LogSegment]:
-    """Open every segment in `directory`, after settling interrupted cleanings and removing
-    leftovers of interrupted deletions and index files whose `.log` is gone."""
-    _settle_interrupted_swaps(directory, config, now_ms)
-    log_bases: set[int] = set()
-    others: list[Path] = []
-    for entry in os.scandir(directory):
-        if not entry.is_file():
-            continue
-        name = entry.name
-        path = Path(entry.path)
-        if name.endswith((files.DELETED_SUFFIX, files.CLEANED_SUFFIX, files.SWAP_SUFFIX, ".tmp")):
-            path.unlink(missing_ok=True)
-        elif name.endswith(files.LOG_SUFFIX):
-            try:
-                log_bases.add(files.offset_from_file_name(name))
-            except ValueError:
-                log.warning("ignoring unexpected file", file=str(path))
-        else:
-            others.append(path)
-    for path in others:
-        if path.name.endswith(files.INDEX_SUFFIXES):
-            try:
-                base = files.offset_from_file_name(path.name)
-            except ValueError:
-                continue
-            if base not in log_bases:
-                log.warning("deleting orphaned index file", file=str(path))
-                path.unlink(missing_ok=True)
-    return [
-        LogSegment.open(
-            directory,
-            base,
-            index_interval_bytes=config.index_interval_bytes,
-            max_index_size=config.segment_index_bytes,
-            now_ms=now_ms,
-        )
-        for base in sorted(log_bases)
-    ]
-
-
-def _settle_interrupted_swaps(directory: Path, config: LogSettings, now_ms: int) -> None:
-    """Finish or undo a segment swap a crash interrupted (Kafka's LogLoader, see the module
-    docstring). `.deleted` files go; `.swap` files at or above the lowest `.cleaned` offset
-    belong to a swap whose first renaming step had not finished and go with the `.cleaned`
-    files; each remaining `.swap` segment replaces the plain segment files whose base offset
-    lies in [its base offset, its next offset) (at least its own base offset, so an empty
-    cleaned segment still replaces the files it was named after), then loses its suffix."""
-    swaps: list[tuple[int, Path]] = []
-    cleaned: list[Path] = []
-    min_cleaned: int | None = None
-    for entry in os.scandir(directory):
-        if not entry.is_file():
-            continue
-        name = entry.name
-        path = Path(entry.path)
-        if name.endswith(files.DELETED_SUFFIX):
-            path.unlink(missing_ok=True)
-            continue
-        if not name.endswith((files.CLEANED_SUFFIX, files.SWAP_SUFFIX)):
-            continue
-        try:
-            offset = files.offset_from_file_name(name)
-        except ValueError:
-            log.warning("deleting unexpected file", file=str(path))
-            path.unlink(missing_ok=True)
-            continue
-        if name.endswith(files.CLEANED_SUFFIX):
-            cleaned.append(path)
-            min_cleaned = offset if min_cleaned is None else min(min_cleaned, offset)
-        else:
-            swaps.append((offset, path))
-    valid: list[tuple[int, Path]] = []
-    for offset, path in swaps:
-        if min_cleaned is not None and offset >= min_cleaned:
-            log.info("deleting swap file of an unfinished segment swap", file=str(path))
-            path.unlink(missing_ok=True)
-        else:
-            valid.append((offset, path))
-    for path in cleaned:
-        path.unlink(missing_ok=True)
-    if not valid:
-        return
-    low: int | None = None
-    high = -1
-    for offset, path in valid:
-        if path.name != files.log_file(directory, offset, files.SWAP_SUFFIX).name:
-            continue
-        segment = LogSegment.open(
-            directory,
-            offset,
-            index_interval_bytes=config.index_interval_bytes,
-            max_index_size=config.segment_index_bytes,
-            now_ms=now_ms,
-            suffix=files.SWAP_SUFFIX,
-        )
-        try:
-            next_offset = segment.next_offset
-        except CorruptSegmentError:
-            next_offset = offset + 1  # recovery will cut it; it still replaces its own base
-        finally:
-            segment.close()
-        low = offset if low is None else min(low, offset)
-        high = max(high, next_offset, offset + 1)
-    if low is not None:
-        for entry in os.scandir(directory):
-            name = entry.name
-            if not entry.is_file() or not name.endswith((files.LOG_SUFFIX, *files.INDEX_SUFFIXES)):
-                continue
-            try:
-                offset = files.offset_from_file_name(name)
-            except ValueError:
-                continue
-            if low <= offset < high:
-                log.info("deleting segment file replaced by an interrupted swap", file=name)
-                Path(entry.path).unlink(missing_ok=True)
-    for _, path in valid:
-        log.info("completing interrupted segment swap", file=str(path))
-        os.replace(path, path.with_name(path.name[: -len(files.SWAP_SUFFIX)]))
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make renames in `directory` durable (Kafka's Utils.flushDir)."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

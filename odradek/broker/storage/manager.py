@@ -28,12 +28,9 @@ from pathlib import Path
 import structlog
 
 from odradek.broker.storage import files
-from odradek.broker.storage.checkpoint import (
-    CheckpointError,
-    read_offsets_checkpoint,
-    write_offsets_checkpoint,
-)
+from odradek.broker.storage.checkpoint import read_offsets_checkpoint, write_offsets_checkpoint
 from odradek.broker.storage.config import LogSettings
+from odradek.broker.storage.errors import CheckpointError
 from odradek.broker.storage.log import PartitionLog
 
 log = structlog.get_logger(__name__)
@@ -245,9 +242,4 @@ class LogManager:
 
 def _write_clean_shutdown_marker(path: Path) -> None:
     data = json.dumps({"version": 0, "brokerEpoch": -1}, separators=(",", ":")).encode()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    files.atomic_write(path, data)

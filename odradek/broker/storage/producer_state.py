@@ -53,6 +53,15 @@ import crc32c
 import structlog
 
 from odradek.broker.storage import files
+
+# The producer-state exceptions live in errors.py; re-exported here for the modules that
+# import them from this one.
+from odradek.broker.storage.errors import CoordinatorFencedError as CoordinatorFencedError
+from odradek.broker.storage.errors import CorruptSnapshotError as CorruptSnapshotError
+from odradek.broker.storage.errors import InvalidProducerEpochError as InvalidProducerEpochError
+from odradek.broker.storage.errors import InvalidTxnStateError as InvalidTxnStateError
+from odradek.broker.storage.errors import OutOfOrderSequenceError as OutOfOrderSequenceError
+from odradek.broker.storage.errors import ProducerStateError as ProducerStateError
 from odradek.broker.storage.txn_index import AbortedTxn
 from odradek.wire.exceptions import ProtocolError, RecordBatchError
 from odradek.wire.records import (
@@ -60,7 +69,9 @@ from odradek.wire.records import (
     ATTR_TRANSACTIONAL,
     BATCH_HEADER_SIZE,
     CONTROL_ABORT,
+    LOG_OVERHEAD,
     RecordBatch,
+    read_header,
 )
 
 if TYPE_CHECKING:
@@ -78,34 +89,7 @@ _INT32_MAX = 2**31 - 1
 _SNAP_PREFIX = struct.Struct(">hIi")  # version, crc, entry count
 _SNAP_ENTRY = struct.Struct(">qhiqiqiq")
 _CRC_START = 6  # the CRC covers everything after version and crc
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_CONTROL_VALUE = struct.Struct(">hi")
-_LOG_OVERHEAD = 12  # baseOffset and batchLength precede what batchLength counts
 _SCAN_CHUNK = 256 * 1024
-
-
-class ProducerStateError(Exception):
-    """An append the producer state refuses; subclasses name the Kafka error."""
-
-
-class InvalidProducerEpochError(ProducerStateError):
-    """INVALID_PRODUCER_EPOCH: the batch's epoch is older than the producer's."""
-
-
-class OutOfOrderSequenceError(ProducerStateError):
-    """OUT_OF_ORDER_SEQUENCE_NUMBER."""
-
-
-class InvalidTxnStateError(ProducerStateError):
-    """INVALID_TXN_STATE: a non-transactional batch inside an open transaction."""
-
-
-class CoordinatorFencedError(ProducerStateError):
-    """TRANSACTION_COORDINATOR_FENCED: a marker from an older coordinator epoch."""
-
-
-class CorruptSnapshotError(Exception):
-    """A snapshot file that cannot be trusted (bad version, CRC or framing)."""
 
 
 class Origin(enum.Enum):
@@ -222,22 +206,8 @@ class BatchInfo(NamedTuple):
         """From a batch view; `base_offset` is the offset the batch gets (or has) in the log."""
         return cls(base_offset, base_offset + batch.last_offset_delta, batch.producer_id,
                    batch.producer_epoch, batch.base_sequence, batch.max_timestamp,
-                   batch.is_transactional, _marker_of(batch) if batch.is_control else None,
+                   batch.is_transactional, batch.control_marker() if batch.is_control else None,
                    batch.is_control)
-
-
-def _marker_of(batch: RecordBatch) -> tuple[int, int] | None:
-    """(type, coordinator epoch) of a control batch's first record, None if it has none."""
-    ctype = batch.control_type()
-    if ctype is None:
-        return None
-    for record in batch.records():
-        value = record.value
-        coordinator_epoch = -1
-        if value is not None and len(value) >= _CONTROL_VALUE.size:
-            coordinator_epoch = _CONTROL_VALUE.unpack_from(value)[1]
-        return ctype, coordinator_epoch
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -517,28 +487,30 @@ def _segment_batches(segment: LogSegment, start_offset: int) -> Iterable[BatchIn
             buf, buf_pos, rel = os.pread(fd, _SCAN_CHUNK, pos), pos, 0
             if len(buf) < BATCH_HEADER_SIZE:
                 return
-        (base_offset, length, _ple, _magic, _crc, attributes, delta, _base_ts, max_ts, pid,
-         epoch, base_seq, _count) = _HEADER.unpack_from(buf, rel)
-        size = length + _LOG_OVERHEAD
+        header = read_header(buf, rel)
+        size = header.batch_length + LOG_OVERHEAD
         if size < BATCH_HEADER_SIZE:  # not a batch: recovery checks the files, not us
             log.warning("bad batch length while rebuilding producer state",
-                        segment=str(segment.log_path), position=pos, length=length)
+                        segment=str(segment.log_path), position=pos, length=header.batch_length)
             return
         batch_pos = pos
         pos += size
-        if pid < 0 or base_offset + delta < start_offset:
+        base_offset, pid = header.base_offset, header.producer_id
+        last_offset = base_offset + header.last_offset_delta
+        if pid < 0 or last_offset < start_offset:
             continue
         marker = None
-        is_control = bool(attributes & ATTR_CONTROL)
+        is_control = bool(header.attributes & ATTR_CONTROL)
         if is_control:
             try:
-                marker = _marker_of(segment.read_batch(batch_pos, size))
+                marker = segment.read_batch(batch_pos, size).control_marker()
             except RecordBatchError as exc:
                 log.warning("unreadable control batch", segment=str(segment.log_path),
                             offset=base_offset, error=str(exc))
                 continue
-        yield BatchInfo(base_offset, base_offset + delta, pid, epoch, base_seq, max_ts,
-                        bool(attributes & ATTR_TRANSACTIONAL), marker, is_control)
+        yield BatchInfo(base_offset, last_offset, pid, header.producer_epoch,
+                        header.base_sequence, header.max_timestamp,
+                        bool(header.attributes & ATTR_TRANSACTIONAL), marker, is_control)
 
 
 def _list_snapshots(directory: Path) -> list[int]:
@@ -609,17 +581,6 @@ def read_snapshot(path: Path) -> list[ProducerStateEntry]:
 
 
 def write_snapshot(path: Path, entries: Iterable[ProducerStateEntry], *, sync: bool = True) -> None:
-    """Write atomically: a `.tmp` file renamed over the final name."""
-    data = encode_snapshot(entries)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    """Write atomically (`files.atomic_write`); `sync=False` skips the fsyncs."""
+    files.atomic_write(path, encode_snapshot(entries), sync=sync)
 

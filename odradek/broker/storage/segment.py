@@ -1,7 +1,8 @@
 """One log segment: the `.log` file of record batches plus its three index files.
 
 The `.log` file is the concatenation of v2 record batches exactly as written (see
-`odradek.wire.records` for the batch layout; here only the first 43 header bytes matter):
+`odradek.wire.records` for the batch layout and the structs that read it; here only the
+first 43 header bytes matter, `BATCH_HEADER_PREFIX`):
 
      0 baseOffset int64 | 8 batchLength int32 (size = batchLength + 12) |
     12 partitionLeaderEpoch int32 | 16 magic int8 (2) | 17 crc uint32 | 21 attributes int16 |
@@ -15,7 +16,7 @@ and cuts the file after the last good batch.
 
 A segment's four files may carry an extra suffix (`suffix`): the log cleaner writes a new
 segment as `<base>.log.cleaned` (and `.index.cleaned`, ...) and swaps it in by renaming
-(`change_file_suffixes`, see `cleaner.py` and `PartitionLog.replace_segments`).
+(`change_file_suffixes`, see `cleaner/algorithm.py` and `PartitionLog.replace_segments`).
 
 Not thread-safe: the broker calls it from its one event loop.
 """
@@ -23,29 +24,28 @@ Not thread-safe: the broker calls it from its one event loop.
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from odradek.broker.storage import files
-from odradek.broker.storage.index_file import CorruptIndexError
+from odradek.broker.storage.errors import CorruptIndexError as CorruptIndexError  # re-exported
+from odradek.broker.storage.errors import CorruptSegmentError as CorruptSegmentError
 from odradek.broker.storage.offset_index import OffsetIndex
 from odradek.broker.storage.time_index import NO_TIMESTAMP, TimeIndex
 from odradek.broker.storage.txn_index import AbortedTxn, TransactionIndex
 from odradek.wire.exceptions import RecordBatchError
-from odradek.wire.records import LOG_OVERHEAD, MAGIC, MIN_BATCH_LENGTH, RecordBatch
+from odradek.wire.records import (
+    BATCH_HEADER_PREFIX,
+    LOG_OVERHEAD,
+    MAGIC,
+    MIN_BATCH_LENGTH,
+    RecordBatch,
+    batch_length_at,
+)
 
-# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
-# baseTimestamp, maxTimestamp: everything up to and including maxTimestamp.
-_HEAD = struct.Struct(">qiibIhiqq")
-_LENGTH = struct.Struct(">i")
 _MAX_RELATIVE = 2**31 - 1
 _RECOVERY_CHUNK = 1 << 20
-
-
-class CorruptSegmentError(RuntimeError):
-    """Bytes in a `.log` file that are not a valid batch where one must start."""
 
 
 class BatchMeta(NamedTuple):
@@ -284,10 +284,10 @@ class LogSegment:
         """The header of the batch at `position`, or None at/after the end of the data."""
         if position >= self.size:
             return None
-        raw = os.pread(self.fd, _HEAD.size, position)
-        if len(raw) < _HEAD.size:
+        raw = os.pread(self.fd, BATCH_HEADER_PREFIX.size, position)
+        if len(raw) < BATCH_HEADER_PREFIX.size:
             raise CorruptSegmentError(f"{self.log_path}: truncated batch header at byte {position}")
-        base_offset, length, epoch, magic, _, _, delta, _, max_ts = _HEAD.unpack(raw)
+        base_offset, length, epoch, magic, _, _, delta, _, max_ts = BATCH_HEADER_PREFIX.unpack(raw)
         if magic != MAGIC or length < MIN_BATCH_LENGTH:
             raise CorruptSegmentError(
                 f"{self.log_path}: no valid batch at byte {position} (magic {magic}, "
@@ -413,7 +413,7 @@ class LogSegment:
                 if remaining < LOG_OVERHEAD:
                     done = valid + at + LOG_OVERHEAD > file_size
                     break
-                length = _LENGTH.unpack_from(view, at + 8)[0]
+                length = batch_length_at(view, at)
                 size = length + LOG_OVERHEAD
                 if length < MIN_BATCH_LENGTH or valid + at + size > file_size:
                     done = True  # garbage or a torn tail

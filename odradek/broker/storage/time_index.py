@@ -18,7 +18,8 @@ from array import array
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
-from odradek.broker.storage.index_file import CorruptIndexError, IndexFile
+from odradek.broker.storage.errors import CorruptIndexError
+from odradek.broker.storage.index_file import IndexFile
 
 _ENTRY = struct.Struct(">qI")
 NO_TIMESTAMP = -1

@@ -20,7 +20,8 @@ import struct
 from pathlib import Path
 from typing import NamedTuple
 
-from odradek.broker.storage.index_file import CorruptIndexError, IndexFile
+from odradek.broker.storage.errors import CorruptIndexError
+from odradek.broker.storage.index_file import IndexFile
 
 _ENTRY = struct.Struct(">hqqqq")
 CURRENT_VERSION = 0

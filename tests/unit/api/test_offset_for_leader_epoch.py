@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from admin_testutil import call, open_broker, produce
 
-from odradek.broker.api._common import end_offset_for_epoch
 from odradek.broker.broker import Broker
+from odradek.broker.storage.leader_epoch import LeaderEpochCache
 from odradek.wire import ApiKey, ErrorCode
 from odradek.wire._generated.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 
@@ -87,7 +87,14 @@ def test_unknown_partitions(broker: Broker) -> None:
         ("nope", 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
 
 
-def test_end_offset_for_epoch_matches_kafkas_cache() -> None:
+def test_end_offset_for_epoch_matches_kafkas_cache(tmp_path: Path) -> None:
+    def end_offset_for_epoch(entries: list[tuple[int, int]], requested: int,
+                             log_end_offset: int) -> tuple[int, int]:
+        cache = LeaderEpochCache(tmp_path)
+        for epoch, start in entries:
+            cache.assign(epoch, start, persist=False)
+        return cache.end_offset_for(requested, log_end_offset)
+
     entries = [(1, 10), (4, 20), (6, 35)]
     assert end_offset_for_epoch(entries, 6, 50) == (6, 50)
     assert end_offset_for_epoch(entries, 5, 50) == (4, 35)

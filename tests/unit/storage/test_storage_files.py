@@ -1,7 +1,9 @@
-"""File names and checkpoint files."""
+"""File names, the atomic metadata write, checkpoint files."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,96 @@ def test_malformed_checkpoints_raise(tmp_path: Path, text: str) -> None:
         read_offsets_checkpoint(path)
 
 
+
+
+# -- atomic_write ---------------------------------------------------------------------------------
+
+
+def _record_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """Make os.fsync record ("dir" | "file", inode) of each descriptor it is given."""
+    calls: list[tuple[str, int]] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        st = os.fstat(fd)
+        calls.append(("dir" if stat.S_ISDIR(st.st_mode) else "file", st.st_ino))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return calls
+
+
+def test_atomic_write_round_trip_and_replace(tmp_path: Path) -> None:
+    path = tmp_path / "topics.json"
+    files.atomic_write(path, b"first")
+    assert path.read_bytes() == b"first"
+    files.atomic_write(path, b"second, longer than the first")
+    assert path.read_bytes() == b"second, longer than the first"
+    files.atomic_write(path, b"")
+    assert path.read_bytes() == b""
+
+
+def test_atomic_write_leaves_no_temp_file(tmp_path: Path) -> None:
+    files.atomic_write(tmp_path / "meta.properties", b"version=1\n")
+    files.atomic_write(tmp_path / "meta.properties", b"version=1\ncluster.id=x\n")
+    assert os.listdir(tmp_path) == ["meta.properties"]
+
+
+def test_atomic_write_retries_short_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writes: list[int] = []
+    real = os.write
+
+    def one_byte(fd: int, data: bytes) -> int:
+        writes.append(len(data))
+        return real(fd, bytes(data[:1]))
+
+    monkeypatch.setattr(os, "write", one_byte)
+    data = b"0\n2\na 0 5\nb-topic 1 10\n"
+    files.atomic_write(tmp_path / "cp", data)
+    monkeypatch.undo()
+    assert (tmp_path / "cp").read_bytes() == data
+    assert len(writes) == len(data)
+
+
+def test_atomic_write_fsyncs_the_file_then_its_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _record_fsyncs(monkeypatch)
+    path = tmp_path / "leader-epoch-checkpoint"
+    files.atomic_write(path, b"0\n0\n")
+    # The temp file's inode is the final file's (it was renamed, not copied).
+    assert calls == [("file", path.stat().st_ino), ("dir", tmp_path.stat().st_ino)]
+
+
+def test_atomic_write_without_sync_still_renames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _record_fsyncs(monkeypatch)
+    files.atomic_write(tmp_path / "00000000000000000005.snapshot", b"abc", sync=False)
+    assert calls == []
+    assert os.listdir(tmp_path) == ["00000000000000000005.snapshot"]
+
+
+def test_failed_atomic_write_keeps_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "cp"
+    files.atomic_write(path, b"old")
+
+    def failing(fd: int, data: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", failing)
+    with pytest.raises(OSError, match="No space"):
+        files.atomic_write(path, b"new")
+    monkeypatch.undo()
+    assert path.read_bytes() == b"old"
+    assert os.listdir(tmp_path) == ["cp"]
+
+
+def test_checkpoints_are_written_through_atomic_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _record_fsyncs(monkeypatch)
+    write_offsets_checkpoint(tmp_path / "cleaner-offset-checkpoint", {("t", 0): 3})
+    assert calls[-1] == ("dir", tmp_path.stat().st_ino)

@@ -382,6 +382,24 @@ def test_leader_epochs(tmp_path: Path) -> None:
     rebuilt.close()
 
 
+def test_leader_epoch_lookups_count_the_current_leader_epoch(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    # Nothing appended: the cache is empty, but the leader's epoch starts at the log end.
+    assert log.end_offset_for_epoch(0) == (-1, -1)
+    assert log.end_offset_for_epoch(0, leader_epoch=0) == (0, 0)
+    assert log.earliest_epoch() is None
+    assert log.earliest_epoch(leader_epoch=0) == 0
+    append(log, [b"a", b"b"], epoch=2)  # 0-1
+    assert log.end_offset_for_epoch(3, leader_epoch=3) == (3, 2)
+    assert log.end_offset_for_epoch(2, leader_epoch=3) == (2, 2)
+    assert log.end_offset_for_epoch(2, leader_epoch=1) == (2, 2)  # older: the cache alone
+    assert log.epoch_for_offset(1, leader_epoch=3) == 2
+    assert log.epoch_for_offset(2, leader_epoch=3) == 3
+    assert log.earliest_epoch(leader_epoch=3) == 2
+    assert log.epochs.entries == [(2, 0)], "lookups never record an epoch"
+    log.close()
+
+
 def test_aborted_txns_across_segments(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     fill(log, 10)

@@ -1,19 +1,10 @@
-"""Log compaction for `cleanup.policy=compact` logs: keep the last record of every key.
+"""One clean of one compacted log (Kafka's Cleaner): map the keys, decide what each batch
+keeps, write the survivors into new segments and swap them in.
 
-Kafka's log cleaner (LogCleaner, Cleaner, LogCleanerManager), pass by pass:
-
-1. Choose a log (`LogCleaner.grab_filthiest`). Per log dir, `cleaner-offset-checkpoint`
-   (`topic partition offset` lines, see checkpoint.py) holds each log's first dirty offset:
-   below it the log was cleaned. The dirty section ends at the first uncleanable offset, the
-   least of the active segment's base offset, the last stable offset (an open transaction is
-   never cleaned) and the base of the first segment whose newest record is younger than
-   `min.compaction.lag.ms`; it is rounded down to a segment base. A log is cleaned when its
-   dirty bytes exceed `min.cleanable.dirty.ratio` of its bytes up to there, or when a dirty
-   segment's first batch is older than `max.compaction.lag.ms`; the dirtiest goes first.
-2. Map the dirty section (`OffsetMap`): key -> offset of its last record, skipping aborted
+1. Map the dirty section (`OffsetMap`): key -> offset of its last record, skipping aborted
    transactional batches, until the map's memory budget (`log.cleaner.dedupe.buffer.size`
    x `log.cleaner.io.buffer.load.factor`) is used up. The map's end is the next dirty offset.
-3. Rewrite every segment below the map's end (the clean part too, to drop tombstones and
+2. Rewrite every segment below the map's end (the clean part too, to drop tombstones and
    older values of newly seen keys), grouped so that a group's files fit `segment.bytes`,
    `segment.index.bytes` and int32 relative offsets, each group into one new segment.
 
@@ -25,97 +16,61 @@ transaction remains; a marker with nothing left gets a delete horizon and goes o
 passed. The batch holding a live producer's last sequence (or, when its last entry is a
 marker, that marker) is kept, emptied if nothing in it survives, so that producer state
 and sequence checks survive compaction. Keyless records are dropped (Kafka counts them as
-invalid).
+invalid). A batch that keeps everything is copied unchanged; the others are rebuilt by
+`rewrite.py`.
 
-Bytes written (v2 batch layout in `odradek.wire.records`):
-- a batch that loses nothing and needs no horizon: copied unchanged;
-- a rebuilt batch: the original baseOffset, partitionLeaderEpoch, producerId, producerEpoch,
-  baseSequence, lastOffsetDelta (so the last sequence and the offset range stay) and codec
-  (recompressed with it); the survivors keep their offsetDelta, so offsets stay sparse.
-  Attributes keep compression, timestamp type, transactional and control bits; bit 6
-  (delete horizon, KIP-534) is set when the batch carries tombstones or a removable marker:
-  then baseTimestamp = the horizon (now + `delete.retention.ms` at the first clean that saw
-  them; kept on later rewrites), else the first survivor's timestamp. Record timestamp
-  deltas are rebased so every record keeps its timestamp; maxTimestamp is the survivors'
-  largest (the original for LogAppendTime). CRC-32C recomputed;
-- an emptied batch: the 61-byte header alone, recordsCount 0, no compression,
-  baseTimestamp -1, the original maxTimestamp, offsets, producer fields and flags.
+Segments are read in chunks of whole v2 batches (`log.cleaner.io.buffer.size` / 2 bytes;
+each batch is baseOffset int64 | batchLength int32 | the rest, batchLength bytes, see
+`odradek.wire.records`); a batch larger than a chunk is read whole.
 
 Crash safety: a group is written as `<base>.log.cleaned` (+ `.index.cleaned`,
 `.timeindex.cleaned`, `.txnindex.cleaned`), fsynced, then `PartitionLog.replace_segments`
 renames it `.swap`, the old segments' files `.deleted`, then drops `.swap`; a crash at any
-point is settled on the next start (`log.py`), so the log holds the old or the new segment
+point is settled on the next start (`loader.py`), so the log holds the old or the new segment
 set. Old segments stay open after the swap for `file.delete.delay.ms` so that a reader
-holding one keeps working. The checkpoint is written only after the swaps, so a crash costs
-a repeated clean, never a record.
+holding one keeps working. The caller writes the checkpoint only after the swaps, so a crash
+costs a repeated clean, never a record.
 
-Scheduling: one pass chooses and cleans one log. `LogCleaner.clean_steps` is a generator
-that yields after every chunk (`log.cleaner.io.buffer.size` bytes) it reads or writes, and
-yields a callable for each fsync; `run_pass_async` drives it on the event loop, yielding to
-other tasks every few milliseconds and running fsyncs in a worker thread, so fetches and
-produces go on while a log is cleaned. Appends only touch the active segment, which is never
-cleaned; retention or topic deletion removing a segment that is being cleaned aborts the
-clean (nothing is swapped, the `.cleaned` files are removed).
+`Cleaner.clean_steps` is a generator that yields after every chunk it reads or writes, and
+yields a callable for each fsync, so that its driver (`scheduler.py`) can share the event
+loop. Appends only touch the active segment, which is never cleaned; retention or topic
+deletion removing a segment that is being cleaned aborts the clean (`CleaningAbortedError`:
+nothing is swapped, the `.cleaned` files are removed).
 """
 
 from __future__ import annotations
 
 import heapq
-import math
 import os
-import struct
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import anyio
-import anyio.lowlevel
-import crc32c
 import structlog
 
 from odradek.broker.storage import files
-from odradek.broker.storage.checkpoint import (
-    CheckpointError,
-    read_offsets_checkpoint,
-    write_offsets_checkpoint,
-)
-from odradek.broker.storage.log import LogClosedError, PartitionLog
-from odradek.broker.storage.manager import LogManager, TopicPartition
+from odradek.broker.storage.cleaner.dirty import LogToClean, log_to_clean, segments_in
+from odradek.broker.storage.cleaner.rewrite import NO_TIMESTAMP, empty_batch, rebuild_batch
+from odradek.broker.storage.log import PartitionLog
 from odradek.broker.storage.segment import BatchMeta, LogSegment
 from odradek.broker.storage.txn_index import AbortedTxn, TransactionIndex
 from odradek.wire.exceptions import RecordBatchError
 from odradek.wire.records import (
-    ATTR_COMPRESSION_MASK,
-    ATTR_CONTROL,
-    ATTR_DELETE_HORIZON,
-    ATTR_TIMESTAMP_TYPE,
-    ATTR_TRANSACTIONAL,
-    BATCH_HEADER_SIZE,
     CONTROL_ABORT,
     CONTROL_COMMIT,
     LOG_OVERHEAD,
     Record,
     RecordBatch,
-    build_batch,
+    batch_length_at,
     iter_batches,
 )
 
 log = structlog.get_logger(__name__)
 
-CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
-NO_TIMESTAMP = -1
 # What one map entry costs beyond its key bytes in CPython (dict slot, bytes and int objects);
 # the dedupe buffer size is a memory budget, not Kafka's 24-byte hash slots.
 MAP_ENTRY_OVERHEAD = 120
 _MAX_RELATIVE = 2**31 - 1
-
-# Fields patched in a rebuilt batch (offsets from the batch start, see odradek.wire.records).
-_ATTRIBUTES_AT = 21
-_CRC_AT = 17
-_PATCH = struct.Struct(">hiqq")  # attributes, lastOffsetDelta, baseTimestamp, maxTimestamp
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_U32 = struct.Struct(">I")
 
 # A step of a clean: None = a point where the driver may pause; a callable = blocking disk
 # work (fsync) the driver may run in a worker thread.
@@ -232,7 +187,7 @@ class CleanedTransactions:
         return False
 
 
-# -- what to clean ------------------------------------------------------------------------------
+# -- live producers and segment groups ----------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,96 +204,6 @@ def last_records_of_active_producers(plog: PartitionLog) -> dict[int, LastRecord
         last = entry.last_data_offset
         out[pid] = LastRecord(last if last >= 0 else None, entry.producer_epoch)
     return out
-
-
-def segments_in(plog: PartitionLog, start: int, end: int) -> list[LogSegment]:
-    """Kafka's `logSegments(start, end)`: from the segment holding `start` (the first when
-    below them all), those with a base offset below `end`."""
-    segments = plog.segments
-    bases = [s.base_offset for s in segments]
-    first = 0
-    for i, base in enumerate(bases):
-        if base <= start:
-            first = i
-    return [s for s in segments[first:] if s.base_offset < end]
-
-
-def non_active_segments_from(plog: PartitionLog, start: int) -> list[LogSegment]:
-    return [
-        s for s in segments_in(plog, start, plog.log_end_offset + 1) if s is not plog.active_segment
-    ]
-
-
-@dataclass(slots=True)
-class LogToClean:
-    log: PartitionLog
-    first_dirty_offset: int
-    first_uncleanable_offset: int  # a segment base offset
-    clean_bytes: int
-    cleanable_bytes: int
-    needs_compaction_now: bool = False
-
-    @property
-    def total_bytes(self) -> int:
-        return self.clean_bytes + self.cleanable_bytes
-
-    @property
-    def cleanable_ratio(self) -> float:
-        return self.cleanable_bytes / self.total_bytes if self.total_bytes else 0.0
-
-
-def cleanable_offsets(
-    plog: PartitionLog, checkpoint: int | None, now_ms: int
-) -> tuple[int, int, bool]:
-    """(first dirty offset, first uncleanable offset, whether the checkpoint was reset).
-    A checkpoint below the log start or past the log end is reset to the log start."""
-    start = plog.log_start_offset
-    first_dirty = start if checkpoint is None else checkpoint
-    reset = False
-    if first_dirty < start or first_dirty > plog.log_end_offset:
-        first_dirty, reset = start, checkpoint is not None
-    candidates = [plog.last_stable_offset, plog.active_segment.base_offset]
-    lag = max(plog.config.min_compaction_lag_ms, 0)
-    if lag > 0:
-        for segment in non_active_segments_from(plog, first_dirty):
-            if segment.largest_timestamp() > now_ms - lag:
-                candidates.append(segment.base_offset)
-                break
-    return first_dirty, max(first_dirty, min(candidates)), reset
-
-
-def max_compaction_delay(plog: PartitionLog, first_dirty: int, now_ms: int) -> int:
-    """How far past `max.compaction.lag.ms` the oldest dirty non-active segment is (0: not)."""
-    stamps = [
-        ts
-        for s in non_active_segments_from(plog, first_dirty)
-        if (ts := s.first_batch_timestamp) > 0
-    ]
-    if not stamps:
-        return 0
-    clean_until = now_ms - max(plog.config.max_compaction_lag_ms, 0)
-    earliest = min(stamps)
-    return clean_until - earliest if earliest < clean_until else 0
-
-
-def log_to_clean(plog: PartitionLog, checkpoint: int | None, now_ms: int) -> LogToClean:
-    first_dirty, uncleanable, _ = cleanable_offsets(plog, checkpoint, now_ms)
-    from_uncleanable = non_active_segments_from(plog, uncleanable)
-    first_uncleanable = (
-        from_uncleanable[0] if from_uncleanable else plog.active_segment
-    ).base_offset
-    cleanable = sum(
-        s.size for s in segments_in(plog, min(first_dirty, first_uncleanable), first_uncleanable)
-    )
-    clean = sum(s.size for s in segments_in(plog, -1, first_dirty))
-    return LogToClean(
-        plog,
-        first_dirty,
-        first_uncleanable,
-        clean,
-        cleanable,
-        max_compaction_delay(plog, first_dirty, now_ms) > 0,
-    )
 
 
 def group_segments_by_size(
@@ -483,70 +348,6 @@ def filter_batch(batch: RecordBatch, ctx: _FilterContext) -> tuple[bytes, int] |
     return None
 
 
-def rebuild_batch(
-    batch: RecordBatch, retained: Sequence[Record], horizon: int
-) -> tuple[bytes, int]:
-    """A batch like `batch` holding only `retained` (see the module docstring); `horizon` -1
-    means no delete horizon. Returns its bytes and max timestamp."""
-    log_append_time = batch.timestamp_type == 1
-    stamps = [
-        batch.max_timestamp if log_append_time else batch.base_timestamp + r.timestamp_delta
-        for r in retained
-    ]
-    base_ts = horizon if horizon >= 0 else stamps[0]
-    records = [
-        Record(r.offset_delta, ts - base_ts, r.key, r.value, r.headers, r.attributes)
-        for r, ts in zip(retained, stamps, strict=True)
-    ]
-    raw = bytearray(
-        build_batch(
-            records,
-            base_offset=batch.base_offset,
-            base_timestamp=base_ts,
-            compression=batch.compression,
-            producer_id=batch.producer_id,
-            producer_epoch=batch.producer_epoch,
-            base_sequence=batch.base_sequence,
-            is_transactional=batch.is_transactional,
-            partition_leader_epoch=batch.partition_leader_epoch,
-            timestamp_type=batch.timestamp_type,
-        )
-    )
-    max_ts = batch.max_timestamp if log_append_time else max(stamps)
-    attributes = batch.attributes & ~ATTR_DELETE_HORIZON
-    if horizon >= 0:
-        attributes |= ATTR_DELETE_HORIZON
-    _PATCH.pack_into(raw, _ATTRIBUTES_AT, attributes, batch.last_offset_delta, base_ts, max_ts)
-    _U32.pack_into(raw, _CRC_AT, crc32c.crc32c(memoryview(raw)[_ATTRIBUTES_AT:]))
-    return bytes(raw), max_ts
-
-
-def empty_batch(batch: RecordBatch) -> bytes:
-    """The header of `batch` alone, with no records (Kafka's writeEmptyHeader)."""
-    attributes = batch.attributes & ~(ATTR_COMPRESSION_MASK | ATTR_DELETE_HORIZON)
-    attributes &= ATTR_TIMESTAMP_TYPE | ATTR_TRANSACTIONAL | ATTR_CONTROL
-    raw = bytearray(BATCH_HEADER_SIZE)
-    _HEADER.pack_into(
-        raw,
-        0,
-        batch.base_offset,
-        BATCH_HEADER_SIZE - LOG_OVERHEAD,
-        batch.partition_leader_epoch,
-        2,
-        0,
-        attributes,
-        batch.last_offset_delta,
-        NO_TIMESTAMP,
-        batch.max_timestamp,
-        batch.producer_id,
-        batch.producer_epoch,
-        batch.base_sequence,
-        0,
-    )
-    _U32.pack_into(raw, _CRC_AT, crc32c.crc32c(memoryview(raw)[_ATTRIBUTES_AT:]))
-    return bytes(raw)
-
-
 # -- reading segments in chunks -----------------------------------------------------------------
 
 
@@ -565,7 +366,7 @@ def _read_chunks(
         if not batches:
             if len(data) < LOG_OVERHEAD:
                 raise RecordBatchError(f"{segment.log_path}: truncated batch at byte {position}")
-            size = struct.unpack_from(">i", data, 8)[0] + LOG_OVERHEAD
+            size = batch_length_at(data) + LOG_OVERHEAD
             if size <= len(data) or position + size > end:
                 raise RecordBatchError(f"{segment.log_path}: bad batch at byte {position}")
             want = size
@@ -753,7 +554,7 @@ class Cleaner:
                 cleaned.delete()
             else:
                 # The swap had begun: its files are what the next start completes the swap
-                # from (see log.py), so leave them.
+                # from (see loader.py), so leave them.
                 log.error("segment swap interrupted", log=f"{plog.topic}-{plog.partition}")
                 if not any(s is cleaned for s in plog.segments):
                     cleaned.close()
@@ -790,206 +591,3 @@ def _check_live(plog: PartitionLog, segments: Sequence[LogSegment]) -> None:
             raise CleaningAbortedError(
                 f"segment {segment.base_offset} of {plog.topic}-{plog.partition} was deleted"
             )
-
-
-# -- the cleaner manager ------------------------------------------------------------------------
-
-
-class LogCleaner:
-    """Chooses the log to clean, cleans it and keeps `cleaner-offset-checkpoint` (Kafka's
-    LogCleaner with LogCleanerManager, one cleaner)."""
-
-    def __init__(
-        self,
-        manager: LogManager,
-        *,
-        dedupe_buffer_size: int = 128 * 1024 * 1024,
-        load_factor: float = 0.9,
-        io_buffer_size: int = 512 * 1024,
-        max_io_bytes_per_second: float = math.inf,
-        slice_ms: float = 5.0,
-    ) -> None:
-        self.manager = manager
-        self.cleaner = Cleaner(
-            dedupe_buffer_size=dedupe_buffer_size,
-            load_factor=load_factor,
-            io_buffer_size=io_buffer_size,
-        )
-        self.max_io_bytes_per_second = max_io_bytes_per_second
-        self.slice_s = slice_ms / 1000
-        self.uncleanable: set[TopicPartition] = set()
-        self.in_progress: TopicPartition | None = None
-        self._checkpoints: dict[TopicPartition, int] = {}
-        for log_dir in manager.log_dirs:
-            try:
-                self._checkpoints.update(read_offsets_checkpoint(log_dir / CLEANER_CHECKPOINT_FILE))
-            except (CheckpointError, OSError) as exc:
-                log.warning(
-                    "unreadable cleaner checkpoint; cleaning from the log start",
-                    log_dir=str(log_dir),
-                    error=str(exc),
-                )
-
-    def checkpoint_of(self, topic: str, partition: int) -> int | None:
-        return self._checkpoints.get((topic, partition))
-
-    def grab_filthiest(self, now_ms: int) -> LogToClean | None:
-        """The compacted log most worth cleaning now, if any is past its thresholds."""
-        best: LogToClean | None = None
-        for tp, plog in self.manager.logs().items():
-            if plog.closed or not plog.config.compacts or tp in self.uncleanable:
-                continue
-            checkpoint = self._checkpoints.get(tp)
-            ltc = log_to_clean(plog, checkpoint, now_ms)
-            if checkpoint is not None and checkpoint != ltc.first_dirty_offset:
-                self._update_checkpoint(plog, ltc.first_dirty_offset)
-            if ltc.total_bytes <= 0:
-                continue
-            if not (
-                (ltc.needs_compaction_now and ltc.cleanable_bytes > 0)
-                or ltc.cleanable_ratio > plog.config.min_cleanable_dirty_ratio
-            ):
-                continue
-            if best is None or ltc.cleanable_ratio > best.cleanable_ratio:
-                best = ltc
-        return best
-
-    def delete_retired(self, now_ms: int) -> None:
-        for plog in self.manager.logs().values():
-            if not plog.closed:
-                plog.delete_retired(now_ms)
-
-    def run_pass(self, now_ms: int) -> CleanResult | None:
-        """Choose and clean one log synchronously; None when no log needed cleaning."""
-        self.delete_retired(now_ms)
-        ltc = self.grab_filthiest(now_ms)
-        if ltc is None:
-            return None
-        steps = self.cleaner.clean_steps(ltc, now_ms)
-        return self._drive_sync(ltc, steps)
-
-    def _drive_sync(
-        self, ltc: LogToClean, steps: Generator[Step, None, CleanResult]
-    ) -> CleanResult | None:
-        with self._cleaning(ltc) as outcome:
-            while True:
-                try:
-                    step = next(steps)
-                except StopIteration as done:
-                    outcome.result = done.value
-                    break
-                if step is not None:
-                    step()
-        return outcome.result
-
-    async def run_pass_async(self, clock: Callable[[], int]) -> CleanResult | None:
-        """One pass on the event loop: other tasks run every `slice_ms`, fsyncs run in a
-        worker thread, and `log.cleaner.io.max.bytes.per.second` is honoured."""
-        now_ms = clock()
-        self.delete_retired(now_ms)
-        ltc = self.grab_filthiest(now_ms)
-        if ltc is None:
-            return None
-        stats = CleanerStats()
-        steps = self.cleaner.clean_steps(ltc, now_ms, stats)
-        started = slice_start = time.monotonic()
-        try:
-            with self._cleaning(ltc) as outcome:
-                while True:
-                    try:
-                        step = next(steps)
-                    except StopIteration as done:
-                        outcome.result = done.value
-                        break
-                    if step is not None:
-                        await anyio.to_thread.run_sync(step)
-                    if time.monotonic() - slice_start >= self.slice_s:
-                        await anyio.lowlevel.checkpoint()
-                        slice_start = time.monotonic()
-                    if math.isfinite(self.max_io_bytes_per_second):
-                        ahead = stats.io_bytes / self.max_io_bytes_per_second - (
-                            time.monotonic() - started
-                        )
-                        if ahead > 0:
-                            await anyio.sleep(ahead)
-                            slice_start = time.monotonic()
-        finally:
-            steps.close()
-        return outcome.result
-
-    def _cleaning(self, ltc: LogToClean) -> _Cleaning:
-        return _Cleaning(self, ltc)
-
-    def _done(
-        self, ltc: LogToClean, result: CleanResult | None, error: BaseException | None
-    ) -> None:
-        plog = ltc.log
-        tp = (plog.topic, plog.partition)
-        self.in_progress = None
-        if result is not None:
-            if not plog.closed:
-                self._update_checkpoint(plog, result.next_dirty_offset)
-            return
-        if isinstance(error, CleaningAbortedError | LogClosedError):
-            log.info("log cleaning aborted", log=f"{tp[0]}-{tp[1]}", reason=str(error))
-        elif isinstance(error, Exception):
-            log.warning(
-                "log cleaning failed; partition marked uncleanable",
-                log=f"{tp[0]}-{tp[1]}",
-                error=repr(error),
-            )
-            self.uncleanable.add(tp)
-
-    def _update_checkpoint(self, plog: PartitionLog, offset: int) -> None:
-        tp = (plog.topic, plog.partition)
-        self._checkpoints[tp] = offset
-        log_dir = self.manager.log_dir_of(*tp)
-        if log_dir is None:
-            return
-        self._write_checkpoint(log_dir)
-
-    def _write_checkpoint(self, log_dir: Path) -> None:
-        present = {
-            tp: offset
-            for tp, offset in self._checkpoints.items()
-            if self.manager.log_dir_of(*tp) == log_dir
-        }
-        write_offsets_checkpoint(log_dir / CLEANER_CHECKPOINT_FILE, present)
-
-
-class _Cleaning:
-    """Context for one clean: marks the log in progress, records the outcome."""
-
-    def __init__(self, owner: LogCleaner, ltc: LogToClean) -> None:
-        self.owner = owner
-        self.ltc = ltc
-        self.result: CleanResult | None = None
-
-    def __enter__(self) -> _Cleaning:
-        self.owner.in_progress = (self.ltc.log.topic, self.ltc.log.partition)
-        return self
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> bool:
-        self.owner._done(self.ltc, self.result, exc)
-        # Aborted or failed cleans end the pass quietly; cancellation propagates.
-        return isinstance(exc, Exception)
-
-
-__all__ = [
-    "CLEANER_CHECKPOINT_FILE",
-    "CleanResult",
-    "CleanedTransactions",
-    "Cleaner",
-    "CleanerStats",
-    "CleaningAbortedError",
-    "LastRecord",
-    "LogCleaner",
-    "LogToClean",
-    "OffsetMap",
-    "cleanable_offsets",
-    "empty_batch",
-    "filter_batch",
-    "group_segments_by_size",
-    "log_to_clean",
-    "rebuild_batch",
-]
