@@ -1,7 +1,8 @@
 """Fetch (key 1), versions 4-17.
 
 - Long poll: answered once `min_bytes` are available or any partition has an error, else
-  after `max_wait_ms`; waiting is on the broker's append event, never by sleeping.
+  after `max_wait_ms`; waiting is on the broker's append event, never by sleeping. A fetch
+  naming no partition is answered at once, as Kafka does.
 - Bytes: `max_bytes` for the response and `partition_max_bytes` per partition, with KIP-74's
   rule that the first batch of the first non-empty partition is returned whole even when it
   is larger. Whole batches only, starting with the batch that contains the fetch offset.
@@ -119,7 +120,8 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
     read_committed = request.isolation_level == READ_COMMITTED
     resolved = _resolve(ctx, request)
-    deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
+    wait_ms = max(request.max_wait_ms, 0) if any(t.partitions for t in request.topics) else 0
+    deadline = time.monotonic() + wait_ms / 1000
     while True:
         responses, total, errored = _read_all(request, resolved, read_committed)
         left = deadline - time.monotonic()

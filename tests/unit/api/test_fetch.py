@@ -249,6 +249,9 @@ def test_a_fetch_for_no_partitions_answers_without_waiting(
     response = fetch(broker, max_wait=30_000, min_bytes=1)
     assert (response.error_code, response.session_id, response.responses) == (
         ErrorCode.NONE, 0, [])
+    req = F(max_wait_ms=30_000, min_bytes=1, topics=[F.FetchTopic(topic="t", partitions=[])])
+    response = call(broker, KEY, 12, req)
+    assert [(t.topic, t.partitions) for t in response.responses] == [("t", [])]
 
 
 # -- bytes: KIP-74 and whole batches ----------------------------------------------------------
