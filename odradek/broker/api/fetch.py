@@ -9,7 +9,8 @@
 - A full fetch answers exactly the requested partitions, in request order. Fetch sessions
   (KIP-227) are not kept: session_id is always 0, which clients accept as sessionless; a
   request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
-- Offsets outside [log start, log end]: OFFSET_OUT_OF_RANGE. v13+ topics are named by id
+- Offsets outside [log start, log end]: OFFSET_OUT_OF_RANGE, also for partitions after the
+  response's byte budget is spent (Kafka reads them with 0 bytes). v13+ topics are named by id
   (UNKNOWN_TOPIC_ID). current_leader_epoch above ours: UNKNOWN_LEADER_EPOCH.
 - read_committed (isolation_level 1) reads up to the last stable offset (the first offset of
   the earliest open transaction, else the high watermark) and lists the aborted transactions
@@ -69,7 +70,7 @@ def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
 def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool
               ) -> tuple[list[FetchResponse.FetchableTopicResponse], int, bool]:
     """One pass over every partition: (topic responses, bytes gathered, any error)."""
-    remaining = request.max_bytes
+    remaining = max(request.max_bytes, 0)
     total = 0
     errored = False
     responses = []
@@ -85,17 +86,18 @@ def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool
                 data.high_watermark, data.last_stable_offset = hw, lso
                 data.log_start_offset = plog.log_start_offset
                 data.aborted_transactions = [] if read_committed else None
-                if error == ErrorCode.NONE and remaining > 0:
+                if error == ErrorCode.NONE:  # even with no budget left: offsets are checked
                     bound = lso if read_committed else hw
+                    limit = max(min(p.partition_max_bytes, remaining), 0)
                     try:
-                        records = plog.read(p.fetch_offset, min(p.partition_max_bytes, remaining),
-                                            upper_bound=bound, min_one_message=total == 0)
+                        records = plog.read(p.fetch_offset, limit, upper_bound=bound,
+                                            min_one_message=total == 0)
                     except OffsetOutOfRangeError:
                         data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
                     else:
                         data.records = records
                         total += len(records)
-                        remaining -= len(records)
+                        remaining = max(remaining - len(records), 0)
                         if read_committed and records:
                             data.aborted_transactions = _aborted(plog, p.fetch_offset, records)
             errored = errored or data.error_code != ErrorCode.NONE
