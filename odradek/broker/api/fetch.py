@@ -11,7 +11,8 @@
   request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
 - Offsets outside [log start, log end]: OFFSET_OUT_OF_RANGE, also for partitions after the
   response's byte budget is spent (Kafka reads them with 0 bytes). v13+ topics are named by id
-  (UNKNOWN_TOPIC_ID). current_leader_epoch above ours: UNKNOWN_LEADER_EPOCH.
+  (UNKNOWN_TOPIC_ID for an unknown id, UNKNOWN_TOPIC_OR_PARTITION for a partition the topic
+  lacks). current_leader_epoch above ours: UNKNOWN_LEADER_EPOCH.
 - read_committed (isolation_level 1) reads up to the last stable offset (the first offset of
   the earliest open transaction, else the high watermark) and lists the aborted transactions
   overlapping the returned batches (from the `.txnindex` files), sorted by first offset, so
@@ -50,10 +51,11 @@ def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
         if by_id:
             found = ctx.cluster.by_id.get(topic.topic_id)
             name = found.name if found else None
-            missing = ErrorCode.UNKNOWN_TOPIC_ID
         else:
             name = topic.topic
-            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        # an unknown id is UNKNOWN_TOPIC_ID; a known topic's missing partition is not
+        missing = (ErrorCode.UNKNOWN_TOPIC_ID if name is None
+                   else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         parts: list[Wanted] = []
         for p in topic.partitions:
             plog = ctx.partitions.log(name, p.partition) if name is not None else None
