@@ -2,8 +2,10 @@
 
 - This node is the only broker, the controller, and the leader (epoch 0) and only replica/ISR
   of every partition; the advertised endpoint is that of the listener the client used.
-- Topics: v0 empty list = all topics; v1+ null = all, empty = none; v10+ topics may be named
-  by id (UNKNOWN_TOPIC_ID when unknown). Topic ids are returned from v10.
+- Topics: v0 empty list = all topics; v1+ null = all, empty = none; v12+ topics may be named
+  by id (UNKNOWN_TOPIC_ID when unknown). Topic ids are returned from v10. In v10-11 requests
+  (whose schema allows them) a null name or a topic id is refused as Kafka refuses it: every
+  requested topic gets INVALID_REQUEST (MetadataRequest.getErrorResponse).
 - Auto-creation (`auto.create.topics.enable`, `num.partitions`) when the request allows it
   (always for v0-3): the topic is created synchronously and returned ready, not
   LEADER_NOT_AVAILABLE. Internal topic names and illegal names are never auto-created.
@@ -70,8 +72,19 @@ def _auto_create(ctx: RequestContext, name: str) -> Topic | ErrorCode:
     return topic
 
 
+def _invalid_request(request: MetadataRequest) -> MetadataResponse:
+    """Kafka's answer to a request it throws InvalidRequestException for: no brokers."""
+    return MetadataResponse(topics=[
+        Resp.MetadataResponseTopic(error_code=ErrorCode.INVALID_REQUEST, name=want.name or "",
+                                   topic_id=want.topic_id, is_internal=False, partitions=[])
+        for want in request.topics or []])
+
+
 async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     version = ctx.api_version
+    if version < 12 and any(want.name is None or want.topic_id != ZERO_UUID
+                            for want in request.topics or []):
+        return _invalid_request(request)
     host, port = ctx.node.advertised_endpoint(ctx.client.listener)
     topic_ops = (TOPIC_OPS_ALL if version >= 8 and request.include_topic_authorized_operations
                  else AUTHORIZED_OPS_NOT_REQUESTED)
