@@ -36,7 +36,9 @@ log = structlog.get_logger("odradek.metadata")
 AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)
 # READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation bits)
 TOPIC_OPS_ALL = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPS_ALL = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12, 13, 14))
+# CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE:
+# what Kafka reports for the cluster without an authorizer (AclEntry.supportedOperations)
+CLUSTER_OPS_ALL = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 Resp = MetadataResponse
 
