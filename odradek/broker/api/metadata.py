@@ -8,9 +8,11 @@
   requested topic gets INVALID_REQUEST (MetadataRequest.getErrorResponse).
 - Auto-creation (`auto.create.topics.enable`, `num.partitions`) when the request allows it
   (always for v0-3): the topic is created synchronously and returned ready, not
-  LEADER_NOT_AVAILABLE. Internal topic names and illegal names are never auto-created.
+  LEADER_NOT_AVAILABLE. Internal topic names and illegal names are never auto-created; the
+  error entry of an internal name is flagged is_internal, as Kafka flags it.
 - authorized operations: INT32_MIN unless requested; when requested, all operations are
-  reported allowed (there is no authorizer). Not implemented: racks, ACLs.
+  reported allowed (there is no authorizer), also on the error entries of unknown or illegal
+  names (not on those of unknown topic ids), as from Kafka. Not implemented: racks, ACLs.
 """
 
 from __future__ import annotations
@@ -56,7 +58,9 @@ def _topic_entry(ctx: RequestContext, topic: Topic, ops: int) -> Resp.MetadataRe
 
 def _error_entry(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID,
                  ops: int = AUTHORIZED_OPS_NOT_REQUESTED) -> Resp.MetadataResponseTopic:
+    """As Kafka's: a name is flagged internal by name alone (Topic.isInternal)."""
     return Resp.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id,
+                                      is_internal=name in INTERNAL_TOPICS,
                                       topic_authorized_operations=ops)
 
 
@@ -112,8 +116,8 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                 created = _auto_create(ctx, name) if allow_create else (
                     ErrorCode.INVALID_TOPIC_EXCEPTION if topic_name_error(name)
                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                if isinstance(created, ErrorCode):
-                    topics.append(_error_entry(name, created))
+                if isinstance(created, ErrorCode):  # Kafka sets the operations here too
+                    topics.append(_error_entry(name, created, ops=topic_ops))
                     continue
                 topic = created
             topics.append(_topic_entry(ctx, topic, topic_ops))
