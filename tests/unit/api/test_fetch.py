@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from admin_testutil import acall, call, open_broker
 
@@ -151,7 +152,7 @@ def test_long_poll_is_answered_by_an_append(broker: Broker, monkeypatch: pytest.
 
                 tg.start_soon(fetcher)
                 while not parked and "response" not in got:  # until the fetch has parked
-                    await anyio.sleep(0)
+                    await anyio.lowlevel.checkpoint()
                 assert "response" not in got  # it found nothing and waits
                 produced = await acall(broker, ApiKey.PRODUCE, 9, produce_request(1, raw(2)))
                 assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
