@@ -1,7 +1,8 @@
 """Fetch (key 1), versions 4-17.
 
 - Long poll: answered once `min_bytes` are available or any partition has an error, else
-  after `max_wait_ms`; waiting is on the broker's append event, never by sleeping.
+  after `max_wait_ms`; waiting is on the broker's append event, never by sleeping. A fetch
+  naming no partition is answered at once, as Kafka does.
 - Bytes: `max_bytes` for the response (capped by the broker's `fetch.max.bytes`, as Kafka)
   and `partition_max_bytes` per partition, with KIP-74's rule that the first batch of the
   first non-empty partition is returned whole even when it is larger. Whole batches only,
@@ -14,8 +15,10 @@
 - A full fetch answers exactly the requested partitions, in request order. Fetch sessions
   (KIP-227) are not kept: session_id is always 0, which clients accept as sessionless; a
   request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
-- Offsets outside [log start, log end]: OFFSET_OUT_OF_RANGE. v13+ topics are named by id
-  (UNKNOWN_TOPIC_ID). current_leader_epoch above ours: UNKNOWN_LEADER_EPOCH.
+- Offsets outside [log start, log end]: OFFSET_OUT_OF_RANGE, also for partitions after the
+  response's byte budget is spent (Kafka reads them with 0 bytes). v13+ topics are named by id
+  (UNKNOWN_TOPIC_ID for an unknown id, UNKNOWN_TOPIC_OR_PARTITION for a partition the topic
+  lacks). current_leader_epoch above ours: UNKNOWN_LEADER_EPOCH.
 - read_committed (isolation_level 1) reads up to the last stable offset (the first offset of
   the earliest open transaction, else the high watermark) and lists the aborted transactions
   overlapping the returned batches (from the `.txnindex` files), sorted by first offset, so
@@ -63,10 +66,11 @@ def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
         if by_id:
             found = ctx.cluster.by_id.get(topic.topic_id)
             name = found.name if found else None
-            missing = ErrorCode.UNKNOWN_TOPIC_ID
         else:
             name = topic.topic
-            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        # an unknown id is UNKNOWN_TOPIC_ID; a known topic's missing partition is not
+        missing = (ErrorCode.UNKNOWN_TOPIC_ID if name is None
+                   else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         parts: list[Wanted] = []
         for p in topic.partitions:
             plog = ctx.partitions.log(name, p.partition) if name is not None else None
@@ -83,7 +87,7 @@ def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
 def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool, max_bytes: int,
               missing: ErrorCode) -> tuple[list[FetchResponse.FetchableTopicResponse], int, bool]:
     """One pass over every partition: (topic responses, bytes gathered, any error)."""
-    remaining = max_bytes
+    remaining = max(max_bytes, 0)
     total = 0
     errored = False
     responses = []
@@ -116,7 +120,7 @@ def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool, m
                                          records=b"")
                 else:
                     total += size
-                    remaining -= size
+                    remaining = max(remaining - size, 0)
             errored = errored or data.error_code != ErrorCode.NONE
             datas.append(data)
         responses.append(FetchResponse.FetchableTopicResponse(topic=topic.topic, topic_id=topic.topic_id,
@@ -133,11 +137,11 @@ def _fill(data: PartitionData, p: FetchRequest.FetchPartition, plog: PartitionLo
     data.high_watermark, data.last_stable_offset = hw, lso
     data.log_start_offset = plog.log_start_offset
     data.aborted_transactions = [] if read_committed else None
-    if error != ErrorCode.NONE or remaining <= 0:
+    if error != ErrorCode.NONE:
         return 0
     bound = lso if read_committed else hw
-    try:
-        records = plog.read(p.fetch_offset, min(p.partition_max_bytes, remaining),
+    try:  # read even with no budget left (a 0-byte read): the offset is still checked
+        records = plog.read(p.fetch_offset, max(min(p.partition_max_bytes, remaining), 0),
                             upper_bound=bound, min_one_message=first)
     except OffsetOutOfRangeError:
         data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
@@ -166,7 +170,8 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     max_bytes = min(request.max_bytes, ctx.config.get_int("fetch.max.bytes"))
     missing = (ErrorCode.UNKNOWN_TOPIC_ID if ctx.api_version >= 13
                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
+    wait_ms = max(request.max_wait_ms, 0) if any(t.partitions for t in request.topics) else 0
+    deadline = time.monotonic() + wait_ms / 1000
     while True:
         # Resolved on every pass: a topic deleted (or re-created) while this fetch waits
         # answers with its error instead of reading a closed log.

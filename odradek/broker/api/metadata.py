@@ -2,13 +2,17 @@
 
 - This node is the only broker, the controller, and the leader (epoch 0) and only replica/ISR
   of every partition; the advertised endpoint is that of the listener the client used.
-- Topics: v0 empty list = all topics; v1+ null = all, empty = none; v10+ topics may be named
-  by id (UNKNOWN_TOPIC_ID when unknown). Topic ids are returned from v10.
+- Topics: v0 empty list = all topics; v1+ null = all, empty = none; v12+ topics may be named
+  by id (UNKNOWN_TOPIC_ID when unknown). Topic ids are returned from v10. In v10-11 requests
+  (whose schema allows them) a null name or a topic id is refused as Kafka refuses it: every
+  requested topic gets INVALID_REQUEST (MetadataRequest.getErrorResponse).
 - Auto-creation (`auto.create.topics.enable`, `num.partitions`) when the request allows it
   (always for v0-3): the topic is created synchronously and returned ready, not
-  LEADER_NOT_AVAILABLE. Internal topic names and illegal names are never auto-created.
+  LEADER_NOT_AVAILABLE. Internal topic names and illegal names are never auto-created; the
+  error entry of an internal name is flagged is_internal, as Kafka flags it.
 - authorized operations: INT32_MIN unless requested; when requested, all operations are
-  reported allowed (there is no authorizer). Not implemented: racks, ACLs.
+  reported allowed (there is no authorizer), also on the error entries of unknown or illegal
+  names (not on those of unknown topic ids), as from Kafka. Not implemented: racks, ACLs.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ log = structlog.get_logger("odradek.metadata")
 AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)
 # READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation bits)
 TOPIC_OPS_ALL = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPS_ALL = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12, 13, 14))
+# CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE:
+# what Kafka reports for the cluster without an authorizer (AclEntry.supportedOperations)
+CLUSTER_OPS_ALL = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 Resp = MetadataResponse
 
@@ -52,7 +58,9 @@ def _topic_entry(ctx: RequestContext, topic: Topic, ops: int) -> Resp.MetadataRe
 
 def _error_entry(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID,
                  ops: int = AUTHORIZED_OPS_NOT_REQUESTED) -> Resp.MetadataResponseTopic:
+    """As Kafka's: a name is flagged internal by name alone (Topic.isInternal)."""
     return Resp.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id,
+                                      is_internal=name in INTERNAL_TOPICS,
                                       topic_authorized_operations=ops)
 
 
@@ -70,8 +78,19 @@ def _auto_create(ctx: RequestContext, name: str) -> Topic | ErrorCode:
     return topic
 
 
+def _invalid_request(request: MetadataRequest) -> MetadataResponse:
+    """Kafka's answer to a request it throws InvalidRequestException for: no brokers."""
+    return MetadataResponse(topics=[
+        Resp.MetadataResponseTopic(error_code=ErrorCode.INVALID_REQUEST, name=want.name or "",
+                                   topic_id=want.topic_id, is_internal=False, partitions=[])
+        for want in request.topics or []])
+
+
 async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     version = ctx.api_version
+    if version < 12 and any(want.name is None or want.topic_id != ZERO_UUID
+                            for want in request.topics or []):
+        return _invalid_request(request)
     host, port = ctx.node.advertised_endpoint(ctx.client.listener)
     topic_ops = (TOPIC_OPS_ALL if version >= 8 and request.include_topic_authorized_operations
                  else AUTHORIZED_OPS_NOT_REQUESTED)
@@ -97,8 +116,8 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                 created = _auto_create(ctx, name) if allow_create else (
                     ErrorCode.INVALID_TOPIC_EXCEPTION if topic_name_error(name)
                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                if isinstance(created, ErrorCode):
-                    topics.append(_error_entry(name, created))
+                if isinstance(created, ErrorCode):  # Kafka sets the operations here too
+                    topics.append(_error_entry(name, created, ops=topic_ops))
                     continue
                 topic = created
             topics.append(_topic_entry(ctx, topic, topic_ops))

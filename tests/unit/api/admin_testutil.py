@@ -37,6 +37,16 @@ def roundtrip(message: Any, version: int) -> Any:
 def call(broker: Broker, api_key: int, version: int, request: Any,
          *, listener: str = "PLAINTEXT") -> Any:
     """Run the registered handler for `api_key` at `version`, through the codec both ways."""
+
+    async def run() -> Any:
+        return await acall(broker, api_key, version, request, listener=listener)
+
+    return anyio.run(run)
+
+
+async def acall(broker: Broker, api_key: int, version: int, request: Any,
+                *, listener: str = "PLAINTEXT") -> Any:
+    """`call` on a running event loop (e.g. a long-polling Fetch beside an append)."""
     entry = HANDLERS[api_key]
     assert entry.min_version <= version <= entry.max_version, (api_key, version)
     request_cls, response_cls = api_classes(api_key)
@@ -45,11 +55,7 @@ def call(broker: Broker, api_key: int, version: int, request: Any,
     ctx = broker.context(ClientInfo("127.0.0.1", listener),
                          IncomingRequest(api_key, version, 7, "test-client", bytearray(), 0))
     handle = importlib.import_module(f"odradek.broker.api.{entry.module}").handle
-
-    async def run() -> Any:
-        return await handle(ctx, decoded)
-
-    response = anyio.run(run)
+    response = await handle(ctx, decoded)
     assert isinstance(response, response_cls)
     return roundtrip(response, version)
 
