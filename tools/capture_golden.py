@@ -8,7 +8,7 @@ client goes on to Produce, Fetch, JoinGroup, transactions... Each scenario drive
 
 Frame layout recorded (the 4-byte size prefix stripped): request header v0-2 | request body.
 
-    python -m tools.capture_golden [--out tests/unit/golden] [--only SCENARIO]
+    python -m tools.capture_golden [--out tests/unit/wire/golden] [--only SCENARIO]
 
 Writes `<scenario>__<Api>-v<N>.bin` files and `manifest.json` (client versions, api, versions).
 Needs no running Kafka; listens on 127.0.0.1 only.
@@ -752,7 +752,7 @@ def run_java(out: Path, clients: list[str], timeout: float = 60.0) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m tools.capture_golden")
-    ap.add_argument("--out", type=Path, default=Path("tests/unit/golden"))
+    ap.add_argument("--out", type=Path, default=Path("tests/unit/wire/golden"))
     ap.add_argument("--only", choices=sorted(SCENARIOS))
     ap.add_argument(
         "--java",

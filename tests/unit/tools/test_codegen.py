@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tools.codegen.spec import PINNED_SPEC_DIR
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GENERATED = ROOT / "odradek" / "wire" / "_generated"
 
 
