@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs and builds everything the compatibility-matrix drivers need, on a fresh Debian
-# machine (root) or again on a prepared one (each step is idempotent). Called by .ci/run.
+# machine (root) or again on a prepared one (each step is idempotent). `./test compat` runs it
+# when a driver is missing or one of its sources is newer than .setup-stamp, left here at the end.
 #   kcat (Debian) | Java: kafka-clients 3.9.1 and 4.1.2, kafka-tools and kafka_2.13 4.1.2
 #   (Maven, then compiled) | Go: franz-go, sarama (module download, build) | Node: kafkajs (npm ci)
 # The Python clients come from the project's own `pip install -e '.[test]'`.
@@ -42,4 +43,5 @@ step "node: kafkajs"
     npm rebuild lz4 --loglevel=error
     node -e "require('lz4')"
 )
+touch .setup-stamp
 step "done"

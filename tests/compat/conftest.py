@@ -2,7 +2,8 @@
 
 `matrix` runs `python -m compat_tests.run --target odradek --no-doc` once per session (its
 output goes to the run's work dir and is attached on failure); each test then asserts its
-(client, scenario) row. The drivers need `bash compat_tests/setup.sh` first (CI runs it).
+(client, scenario) row. When -k selects some rows, the runner runs only their clients and
+scenarios. The drivers need `bash compat_tests/setup.sh` first (`./test compat` runs it).
 """
 
 from __future__ import annotations
@@ -16,18 +17,10 @@ from typing import Any
 
 import pytest
 
+from compat_tests.drivers import DRIVERS
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "compat: the stock-client compatibility matrix (minutes; needs compat_tests/setup.sh)")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.path)).parents:
-            item.add_marker(pytest.mark.compat)
+_ALL = {(c, s) for c, d in DRIVERS.items() for s in d.all_scenarios()}
 
 
 class Matrix:
@@ -36,15 +29,27 @@ class Matrix:
         self.log = log
 
 
+def _selected(session: pytest.Session) -> list[str]:
+    """Runner arguments for the rows this session runs: all of them unless -k (or node ids)
+    picked some, then only the clients and scenarios of those (./test compat -k kcat)."""
+    rows = {(i.callspec.params["client"], i.callspec.params["scenario"])
+            for i in session.items if isinstance(i, pytest.Function) and hasattr(i, "callspec")
+            and i.originalname == "test_matrix"}
+    if not rows or rows == _ALL:
+        return []
+    clients = sorted({c for c, _ in rows})
+    scenarios = sorted({s for _, s in rows})
+    return ["--clients", ",".join(clients), "--scenarios", ",".join(scenarios)]
+
+
 @pytest.fixture(scope="session")
-def matrix(tmp_path_factory: pytest.TempPathFactory) -> Matrix:
+def matrix(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Matrix:
     out = tmp_path_factory.mktemp("compat")
     result = out / "rows.json"
     log = out / "runner.log"
     argv = [sys.executable, "-m", "compat_tests.run", "--target", "odradek", "--no-doc", "--json", str(result)]
     extra = os.environ.get("ODRADEK_COMPAT_ARGS")  # e.g. "--clients kcat,confluent-kafka"
-    if extra:
-        argv += extra.split()
+    argv += extra.split() if extra else _selected(request.session)
     with log.open("w") as f:
         proc = subprocess.run(argv, cwd=REPO, stdout=f, stderr=subprocess.STDOUT, timeout=1800)
     text = log.read_text(errors="replace")

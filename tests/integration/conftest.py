@@ -32,13 +32,6 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.path)).parents:
-            item.add_marker(pytest.mark.integration)
-
-
 @pytest.fixture
 def start_broker(request: pytest.FixtureRequest) -> Iterator[StartBroker]:
     """Factory: `start_broker(data_dir, overrides={"key": "value"})` -> a running broker."""
