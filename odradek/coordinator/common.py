@@ -80,9 +80,6 @@ class Outbox:
         out, self._writes = self._writes, []
         return out
 
-    def __len__(self) -> int:
-        return len(self._writes)
-
 
 class CoordinatorShard(Protocol):
     """What the runtime drives; see the module docstring for the order of calls."""

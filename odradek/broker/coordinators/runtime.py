@@ -102,10 +102,6 @@ class CoordinatorRuntime(Generic[S]):
 
     # -- load -------------------------------------------------------------------------------
 
-    @property
-    def loaded(self) -> bool:
-        return self._loaded
-
     async def ready(self) -> None:
         """Return once the internal topic has been replayed."""
         if self._loaded:
