@@ -18,8 +18,11 @@ Kafka's LogLoader does:
 3. Recovery: unless the log dir was shut down cleanly, every segment from the one holding
    the recovery point onwards is re-read by `LogSegment.recover` (framing, magic, CRC-32C,
    increasing offsets; see `segment.py` for the bytes), its indexes rebuilt and a torn or
-   corrupt tail cut off; the segments after a cut are deleted. The leader epochs of the
-   batches seen are added to the epoch cache when the checkpoint lacks them.
+   corrupt tail cut off. The segments before it (all of them after a clean shutdown) get
+   the cheap `LogSegment.check_tail` (the active one: every header) and are recovered when
+   it fails, with one warning. Wherever bytes are cut, the later segments are deleted. The
+   leader epochs of the batches seen are added to the epoch cache when the checkpoint lacks
+   them. An unexpected exception is logged and the load redone recovering every segment.
 4. A log that ends before its log start offset is emptied; an empty log gets one segment at
    the log start offset.
 5. Producer state: the latest producer snapshot plus the batches after it
