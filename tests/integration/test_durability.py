@@ -98,3 +98,44 @@ def test_kill_9_keeps_every_acknowledged_record(broker: BrokerProcess) -> None:
     for partition, group in by_partition(stored).items():
         offsets = [r.offset for r in group]
         assert offsets == list(range(len(group))), f"gap in partition {partition}"
+
+
+def test_segment_cut_after_a_clean_stop_is_recovered(broker: BrokerProcess) -> None:
+    """Issue #10: a segment cut mid-batch after a clean stop (the clean-shutdown marker says
+    all is well) is noticed at start: one warning, the log ends at the last whole batch,
+    every record before it is served, and new writes land right after and can be read."""
+    from odradek.wire.records import iter_batches
+
+    name = topic_name()
+    create_topic(broker.bootstrap, name, partitions=1)
+    sent: list[Rec] = []
+    for round_ in range(3):  # one produce call per round: at least one batch each
+        recs = [Rec(b"k", f"r{round_}-{i}".encode()) for i in range(20)]
+        sent += confluent_produce(broker.bootstrap, name, recs)
+    assert broker.stop() in broker.clean_exit_codes
+    assert (broker.data_dir / ".kafka_cleanshutdown").exists()
+
+    segment = sorted((broker.data_dir / f"{name}-0").glob("*.log"))[-1]
+    data = segment.read_bytes()
+    batches = list(iter_batches(memoryview(data)))
+    assert len(batches) >= 2
+    last = batches[-1]
+    last_position = len(data) - last.size
+    with open(segment, "r+b") as f:
+        f.truncate(last_position + last.size // 2)  # the last batch cut in half
+    kept = [r for r in sent if r.offset < last.base_offset]
+    assert kept and len(kept) < len(sent)
+
+    broker.start()
+    line = broker.wait_for_log("damaged log segment found at start-up")
+    assert f"{name}-0" in line and segment.name in line
+    assert "Traceback" not in broker.stderr_text()
+    assert [r.content() for r in confluent_consume_all(broker.bootstrap, name, 1)] == [
+        r.content() for r in kept
+    ]
+
+    more = confluent_produce(broker.bootstrap, name, [Rec(b"k", b"after-%d" % i) for i in range(5)])
+    assert [r.offset for r in more] == list(range(last.base_offset, last.base_offset + 5))
+    stored = confluent_consume_all(broker.bootstrap, name, 1)
+    assert [r.offset for r in stored] == list(range(last.base_offset + 5))
+    assert [r.content() for r in stored] == [r.content() for r in kept + more]

@@ -18,8 +18,11 @@ Kafka's LogLoader does:
 3. Recovery: unless the log dir was shut down cleanly, every segment from the one holding
    the recovery point onwards is re-read by `LogSegment.recover` (framing, magic, CRC-32C,
    increasing offsets; see `segment.py` for the bytes), its indexes rebuilt and a torn or
-   corrupt tail cut off; the segments after a cut are deleted. The leader epochs of the
-   batches seen are added to the epoch cache when the checkpoint lacks them.
+   corrupt tail cut off. The segments before it (all of them after a clean shutdown) get
+   the cheap `LogSegment.check_tail` (the active one: every header) and are recovered when
+   it fails, with one warning. Wherever bytes are cut, the later segments are deleted. The
+   leader epochs of the batches seen are added to the epoch cache when the checkpoint lacks
+   them. An unexpected exception is logged and the load redone recovering every segment.
 4. A log that ends before its log start offset is emptied; an empty log gets one segment at
    the log start offset.
 5. Producer state: the latest producer snapshot plus the batches after it
@@ -74,12 +77,62 @@ def load_log(
 
     Unless `had_clean_shutdown`, every segment from the one holding `recovery_point`
     onwards is recovered: batches re-validated, a torn or corrupt tail cut off (and any
-    later segment deleted), indexes rebuilt. Segments whose index files fail the sanity
-    check are rebuilt too.
+    later segment deleted), indexes rebuilt. The segments before it get the cheap tail
+    check (`LogSegment.check_tail`, the active one every header) and are recovered when it
+    fails. Segments whose index files fail the sanity check are rebuilt too.
+
+    A segment's content never makes this raise: an unexpected exception is logged (one
+    warning line, the traceback at debug level) and the load retried recovering every
+    segment, keeping what is readable.
     """
+    opened: list[LogSegment] = []
+    try:
+        return _load(
+            directory,
+            config,
+            opened,
+            now_ms=now_ms,
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            had_clean_shutdown=had_clean_shutdown,
+        )
+    except Exception as exc:
+        log.warning(
+            "loading log failed; recovering every segment",
+            partition=directory.name,
+            error=f"{type(exc).__name__}: {exc}",
+        )
+        log.debug("loading log failed", partition=directory.name, exc_info=exc)
+    for segment in opened:
+        try:
+            segment.close()
+        except Exception:  # a half-loaded segment: releasing its descriptors is what matters
+            log.debug("closing half-loaded segment failed", exc_info=True)
+    return _load(
+        directory,
+        config,
+        [],
+        now_ms=now_ms,
+        recovery_point=0,
+        log_start_offset=log_start_offset,
+        had_clean_shutdown=False,
+    )
+
+
+def _load(
+    directory: Path,
+    config: LogSettings,
+    opened: list[LogSegment],
+    *,
+    now_ms: int,
+    recovery_point: int,
+    log_start_offset: int,
+    had_clean_shutdown: bool,
+) -> LoadedLog:
+    """`load_log`'s work; every segment it opens is added to `opened` (closed on failure)."""
     directory.mkdir(parents=True, exist_ok=True)
     files.parse_partition_dir_name(directory.name)  # fail early on a bad name
-    segments = _load_segments(directory, config, now_ms)
+    segments = _load_segments(directory, config, now_ms, opened)
     epochs = LeaderEpochCache(directory)
     epochs_changed = False
 
@@ -104,39 +157,42 @@ def load_log(
             needs_rebuild.add(segment.base_offset)
 
     if had_clean_shutdown:
-        start = len(segments)
+        recover_from = len(segments)
     else:
-        start = max(bisect_right([s.base_offset for s in segments], recovery_point) - 1, 0)
-    for segment in segments[:start]:
-        if segment.base_offset in needs_rebuild:
-            # Below the recovery point the data was flushed: only the indexes are rebuilt
-            # (as Kafka, a truncation found here does not drop the later segments).
-            cut = segment.recover(observe)
-            if cut:
-                log.warning(
-                    "cut invalid bytes from flushed segment",
-                    segment=str(segment.log_path),
-                    bytes=cut,
-                )
-    index = start
+        recover_from = max(bisect_right([s.base_offset for s in segments], recovery_point) - 1, 0)
+    # Segments below `recover_from` are trusted (flushed, or closed cleanly) and only get the
+    # cheap tail check; the first one found damaged is recovered like the rest. Wherever
+    # bytes are cut, the segments after that one go (the log is its longest valid prefix).
+    index = 0
     while index < len(segments):
         segment = segments[index]
+        damage: str | None = None  # what the tail check found, for the warning
+        if index < recover_from and segment.base_offset not in needs_rebuild:
+            damage = segment.check_tail(from_start=index == len(segments) - 1)
+            if damage is None:
+                index += 1
+                continue
         try:
             cut = segment.recover(observe)
         except (OSError, CorruptSegmentError) as exc:
-            log.warning(
-                "segment unreadable, emptying it", segment=str(segment.log_path), error=str(exc)
-            )
+            damage = f"unreadable: {exc}"
             cut = segment.truncate_to(segment.base_offset, now_ms=now_ms)
         index += 1
-        if cut:
+        dropped = segments[index:] if cut else []
+        if cut or damage is not None:
             log.warning(
-                "truncated torn or corrupt log tail",
-                segment=str(segment.log_path),
-                bytes=cut,
+                "truncated torn or corrupt log tail"
+                if damage is None
+                else "damaged log segment found at start-up; recovered it",
+                partition=directory.name,
+                segment=segment.log_path.name,
+                damage=damage,
                 next_offset=segment.next_offset,
+                bytes_cut=cut,
+                segments_dropped=len(dropped),
             )
-            for later in segments[index:]:
+        if cut:
+            for later in dropped:
                 later.delete()
             del segments[index:]
             break
@@ -159,6 +215,7 @@ def load_log(
                 now_ms=now_ms,
             )
         ]
+        opened.extend(segments)
         epochs_changed = False
         epochs.clear()
     for segment in segments[:-1]:
@@ -166,9 +223,7 @@ def load_log(
 
     log_end_offset = segments[-1].next_offset
     log_start_offset = max(log_start_offset, segments[0].base_offset)
-    recovery_point = (
-        log_end_offset if had_clean_shutdown else min(recovery_point, log_end_offset)
-    )
+    recovery_point = log_end_offset if had_clean_shutdown else min(recovery_point, log_end_offset)
     epochs.truncate_from_end(log_end_offset)
     epochs.truncate_from_start(log_start_offset)
     if epochs_changed:
@@ -178,7 +233,9 @@ def load_log(
     return LoadedLog(segments, epochs, producer_state, log_start_offset, recovery_point)
 
 
-def _load_segments(directory: Path, config: LogSettings, now_ms: int) -> list[LogSegment]:
+def _load_segments(
+    directory: Path, config: LogSettings, now_ms: int, opened: list[LogSegment]
+) -> list[LogSegment]:
     """Open every segment in `directory`, after settling interrupted cleanings and removing
     leftovers of interrupted deletions and index files whose `.log` is gone."""
     _settle_interrupted_swaps(directory, config, now_ms)
@@ -209,16 +266,17 @@ def _load_segments(directory: Path, config: LogSettings, now_ms: int) -> list[Lo
             if base not in log_bases:
                 log.warning("deleting orphaned index file", file=str(path))
                 path.unlink(missing_ok=True)
-    return [
-        LogSegment.open(
-            directory,
-            base,
-            index_interval_bytes=config.index_interval_bytes,
-            max_index_size=config.segment_index_bytes,
-            now_ms=now_ms,
+    for base in sorted(log_bases):
+        opened.append(
+            LogSegment.open(
+                directory,
+                base,
+                index_interval_bytes=config.index_interval_bytes,
+                max_index_size=config.segment_index_bytes,
+                now_ms=now_ms,
+            )
         )
-        for base in sorted(log_bases)
-    ]
+    return list(opened)
 
 
 def _settle_interrupted_swaps(directory: Path, config: LogSettings, now_ms: int) -> None:

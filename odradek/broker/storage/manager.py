@@ -9,7 +9,8 @@ Per log dir, next to the `<topic>-<partition>` directories, Kafka's bookkeeping 
                                        {"version":0,"brokerEpoch":-1}
 
 On start every partition directory is loaded; without the clean-shutdown marker the
-segments after each log's recovery point are re-validated (see `PartitionLog.open`). The
+segments after each log's recovery point are re-validated, with it only each segment's tail
+is checked, and a damaged one recovered (see `loader.py`). The
 marker is removed once loading is done, so a crash from then on is detected at next start.
 Directories named `<topic>-<partition>.<uuid>-delete` are leftovers of topic deletions and
 are removed.

@@ -119,14 +119,21 @@ class OffsetIndex(IndexFile):
         self._ensure_loaded()
         self._truncate_to_entries(bisect_left(self._rel, offset - self.base_offset))
 
+    def last_entry(self) -> tuple[int, int] | None:
+        """(offset, position) of the last entry, None when empty; reads only that entry when
+        the index is not loaded yet (start-up checks must not load every index)."""
+        if self._loaded:
+            return (self.base_offset + self._rel[-1], self._pos[-1]) if self._rel else None
+        raw = self._first_and_last()
+        if raw is None:
+            return None
+        rel, position = _ENTRY.unpack(raw[1])
+        return self.base_offset + rel, position
+
     def sanity_check(self, log_size: int) -> None:
         """Cheap consistency checks against the segment's `.log` size (Kafka's, plus the last
         position), reading only the last entry when the index is not loaded yet."""
-        if self._loaded:
-            last = (self._rel[-1], self._pos[-1]) if self._rel else None
-        else:
-            raw = self._first_and_last()
-            last = _ENTRY.unpack(raw[1]) if raw is not None else None
+        last = self.last_entry()
         if last is not None and last[1] >= max(log_size, 1):
             raise CorruptIndexError(
                 f"{self.path}: last entry position {last[1]} beyond log size {log_size}"

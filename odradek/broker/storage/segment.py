@@ -385,6 +385,55 @@ class LogSegment:
 
     # -- recovery and truncation --------------------------------------------------------------
 
+    def check_tail(self, *, from_start: bool = False) -> str | None:
+        """The cheap check of a segment trusted without `recover()` (after a clean shutdown):
+        None when it holds, else what is wrong (then recover the segment).
+
+        From the batch named by the last `.index` entry (byte 0 when there is none, or when
+        `from_start`: every header of the segment), batch headers must follow one another up
+        to exactly the file size: magic 2, sane batchLength, no batch running past the end,
+        offsets increasing and representable; the batch at the index entry must end at the
+        entry's offset; the last batch must parse and its CRC-32C hold. Reads those headers
+        (the 43-byte prefix above) and the last batch whole, nothing else; damage inside the
+        body of an earlier batch is not seen here (a fetch returns it as stored, and clients
+        reject its CRC).
+        """
+        if self.size == 0:
+            return None
+        entry = None if from_start else self.offset_index.last_entry()
+        position = 0 if entry is None else entry[1]
+        next_offset = self.base_offset
+        last: BatchHeader | None = None
+        try:
+            while position < self.size:
+                header = self._read_header(position)
+                if header is None:
+                    break
+                if position + header.size > self.size:
+                    return f"batch at byte {position} runs past the end ({self.size} bytes)"
+                if (
+                    header.last_offset < header.base_offset
+                    or header.base_offset < next_offset
+                    or not self.can_convert_offset(header.last_offset)
+                ):
+                    return f"batch at byte {position} has out-of-order offsets"
+                if last is None and entry is not None and header.last_offset != entry[0]:
+                    return (
+                        f"index entry {entry[0]}->{entry[1]} names a batch ending at "
+                        f"{header.last_offset}"
+                    )
+                next_offset = header.last_offset + 1
+                last = header
+                position += header.size
+            if last is None:
+                return f"no batch at byte {position}"
+            if not self.read_batch(last.position, last.size).crc_ok():
+                return f"CRC mismatch in the last batch, at byte {last.position}"
+        except (CorruptSegmentError, RecordBatchError) as exc:
+            return str(exc)
+        self._next_offset = next_offset
+        return None
+
     def recover(self, on_batch: Callable[[RecordBatch], None] | None = None) -> int:
         """Re-read the whole `.log`, keep the longest prefix of valid batches, rebuild the offset
         and time indexes, drop aborted-txn entries past the end. Returns the bytes cut off.
