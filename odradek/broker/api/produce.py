@@ -8,6 +8,18 @@
   topic's max.message.bytes is MESSAGE_TOO_LARGE; keyless records on a compacted topic are
   INVALID_RECORD with record_errors (v8+). The batch's partition leader epoch is overwritten,
   never validated.
+- Nothing in the batch header is trusted (Kafka's LogValidator.validateBatch, plus the record
+  walk Kafka's iterators do): recordsCount must be >= 1, lastOffsetDelta = recordsCount - 1,
+  and the records present must be exactly recordsCount records filling the batch, the i-th
+  with offsetDelta i; otherwise INVALID_RECORD. Stricter than Kafka on one point: Kafka
+  accepts other offset deltas (it rewrites compressed batches, stores uncompressed ones as
+  sent); they are refused here, since no v2 client writes them. Values and headers of the
+  records are not parsed.
+- Compressed records are validated as a stream (64 KiB chunks, one record held at a time) up
+  to 16 x the topic's max.message.bytes of decompressed bytes. Kafka 4.x has no cap (it
+  decompresses record by record); the bound keeps a small "bomb" from costing the broker
+  more than that much work. Past it the batch is MESSAGE_TOO_LARGE, which the Java producer
+  answers by splitting the batch and retrying; a corrupt stream is CORRUPT_MESSAGE.
 - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION (Produce never auto-creates topics,
   as in Kafka); internal topics: INVALID_TOPIC_EXCEPTION.
 - Idempotent and transactional batches go through the partition's producer state (see
