@@ -32,6 +32,16 @@ class Connection:
     def __init__(self, max_frame_size: int) -> None:
         self._frames = FrameDecoder(max_frame_size)
 
+    @property
+    def reserved_bytes(self) -> int:
+        """Bytes the requests being read and waiting will take (their announced sizes)."""
+        return self._frames.reserved_bytes
+
+    @property
+    def in_request(self) -> bool:
+        """True while a request's size is known but not all of it has arrived."""
+        return self._frames.in_frame
+
     def receive_data(self, data: Buffer) -> None:
         self._frames.feed(data)
 

@@ -1,17 +1,38 @@
 """The only socket code: listeners, the accept loop, one task per connection.
 
 Sockets are raw and non-blocking; anyio's `wait_readable`/`wait_writable` park a task
-until the kernel is ready. Reads go straight into a reusable buffer (`recv_into`), and
-responses leave in one vectored `sendmsg`, so record bytes read from segments reach the
-kernel without being joined into a new buffer. Requests on one connection are answered
-strictly in order, one at a time, as Kafka does.
+until the kernel is ready. Reads go into one receive buffer shared by every connection
+(`recv_into`, then handed to the connection's frame decoder before anything else runs), so
+an idle connection holds no buffer: what a connection holds is the request it is reading,
+filled as its bytes arrive, and freed once answered. Responses leave in one vectored
+`sendmsg`, so record bytes read from segments reach the kernel without being joined into a
+new buffer. Requests on one connection are answered strictly in order, one at a time, as
+Kafka does.
+
+Limits, with Kafka's names and meanings:
+- `queued.max.request.bytes` (-1: unbounded): the requests being read and waiting, across
+  connections, counted at the size their header announces (as Kafka's memory pool reserves
+  them). Once the total reaches the bound, connections that are not in the middle of a
+  request stop reading from their sockets until memory is released, as Kafka mutes
+  channels; a connection already reading a request finishes it, so the pool cannot
+  deadlock (it may overshoot by the requests in progress, as Kafka's non-strict pool does).
+- `max.connections` and `max.connections.per.ip`: a connection past either is closed right
+  after `accept()`. (`max.connections.per.ip.overrides` is not implemented.)
+- When `accept()` fails for lack of descriptors (EMFILE/ENFILE), the server gives up the
+  one spare descriptor it keeps, accepts the waiting connection and closes it (that client
+  sees a close, not a hang), takes the spare back and backs off briefly; existing
+  connections are served throughout and new ones are accepted again as soon as descriptors
+  are free.
 """
 
 from __future__ import annotations
 
 import enum
+import errno
+import os
 import signal
 import socket
+from collections import defaultdict
 from collections.abc import Sequence
 
 import anyio
@@ -47,14 +68,6 @@ def _bind(listener: Listener) -> socket.socket:
     return sock
 
 
-async def _recv_into(sock: socket.socket, view: memoryview) -> int:
-    while True:
-        try:
-            return sock.recv_into(view)
-        except (BlockingIOError, InterruptedError):
-            await anyio.wait_readable(sock)
-
-
 async def send_all(sock: socket.socket, parts: Sequence[Buffer]) -> None:
     views = [memoryview(p) for p in parts if len(p)]
     i = 0
@@ -74,44 +87,132 @@ async def send_all(sock: socket.socket, parts: Sequence[Buffer]) -> None:
                 sent = 0
 
 
+_ACCEPT_BACKOFF_S = 0.05  # after accept() failed for lack of descriptors
+
+
+class RequestMemory:
+    """`queued.max.request.bytes` across connections: bytes reserved by requests being read
+    or waiting; `limit` < 0 means unbounded."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._released = anyio.Event()
+
+    @property
+    def exhausted(self) -> bool:
+        return 0 <= self.limit <= self.used
+
+    def charge(self, delta: int) -> None:
+        was = self.exhausted
+        self.used += delta
+        if self.exhausted != was:
+            log.info("request memory full; reading paused" if not was
+                     else "request memory released; reading resumed",
+                     used=self.used, limit=self.limit)
+        if delta < 0:
+            self._released.set()
+            self._released = anyio.Event()
+
+    async def wait_released(self) -> None:
+        await self._released.wait()
+
+
+def _open_spare() -> int | None:
+    try:
+        return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
 class Server:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.connections = 0
+        self.per_ip: defaultdict[str, int] = defaultdict(int)
+        self.memory = RequestMemory(broker.config.get_int("queued.max.request.bytes"))
+        self._recv_buf = memoryview(bytearray(_RECV_SIZE))  # shared: see the module docstring
+        self._spare = _open_spare()  # given up to accept-and-close when out of descriptors
+
+    def _shed_one(self, lsock: socket.socket) -> None:
+        """Out of descriptors: accept the waiting connection with the spare one and close it."""
+        if self._spare is None:
+            self._spare = _open_spare()
+            return
+        os.close(self._spare)
+        self._spare = None
+        try:
+            sock, addr = lsock.accept()
+        except OSError:
+            pass
+        else:
+            sock.close()
+            log.warning("connection refused", reason="out of file descriptors",
+                        client=f"{addr[0]}:{addr[1]}")
+        self._spare = _open_spare()
 
     async def accept_loop(self, lsock: socket.socket, listener: Listener,
                           tg: anyio.abc.TaskGroup) -> None:
+        config = self.broker.config
         while True:
             try:
                 sock, addr = lsock.accept()
             except (BlockingIOError, InterruptedError):
                 await anyio.wait_readable(lsock)
                 continue
-            except OSError as e:  # e.g. EMFILE: keep serving existing connections
+            except OSError as e:  # keep serving existing connections
                 log.error("accept failed", error=str(e))
-                await anyio.sleep(0.1)
+                if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    self._shed_one(lsock)
+                await anyio.sleep(_ACCEPT_BACKOFF_S)
                 continue
-            if self.connections >= self.broker.config.get_int("max.connections"):
+            ip = addr[0]
+            if self.connections >= config.get_int("max.connections"):
                 log.warning("connection refused", reason="max.connections reached", client=str(addr))
                 sock.close()
                 continue
+            if self.per_ip[ip] >= config.get_int("max.connections.per.ip"):
+                log.warning("connection refused", reason="max.connections.per.ip reached",
+                            client=str(addr))
+                sock.close()
+                continue
+            self.connections += 1
+            self.per_ip[ip] += 1
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            tg.start_soon(self.serve_connection, sock, f"{addr[0]}:{addr[1]}", listener.name)
+            tg.start_soon(self.serve_connection, sock, ip, f"{ip}:{addr[1]}", listener.name)
 
-    async def serve_connection(self, sock: socket.socket, address: str, listener: str) -> None:
-        self.connections += 1
+    async def serve_connection(self, sock: socket.socket, ip: str, address: str,
+                               listener: str) -> None:
         conn = Connection(self.broker.config.get_int("socket.request.max.bytes"))
         client = ClientInfo(address=address, listener=listener)
-        buf = memoryview(bytearray(_RECV_SIZE))
+        memory = self.memory
+        charged = 0  # what this connection holds of `memory`
+        buf = self._recv_buf
         try:
             while True:
-                n = await _recv_into(sock, buf)
+                while True:
+                    while memory.exhausted and not conn.in_request:
+                        await memory.wait_released()  # muted, as Kafka mutes the channel
+                    try:
+                        n = sock.recv_into(buf)
+                        break
+                    except (BlockingIOError, InterruptedError):
+                        await anyio.wait_readable(sock)
                 if n == 0:
                     return
+                # No await between the read and this: the shared buffer is not reused yet.
                 conn.receive_data(buf[:n])
+                held = conn.reserved_bytes
+                if held != charged:
+                    memory.charge(held - charged)
+                    charged = held
                 while (request := conn.next_request()) is not None:
                     out = await dispatch(self.broker.context(client, request), request)
+                    del request  # the frame is freed here, before the response is sent
+                    held = conn.reserved_bytes
+                    memory.charge(held - charged)
+                    charged = held
                     if out is not None:
                         await send_all(sock, out)
         except (ProtocolError, CloseConnection) as e:
@@ -121,7 +222,12 @@ class Server:
         except Exception:
             log.exception("request failed; closing connection", client=address)
         finally:
+            if charged:
+                memory.charge(-charged)
             self.connections -= 1
+            self.per_ip[ip] -= 1
+            if not self.per_ip[ip]:
+                del self.per_ip[ip]
             sock.close()
 
 

@@ -170,6 +170,8 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("max.connections", _T.INT, INT_MAX, at_least(0), dynamic=True),
     _b("max.connections.per.ip", _T.INT, INT_MAX, at_least(0), dynamic=True),
     _b("connections.max.idle.ms", _T.LONG, 600_000),
+    # Memory for requests being read, across connections; -1 = unbounded (Kafka's default).
+    _b("queued.max.request.bytes", _T.LONG, -1),
     _b("fetch.max.bytes", _T.INT, 57_671_680, at_least(1024)),
     _b("max.incremental.fetch.session.cache.slots", _T.INT, 1000, at_least(0)),
     # Group coordinator. Kafka's replication factors for the internal topics default to 3,

@@ -20,6 +20,15 @@ Byte layouts:
 - zstd: one or more zstd frames; frames without a content size (written by streaming
   compressors, e.g. the Java client) decode as well.
 
+`decompress_stream(codec, data, limit)` is the bounded, streaming reader the broker validates
+client batches with: it yields the decompressed bytes in chunks of at most `STREAM_CHUNK`
+bytes, never holds more than one chunk (plus one snappy block) at a time, and raises
+`DecompressedTooLargeError` as soon as the output would pass `limit` bytes, so a small
+compressed "bomb" costs at most `limit` bytes of work and one chunk of memory. gzip streams
+through the standard library's zlib, zstd through `zstandard`, lz4 through `lz4.frame`
+(all C-backed); snappy blocks carry their uncompressed length in their first varint, which is
+checked against the bound before the block is decompressed.
+
 `compress(SNAPPY, ...)` writes the xerial framing, byte-compatible with what a Java producer
 or broker writes: every client reads it, and it is what a Java broker would store.
 """
@@ -27,14 +36,18 @@ or broker writes: every client reads it, and it is what a Java broker would stor
 from __future__ import annotations
 
 import struct
+import zlib
+from collections.abc import Iterator
 from enum import IntEnum
 from typing import Final
 
 import cramjam
+import lz4.frame  # type: ignore[import-untyped]
+import zstandard
 
-from odradek.wire.exceptions import RecordBatchError
+from odradek.wire.exceptions import DecompressedTooLargeError, RecordBatchError
 
-__all__ = ["CompressionType", "compress", "decompress"]
+__all__ = ["STREAM_CHUNK", "CompressionType", "compress", "decompress", "decompress_stream"]
 
 Buffer = bytes | bytearray | memoryview
 
@@ -87,6 +100,102 @@ def decompress(codec: int, data: Buffer) -> bytes:
         raise RecordBatchError(
             f"corrupt {name}-compressed records ({len(data)} bytes): {exc}"
         ) from exc
+
+
+STREAM_CHUNK: Final = 64 * 1024
+_ZSTD = zstandard.ZstdDecompressor()
+
+
+def decompress_stream(codec: int, data: Buffer, limit: int,
+                      chunk: int = STREAM_CHUNK) -> Iterator[bytes]:
+    """The decompressed bytes of `data`, in chunks of at most `chunk` bytes (snappy: one
+    block), lazily. Raises DecompressedTooLargeError once more than `limit` bytes would come
+    out, RecordBatchError for an unknown codec or corrupt input."""
+    name = _codec_name(codec)
+    if codec == CompressionType.NONE:
+        if len(data) > limit:
+            raise DecompressedTooLargeError(f"{len(data)} bytes of records, over {limit}")
+        yield bytes(data)
+        return
+    total = 0
+    try:
+        for piece in _raw_stream(codec, memoryview(data), chunk, limit):
+            total += len(piece)
+            if total > limit:
+                raise DecompressedTooLargeError(
+                    f"{name}-compressed records ({len(data)} bytes) decompress to more than "
+                    f"{limit} bytes")
+            yield piece
+    except RecordBatchError:
+        raise
+    except Exception as exc:  # zlib.error, zstandard.ZstdError, RuntimeError from lz4, ...
+        raise RecordBatchError(
+            f"corrupt {name}-compressed records ({len(data)} bytes): {exc}"
+        ) from exc
+
+
+def _raw_stream(codec: int, view: memoryview, chunk: int, limit: int) -> Iterator[bytes]:
+    if codec == CompressionType.GZIP:
+        pending: Buffer = view
+        while pending:  # one gzip member after another, as GZIPInputStream reads them
+            inflater = zlib.decompressobj(wbits=31)  # gzip header and trailer
+            while not inflater.eof:
+                piece = inflater.decompress(pending, chunk)
+                pending = inflater.unconsumed_tail
+                if piece:
+                    yield piece
+                elif not pending:
+                    raise RecordBatchError("gzip stream ends before its trailer")
+            pending = inflater.unused_data
+        return
+    if codec == CompressionType.ZSTD:
+        with _ZSTD.stream_reader(view, read_across_frames=True) as reader:
+            while piece := reader.read(chunk):
+                yield piece
+        return
+    if codec == CompressionType.LZ4:
+        rest: Buffer = view
+        while rest:
+            frame = lz4.frame.LZ4FrameDecompressor()
+            piece = frame.decompress(rest, max_length=chunk)
+            yield piece
+            while not frame.eof:
+                if frame.needs_input:
+                    raise RecordBatchError("lz4 frame is truncated")
+                yield frame.decompress(b"", max_length=chunk)
+            rest = frame.unused_data
+        return
+    yield from _snappy_stream(view, limit)
+
+
+def _snappy_block(block: memoryview, limit: int) -> bytes:
+    size = cramjam.snappy.decompress_raw_len(block)
+    if size > limit:
+        raise DecompressedTooLargeError(
+            f"a snappy block declares {size} uncompressed bytes, over {limit}")
+    return bytes(cramjam.snappy.decompress_raw(block))
+
+
+def _snappy_stream(view: memoryview, limit: int) -> Iterator[bytes]:
+    if len(view) < _XERIAL_HEADER_SIZE or view[:8].tobytes() != XERIAL_MAGIC:
+        yield _snappy_block(view, limit)
+        return
+    pos = _XERIAL_HEADER_SIZE
+    end = len(view)
+    while pos < end:
+        if end - pos < 4:
+            raise RecordBatchError(
+                f"corrupt snappy-compressed records: xerial chunk length truncated at byte {pos}"
+            )
+        (size,) = _INT32.unpack_from(view, pos)
+        pos += 4
+        if size < 0 or pos + size > end:
+            raise RecordBatchError(
+                f"corrupt snappy-compressed records: xerial chunk at byte {pos - 4} declares "
+                f"{size} bytes, {end - pos} remain"
+            )
+        yield _snappy_block(view[pos : pos + size], limit)
+        pos += size
 
 
 def compress(codec: int, data: Buffer) -> bytes:

@@ -18,3 +18,13 @@ class RecordBatchError(ProtocolError):
     Unlike other protocol errors these are answered with an error code on the partition
     (CORRUPT_MESSAGE, UNSUPPORTED_FOR_MESSAGE_FORMAT, INVALID_RECORD), not a closed connection.
     """
+
+
+class InvalidRecordError(RecordBatchError):
+    """A batch whose header disagrees with its records (count, offset deltas, records
+    present) or whose records are malformed: Kafka's InvalidRecordException, INVALID_RECORD."""
+
+
+class DecompressedTooLargeError(RecordBatchError):
+    """Compressed records that decompress to more than the bound the broker validates up to;
+    answered MESSAGE_TOO_LARGE (see the Produce handler)."""

@@ -6,9 +6,13 @@ Byte layout of one frame on a connection::
 
 `FrameDecoder` is fed whatever the socket returned and hands back whole payloads. The size is
 checked (negative, or larger than `max_frame_size`) as soon as its 4 bytes are in, before any
-room for the payload is allocated or any of it is kept. Each payload is copied once, into a
-bytearray allocated at its final size, so a large frame arriving in many small chunks costs
-linear time. Payloads are writable: the produce path patches record batches in place.
+room for the payload is allocated or any of it is kept. A payload that arrives whole is copied
+once out of the input; one that arrives in pieces is filled as its bytes arrive (a bytearray
+that grows, amortised linear time), never allocated at the size its header announces: a
+header announcing 100 MiB followed by nothing costs nothing. `reserved_bytes` is what the
+frames in progress and waiting will take once complete (the announced sizes), for the
+server's `queued.max.request.bytes` accounting. Payloads are writable: the produce path
+patches record batches in place.
 """
 
 from __future__ import annotations
@@ -37,24 +41,36 @@ class FrameDecoder:
     in order. After that the decoder stays failed and ignores further input.
     """
 
-    __slots__ = ("_error", "_filled", "_frames", "_header", "_payload", "max_frame_size")
+    __slots__ = ("_error", "_frames", "_header", "_payload", "_queued", "_size",
+                 "max_frame_size")
 
     def __init__(self, max_frame_size: int) -> None:
         if max_frame_size < 0:
             raise ValueError(f"max_frame_size must be >= 0, got {max_frame_size}")
         self.max_frame_size = max_frame_size
         self._header = bytearray()  # the size prefix while it is incomplete
-        self._payload: bytearray | None = None  # the frame being filled, allocated at full size
-        self._filled = 0
+        self._payload: bytearray | None = None  # the frame being filled, as it arrives
+        self._size = 0  # the size its header announced
         self._frames: deque[bytearray] = deque()
+        self._queued = 0  # bytes in self._frames
         self._error: ProtocolError | None = None
 
     @property
     def bytes_needed(self) -> int:
         """Bytes still missing to complete the frame in progress (or the next size prefix)."""
         if self._payload is not None:
-            return len(self._payload) - self._filled
+            return self._size - len(self._payload)
         return SIZE_PREFIX - len(self._header)
+
+    @property
+    def in_frame(self) -> bool:
+        """True while a frame's size is known but its payload is incomplete."""
+        return self._payload is not None
+
+    @property
+    def reserved_bytes(self) -> int:
+        """Announced sizes of the frame in progress and of the complete frames waiting."""
+        return self._queued + (self._size if self._payload is not None else 0)
 
     @property
     def pending_frames(self) -> int:
@@ -96,16 +112,17 @@ class FrameDecoder:
                 if end - pos >= size:
                     # Whole payload present: one copy straight out of the input.
                     self._frames.append(bytearray(mv[pos : pos + size]))
+                    self._queued += size
                     pos += size
                     continue
-                payload = self._payload = bytearray(size)
-                self._filled = 0
-            take = min(len(payload) - self._filled, end - pos)
-            payload[self._filled : self._filled + take] = mv[pos : pos + take]
-            self._filled += take
+                payload = self._payload = bytearray()
+                self._size = size
+            take = min(self._size - len(payload), end - pos)
+            payload += mv[pos : pos + take]
             pos += take
-            if self._filled == len(payload):
+            if len(payload) == self._size:
                 self._frames.append(payload)
+                self._queued += self._size
                 self._payload = None
 
     def next_frame(self) -> bytearray | None:
@@ -114,7 +131,9 @@ class FrameDecoder:
         Raises ProtocolError for a bad size once the frames before it are consumed.
         """
         if self._frames:
-            return self._frames.popleft()
+            frame = self._frames.popleft()
+            self._queued -= len(frame)
+            return frame
         if self._error is not None:
             raise self._error
         return None

@@ -50,8 +50,8 @@ from typing import Final, NamedTuple
 
 import crc32c
 
-from odradek.wire.compression import compress, decompress
-from odradek.wire.exceptions import RecordBatchError
+from odradek.wire.compression import compress, decompress, decompress_stream
+from odradek.wire.exceptions import InvalidRecordError, RecordBatchError
 
 __all__ = [
     "ATTRIBUTES_OFFSET",
@@ -332,6 +332,58 @@ class RecordBatch:
             return _iter_records(self._buf, start, end, count, self._pos)
         return _iter_decompressed(self._buf[start:end], codec, count, self._pos)
 
+    def check_records(self, limit: int, *, keys_required: bool = False) -> list[int]:
+        """Check that the header agrees with the records present; returns the indexes of
+        keyless records when `keys_required` (compacted topics), else [].
+
+        The header must declare recordsCount >= 1 and lastOffsetDelta = recordsCount - 1
+        (Kafka's LogValidator.validateBatch), and the records must be exactly recordsCount
+        records that fill the batch, the i-th with offsetDelta i. Only each record's length,
+        offsetDelta and key length are read (value and headers are skipped, not parsed).
+        Compressed records are read as a stream (`decompress_stream`): at most `limit`
+        decompressed bytes, holding one chunk and the record being read.
+
+        Raises InvalidRecordError for a disagreement or a malformed record,
+        DecompressedTooLargeError past `limit`, RecordBatchError for corrupt compression."""
+        count = self.records_count
+        if count <= 0:
+            raise InvalidRecordError(f"invalid reported count for record batch: {count}")
+        if self.last_offset_delta != count - 1:
+            raise InvalidRecordError(
+                f"inconsistent batch offset range [0, {self.last_offset_delta}] and count of "
+                f"records {count}")
+        keyless: list[int] | None = [] if keys_required else None
+        start = self._pos + BATCH_HEADER_SIZE
+        end = self._pos + self.size
+        codec = self.compression
+        if codec == 0:
+            index, pos, _ = _walk_records(self._buf, start, end, 0, count, keyless)
+            if pos != end:
+                raise InvalidRecordError(
+                    f"record {index} of {count} is truncated or overruns the batch")
+        else:
+            index = 0
+            pending: list[bytes] = []
+            have = 0
+            need = 1
+            for piece in decompress_stream(codec, self._buf[start:end], limit):
+                pending.append(piece)
+                have += len(piece)
+                if have < need:
+                    continue
+                data = pending[0] if len(pending) == 1 else b"".join(pending)
+                index, pos, need = _walk_records(data, 0, len(data), index, count, keyless)
+                rest = data[pos:] if pos else data
+                pending = [rest] if rest else []
+                have = len(rest)
+            if have:
+                raise InvalidRecordError(
+                    f"record {index} of {count} is truncated or overruns the batch")
+        if index != count:
+            raise InvalidRecordError(
+                f"record batch declares {count} records but holds {index}")
+        return keyless or []
+
     def control_type(self) -> int | None:
         """0 ABORT or 1 COMMIT for a control batch (other values pass through); else None."""
         if not self.is_control:
@@ -364,6 +416,76 @@ class RecordBatch:
 def _iter_decompressed(block: memoryview, codec: int, count: int, pos: int) -> Iterator[Record]:
     data = decompress(codec, block)
     yield from _iter_records(data, 0, len(data), count, pos)
+
+
+def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
+                  keyless: list[int] | None) -> tuple[int, int, int]:
+    """Step over the whole records in data[pos:end], numbered from `index`; stop at the first
+    one that is not complete. Returns (next index, where it starts, bytes needed from there
+    to complete it; 1 when even its length is incomplete). Checks each record's offsetDelta
+    (= its index), that its fields fit it and that there are at most `count`; appends the
+    indexes of null-keyed records to `keyless` when given."""
+    while pos < end:
+        rec_start = pos
+        # Varints are inlined, with one- and two-byte fast paths: this loop runs per record.
+        b = data[pos]
+        if b < 0x80:
+            pos += 1
+        elif pos + 1 < end and (b2 := data[pos + 1]) < 0x80:
+            b = (b & 0x7F) | (b2 << 7)
+            pos += 2
+        else:
+            try:
+                b, pos = _read_varint(data, pos, 5, 0)
+            except IndexError:
+                return index, rec_start, end - rec_start + 1
+            if pos > end:
+                return index, rec_start, end - rec_start + 1
+            b = (b << 1) ^ (b >> 31)  # back to zigzag, decoded below like the fast paths
+        length = (b >> 1) ^ -(b & 1)
+        rec_end = pos + length
+        if length < 6:  # attributes, three varints and two lengths take at least 6 bytes
+            raise InvalidRecordError(f"record {index} declares a length of {length} bytes")
+        if rec_end > end:
+            return index, rec_start, rec_end - rec_start
+        if index >= count:
+            raise InvalidRecordError(f"record batch declares {count} records but holds more")
+        try:
+            pos += 1  # attributes
+            while data[pos] & 0x80:  # timestampDelta, skipped
+                pos += 1
+            pos += 1
+            b = data[pos]
+            if b < 0x80:
+                pos += 1
+            elif (b2 := data[pos + 1]) < 0x80:
+                b = (b & 0x7F) | (b2 << 7)
+                pos += 2
+            else:
+                b, pos = _read_varint(data, pos, 5, 0)
+                b = (b << 1) ^ (b >> 31)
+            delta = (b >> 1) ^ -(b & 1)
+            if delta != index:
+                raise InvalidRecordError(
+                    f"record {index} has offsetDelta {delta}: the deltas must be 0..{count - 1}")
+            if keyless is not None:
+                b = data[pos]
+                if b < 0x80:
+                    key_length = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                else:
+                    key_length, pos = _read_varint(data, pos, 5, 0)
+                if key_length < 0:
+                    keyless.append(index)
+                elif pos + key_length > rec_end:
+                    raise InvalidRecordError(f"record {index} has a key longer than the record")
+        except IndexError:  # a varint running past the end of the buffer
+            raise InvalidRecordError(f"record {index} is truncated") from None
+        if pos > rec_end:
+            raise InvalidRecordError(f"record {index} has fields longer than the record")
+        pos = rec_end
+        index += 1
+    return index, pos, 1
 
 
 def _bad_varint(where: int, batch_pos: int) -> RecordBatchError:

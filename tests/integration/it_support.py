@@ -94,6 +94,7 @@ class BrokerProcess:
         self._cond = threading.Condition()
         self._eof = True
         self._reader: threading.Thread | None = None
+        self.preexec_fn: Callable[[], None] | None = None  # run in the child before exec
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -139,6 +140,7 @@ class BrokerProcess:
             text=True,
             errors="replace",
             env=env,
+            preexec_fn=self.preexec_fn,
         )
         self._reader = threading.Thread(
             target=self._read, args=(self.proc,), name="broker-stderr", daemon=True

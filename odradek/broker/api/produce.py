@@ -8,6 +8,18 @@
   topic's max.message.bytes is MESSAGE_TOO_LARGE; keyless records on a compacted topic are
   INVALID_RECORD with record_errors (v8+). The batch's partition leader epoch is overwritten,
   never validated.
+- Nothing in the batch header is trusted (Kafka's LogValidator.validateBatch, plus the record
+  walk Kafka's iterators do): recordsCount must be >= 1, lastOffsetDelta = recordsCount - 1,
+  and the records present must be exactly recordsCount records filling the batch, the i-th
+  with offsetDelta i; otherwise INVALID_RECORD. Stricter than Kafka on one point: Kafka
+  accepts other offset deltas (it rewrites compressed batches, stores uncompressed ones as
+  sent); they are refused here, since no v2 client writes them. Values and headers of the
+  records are not parsed.
+- Compressed records are validated as a stream (64 KiB chunks, one record held at a time) up
+  to 16 x the topic's max.message.bytes of decompressed bytes. Kafka 4.x has no cap (it
+  decompresses record by record); the bound keeps a small "bomb" from costing the broker
+  more than that much work. Past it the batch is MESSAGE_TOO_LARGE, which the Java producer
+  answers by splitting the batch and retrying; a corrupt stream is CORRUPT_MESSAGE.
 - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION (Produce never auto-creates topics,
   as in Kafka); internal topics: INVALID_TOPIC_EXCEPTION.
 - Idempotent and transactional batches go through the partition's producer state (see
@@ -40,19 +52,26 @@ from odradek.broker.storage.errors import (
 from odradek.broker.storage.log import PartitionLog
 from odradek.wire import ErrorCode, RecordBatchError
 from odradek.wire._generated.produce import ProduceRequest, ProduceResponse
+from odradek.wire.exceptions import DecompressedTooLargeError, InvalidRecordError
 from odradek.wire.records import LEGACY_MAGIC_OFFSET, RecordBatch, iter_batches
 
 log = structlog.get_logger("odradek.produce")
 
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 
+# Compressed records are validated up to this many times the topic's max.message.bytes of
+# decompressed bytes (see the module docstring).
+DECOMPRESSED_LIMIT_FACTOR = 16
+
 
 def _validate(records: memoryview, compacted: bool, max_message_bytes: int
               ) -> tuple[ErrorCode, str | None, list[int], RecordBatch | None]:
     """Kafka's ProduceRequest.validateRecords plus the cheap per-batch checks of LogValidator.
 
-    Returns (error, message, indexes of bad records, the batch when it is valid). Records
-    are only iterated when a feature needs them (compacted topics must have keys)."""
+    Returns (error, message, indexes of bad records, the batch when it is valid). Every
+    batch's records are walked once (`RecordBatch.check_records`: lengths, offset deltas and,
+    on compacted topics, key lengths; values and headers are skipped), after the size and
+    CRC checks, as Kafka's LogValidator iterates them."""
     if len(records) > LEGACY_MAGIC_OFFSET and records[LEGACY_MAGIC_OFFSET] != 2:
         return (ErrorCode.INVALID_RECORD,
                 f"Produce requests with version 3+ are only allowed to contain record batches "
@@ -69,12 +88,23 @@ def _validate(records: memoryview, compacted: bool, max_message_bytes: int
         return (ErrorCode.MESSAGE_TOO_LARGE,
                 f"The batch of {batch.size} bytes is larger than max.message.bytes "
                 f"({max_message_bytes})", [], None)
-    if compacted:
-        keyless = [i for i, r in enumerate(batch.records()) if r.key is None]
-        if keyless:
-            return (ErrorCode.INVALID_RECORD,
-                    "Compacted topic cannot accept message without key in topic partition",
-                    keyless, None)
+    if not batch.crc_ok():  # Kafka checks the CRC before it reads any record
+        return (ErrorCode.CORRUPT_MESSAGE,
+                f"Record batch is corrupt (stored crc = {batch.crc}, computed crc = "
+                f"{batch.compute_crc()})", [], None)
+    try:
+        keyless = batch.check_records(DECOMPRESSED_LIMIT_FACTOR * max_message_bytes,
+                                      keys_required=compacted)
+    except DecompressedTooLargeError as e:
+        return (ErrorCode.MESSAGE_TOO_LARGE,
+                f"The batch decompresses to more than {DECOMPRESSED_LIMIT_FACTOR} times "
+                f"max.message.bytes ({max_message_bytes}): {e}", [], None)
+    except InvalidRecordError as e:
+        return ErrorCode.INVALID_RECORD, f"Invalid record batch: {e}", [], None
+    if compacted and keyless:
+        return (ErrorCode.INVALID_RECORD,
+                "Compacted topic cannot accept message without key in topic partition",
+                keyless, None)
     return ErrorCode.NONE, None, [], batch
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
@@ -131,3 +132,18 @@ def test_encode_helpers() -> None:
     for bad in (-1, 2**31):
         with pytest.raises(ValueError):
             frame_size_prefix(bad)
+
+
+def test_a_huge_announced_frame_allocates_only_what_arrived() -> None:
+    # issue #10: a header announcing 100 MiB used to allocate 100 MiB at its first byte.
+    decoder = FrameDecoder(200 << 20)
+    tracemalloc.start()
+    try:
+        decoder.feed(struct.pack(">i", 100 << 20) + b"x" * 1000)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024, peak
+    assert decoder.bytes_needed == (100 << 20) - 1000
+    assert decoder.reserved_bytes == 100 << 20
+    assert decoder.next_frame() is None

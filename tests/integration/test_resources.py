@@ -1,0 +1,164 @@
+"""Memory and descriptors a client can make the broker hold (issue #10, findings 12-13).
+
+Raw sockets to a broker subprocess; requests are ApiVersions v0 frames: int32 size | int16
+api_key 18 | int16 version 0 | int32 correlation_id | int16 client_id length | client_id.
+The broker's memory is its resident set size (VmRSS in /proc/PID/status).
+"""
+
+from __future__ import annotations
+
+import resource
+import socket
+import struct
+from pathlib import Path
+
+import pytest
+from it_support import BrokerProcess, StartBroker, wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+_API_VERSIONS = struct.pack(">hhih", 18, 0, 7, 1) + b"r"
+_REQUEST = struct.pack(">i", len(_API_VERSIONS)) + _API_VERSIONS
+
+
+def _rss_mib(broker: BrokerProcess) -> float:
+    assert broker.proc is not None
+    for line in Path(f"/proc/{broker.proc.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def _connect(broker: BrokerProcess, timeout: float = 10.0) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", broker.port), timeout=timeout)
+
+
+def _served(sock: socket.socket) -> bool:
+    """Send ApiVersions; True if answered, False if the broker closed the connection."""
+    try:
+        sock.sendall(_REQUEST)
+        head = _read(sock, 4)
+        if len(head) < 4:
+            return False
+        body = _read(sock, struct.unpack(">i", head)[0])
+    except (ConnectionError, TimeoutError):
+        return False
+    return len(body) >= 4 and struct.unpack(">i", body[:4])[0] == 7
+
+
+def _new_client_served(broker: BrokerProcess) -> bool:
+    with _connect(broker, timeout=5.0) as sock:
+        return _served(sock)
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def _raise_nofile(need: int) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < need:
+        if hard != resource.RLIM_INFINITY and hard < need:
+            pytest.skip(f"RLIMIT_NOFILE hard limit {hard} < {need}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+
+
+def test_idle_connections_and_announced_frames_hold_little_memory(
+        start_broker: StartBroker, tmp_path: Path) -> None:
+    _raise_nofile(2300)
+    broker = start_broker(tmp_path / "data")
+    with _connect(broker) as first:
+        assert _served(first)
+    base = _rss_mib(broker)
+    socks: list[socket.socket] = []
+    try:
+        for i in range(2000):
+            socks.append(_connect(broker))
+            if i % 250 == 249:  # served in accept order: every earlier one is being served
+                assert _served(socks[-1])
+        # Ten frames announcing 100 MiB each, with a few bytes of them.
+        for s in socks[:10]:
+            s.sendall(struct.pack(">i", 100 << 20) + b"\0" * 100)
+        assert _served(socks[-1])
+        held = _rss_mib(broker) - base
+        assert held < 120, f"2,000 idle connections hold {held:.0f} MiB"
+    finally:
+        for s in socks:
+            s.close()
+    with _connect(broker) as last:
+        wait_until(lambda: _new_client_served(broker) and _rss_mib(broker) - base < 60,
+                   what="memory released after the connections closed")
+        assert _served(last)
+
+
+def test_max_connections_per_ip(start_broker: StartBroker, tmp_path: Path) -> None:
+    broker = start_broker(tmp_path / "data", {"max.connections.per.ip": "3"})
+    socks = [_connect(broker) for _ in range(3)]
+    try:
+        assert all(_served(s) for s in socks)
+        with _connect(broker) as extra:
+            assert not _served(extra)
+        socks.pop().close()
+        wait_until(lambda: _new_client_served(broker), what="a slot after one closed")
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_queued_max_request_bytes_mutes_reading_until_memory_is_released(
+        start_broker: StartBroker, tmp_path: Path) -> None:
+    broker = start_broker(tmp_path / "data", {"queued.max.request.bytes": "1000"})
+    with _connect(broker) as hog, _connect(broker, timeout=1.0) as other:
+        assert _served(other)
+        hog.sendall(struct.pack(">i", 5000) + b"\0" * 10)  # reserves 5,000 > 1,000
+        broker.wait_for_log("request memory full")
+        other.settimeout(1.0)
+        other.sendall(_REQUEST)
+        with pytest.raises(TimeoutError):  # muted: the broker does not read it
+            other.recv(8)
+        hog.close()  # releases the reservation
+        other.settimeout(10.0)
+        head = _read(other, 8)
+        assert struct.unpack(">i", head[4:])[0] == 7
+
+
+def test_accept_out_of_descriptors_recovers(tmp_path: Path) -> None:
+    broker = BrokerProcess(tmp_path / "data", {})
+    (tmp_path / "data").mkdir()
+    broker.preexec_fn = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (80, 80))
+    broker.start()
+    socks: list[socket.socket] = []
+    try:
+        outcome = "served"
+        for _ in range(200):
+            s = _connect(broker, timeout=5.0)
+            socks.append(s)
+            try:
+                s.sendall(_REQUEST)
+                head = _read(s, 4)
+                outcome = "served" if len(head) == 4 and _read(
+                    s, struct.unpack(">i", head)[0]) else "closed"
+            except ConnectionError:
+                outcome = "closed"
+            except TimeoutError:
+                outcome = "left waiting"
+            if outcome != "served":
+                break
+        # Out of descriptors, that one client is closed, not left waiting in the backlog.
+        assert outcome == "closed", outcome
+        for s in socks[:20]:
+            s.close()
+        del socks[:20]
+        wait_until(lambda: _new_client_served(broker),
+                   what="a new client served after descriptors were freed")
+        assert broker.running
+    finally:
+        for s in socks:
+            s.close()
+        broker.stop()
