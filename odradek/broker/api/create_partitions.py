@@ -35,7 +35,7 @@ from odradek.wire._generated.create_partitions import (
 log = structlog.get_logger("odradek.admin")
 
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
-YIELD_EVERY_TOPICS = 100  # checking topics yields this often; log creation every 50 logs
+YIELD_EVERY_TOPICS = 100  # checking topics yields this often (log creation: cluster.YIELD_EVERY)
 
 
 def _check_assignment(broker_ids: list[int], node: int) -> None:
