@@ -13,7 +13,7 @@ request a `RequestContext` with narrow typed fields. Nothing else holds broker-w
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -49,7 +49,8 @@ class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         # Cluster metadata first: the logs are opened with each topic's effective config.
-        self.cluster = Cluster(config, self._create_log, self._delete_logs, self._reconfigure)
+        self.cluster = Cluster(config, self._create_log, self._delete_logs, self._reconfigure,
+                               self._delete_partition_logs)
         self.logs = LogManager(config.log_dirs, resolve_topic_config({}, config),
                                config_for=self._config_for)
         self._check_logs()
@@ -129,10 +130,25 @@ class Broker:
         known = self.cluster.get(topic)
         return resolve_topic_config(known.configs if known else {}, self.config)
 
-    def _delete_logs(self, topic: str) -> None:
-        self.logs.delete(topic)
+    def _delete_logs(self, topics: Sequence[str], checkpoint: bool) -> None:
+        """Delete the topics' logs, then (`checkpoint`) write the log dirs' checkpoints once;
+        a caller deleting in chunks checkpoints after the last."""
+        try:
+            for topic in topics:
+                self.logs.delete(topic, checkpoint=False)
+        finally:
+            if checkpoint:
+                self.logs.checkpoint()
         # Committed offsets go with the topic, so a re-created topic starts clean (as Kafka).
-        self.groups.call_loaded(lambda g: g.delete_topic_offsets({topic}))
+        gone = set(topics)
+        self.groups.call_loaded(lambda g: g.delete_topic_offsets(gone))
+
+    def _delete_partition_logs(self, topic: str, partitions: Iterable[int],
+                               checkpoint: bool) -> None:
+        for p in partitions:
+            self.logs.delete_partition(topic, p, checkpoint=False)
+        if checkpoint:
+            self.logs.checkpoint()
 
     def _reconfigure(self, topic: str, overrides: Mapping[str, str]) -> None:
         """New topic configs take effect at once on every partition's log."""

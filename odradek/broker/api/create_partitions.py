@@ -8,6 +8,10 @@
   (INVALID_REPLICA_ASSIGNMENT otherwise, worded as Kafka's controller does).
 - validate_only runs every check and changes nothing.
 - More than 10,000 new partitions in one request are refused with POLICY_VIOLATION.
+- Large requests do not stall other clients: the new logs are created yielding to the
+  event loop between chunks, then every new count is saved at once (one topics.json write);
+  admin requests that change topics run one at a time. A topic whose new logs cannot be
+  created (e.g. out of file descriptors) is answered KAFKA_STORAGE_ERROR and keeps its count.
 Not implemented: controller mutation quotas (throttle_time_ms 0), authorization.
 """
 
@@ -15,11 +19,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+import anyio.lowlevel
 import structlog
 
 from odradek.broker.api._common import MAX_PARTITIONS_PER_REQUEST, ApiError
 from odradek.broker.cluster import ClusterError
 from odradek.broker.context import RequestContext
+from odradek.broker.storage.errors import error_code_for
 from odradek.wire import ErrorCode
 from odradek.wire._generated.create_partitions import (
     CreatePartitionsRequest,
@@ -29,6 +35,7 @@ from odradek.wire._generated.create_partitions import (
 log = structlog.get_logger("odradek.admin")
 
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+YIELD_EVERY_TOPICS = 100  # checking topics yields this often (log creation: cluster.YIELD_EVERY)
 
 
 def _check_assignment(broker_ids: list[int], node: int) -> None:
@@ -48,9 +55,9 @@ def _check_assignment(broker_ids: list[int], node: int) -> None:
                        "once.")
 
 
-def _add(ctx: RequestContext, want: CreatePartitionsRequest.CreatePartitionsTopic,
-         validate_only: bool, budget: int) -> int:
-    """Add the partitions (or just check); returns how many were (or would be) added."""
+def _check(ctx: RequestContext, want: CreatePartitionsRequest.CreatePartitionsTopic,
+           budget: int) -> int:
+    """Every check on one topic; returns how many partitions would be added."""
     cluster = ctx.cluster
     topic = cluster.get(want.name)
     if topic is None:
@@ -77,21 +84,27 @@ def _add(ctx: RequestContext, want: CreatePartitionsRequest.CreatePartitionsTopi
         raise ApiError(ErrorCode.POLICY_VIOLATION,
                        "Unable to perform excessively large batch operation.")
     try:
-        cluster.add_partitions(want.name, want.count, validate_only=validate_only)
+        cluster.check_add_partitions(want.name, want.count)
     except ClusterError as e:
         raise ApiError(e.code, e.message) from None
-    if not validate_only:
-        log.info("partitions added", topic=want.name, partitions=want.count, previously=current,
-                 client=ctx.client_id)
     return additional
 
 
 async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    async with ctx.cluster.lock:
+        return await _handle(ctx, request)
+
+
+async def _handle(ctx: RequestContext, request: CreatePartitionsRequest
+                  ) -> CreatePartitionsResponse:
     counts = Counter(t.name for t in request.topics)
     budget = MAX_PARTITIONS_PER_REQUEST
     results: list[Result] = []
+    accepted: list[tuple[str, int, int]] = []  # (name, new count, previous count)
     answered: set[str] = set()
-    for want in request.topics:
+    for i, want in enumerate(request.topics):
+        if i % YIELD_EVERY_TOPICS == YIELD_EVERY_TOPICS - 1:
+            await anyio.lowlevel.checkpoint()
         if want.name in answered:
             continue
         answered.add(want.name)
@@ -100,9 +113,28 @@ async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Creat
                                   error_message="Duplicate topic name."))
             continue
         try:
-            budget -= _add(ctx, want, request.validate_only, budget)
+            added = _check(ctx, want, budget)
         except ApiError as e:
             results.append(Result(name=want.name, error_code=e.code, error_message=e.message))
             continue
+        budget -= added
+        accepted.append((want.name, want.count, want.count - added))
         results.append(Result(name=want.name, error_code=ErrorCode.NONE, error_message=None))
+    if request.validate_only or not accepted:
+        return CreatePartitionsResponse(results=results)
+    outcome = await ctx.cluster.add_partitions_many([(n, c) for n, c, _ in accepted])
+    failed: dict[str, OSError] = {}
+    for name, count, previous in accepted:
+        error = outcome[name]
+        if error is None:
+            log.info("partitions added", topic=name, partitions=count, previously=previous,
+                     client=ctx.client_id)
+        else:
+            log.warning("partitions not added", topic=name, error=str(error))
+            failed[name] = error
+    if failed:
+        results = [r if r.name not in failed else Result(
+            name=r.name, error_code=error_code_for(failed[r.name]),
+            error_message=f"Cannot create the partition logs: {failed[r.name]}")
+            for r in results]
     return CreatePartitionsResponse(results=results)

@@ -18,19 +18,27 @@
   config (value, read-only, source, sensitive); v7+ the topic id.
 - More than 10,000 new partitions in one request are refused with POLICY_VIOLATION (Kafka's
   controller refuses such an oversized batch too).
+- Large requests do not stall other clients: checks, log creation and answers yield to the
+  event loop every few hundred items, and topics.json is written once per request. The
+  topics of one request become visible together, once all their logs exist; admin requests
+  that change topics run one at a time. A topic whose logs cannot be created (e.g. the
+  process is out of file descriptors) is answered KAFKA_STORAGE_ERROR; the others still are.
 Not implemented: create-topic policies, controller mutation quotas (throttle_time_ms 0),
 authorization.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 
+import anyio.lowlevel
 import structlog
 
 from odradek.broker.api._common import MAX_PARTITIONS_PER_REQUEST, ApiError
-from odradek.broker.cluster import ClusterError
+from odradek.broker.cluster import ClusterError, NewTopic
 from odradek.broker.context import RequestContext
+from odradek.broker.storage.errors import error_code_for
 from odradek.config import describe_topic_config
 from odradek.wire import ErrorCode
 from odradek.wire._generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
@@ -41,6 +49,9 @@ log = structlog.get_logger("odradek.admin")
 Resp = CreateTopicsResponse
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"  # KRaft's metadata log: Kafka refuses the name
 Topic = CreateTopicsRequest.CreatableTopic
+# Checking and answering topics yields to the event loop this often (creating the logs
+# yields every `cluster.YIELD_EVERY` partitions).
+YIELD_EVERY_TOPICS = 100
 
 
 def _partition_count(ctx: RequestContext, topic: Topic) -> int:
@@ -107,8 +118,8 @@ def _config_entries(ctx: RequestContext, configs: dict[str, str]) -> list[Resp.C
             for e in describe_topic_config(configs, ctx.config, include_synonyms=False)]
 
 
-def _create_one(ctx: RequestContext, topic: Topic, validate_only: bool,
-                budget: int) -> Resp.CreatableTopicResult:
+def _check_one(ctx: RequestContext, topic: Topic, budget: int) -> NewTopic:
+    """Every check CreateTopics makes on one topic; raises ApiError when it is refused."""
     cluster = ctx.cluster
     name = topic.name
     nulls = [c.name for c in topic.configs if c.value is None]
@@ -126,19 +137,15 @@ def _create_one(ctx: RequestContext, topic: Topic, validate_only: bool,
     if partitions > budget:
         raise ApiError(ErrorCode.POLICY_VIOLATION,
                        "Unable to perform excessively large batch operation.")
-    topic_id = ZERO_UUID
-    if not validate_only:
-        try:
-            created = cluster.create_topic(name, partitions, configs)
-        except ClusterError as e:
-            raise ApiError(e.code, e.message) from None
-        topic_id = created.topic_id
-        log.info("topic created", topic=name, partitions=partitions, topic_id=str(topic_id),
-                 configs=configs or None, client=ctx.client_id)
+    return NewTopic(name, partitions, configs)
+
+
+def _created(ctx: RequestContext, want: NewTopic, topic_id: uuid.UUID
+             ) -> Resp.CreatableTopicResult:
     return Resp.CreatableTopicResult(
-        name=name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
-        num_partitions=partitions, replication_factor=1,
-        configs=_config_entries(ctx, configs))
+        name=want.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
+        num_partitions=want.partitions, replication_factor=1,
+        configs=_config_entries(ctx, dict(want.configs)))
 
 
 def _error(name: str, code: ErrorCode, message: str | None) -> Resp.CreatableTopicResult:
@@ -146,31 +153,70 @@ def _error(name: str, code: ErrorCode, message: str | None) -> Resp.CreatableTop
 
 
 async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    async with ctx.cluster.lock:
+        return await _handle(ctx, request)
+
+
+async def _handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    cluster = ctx.cluster
     counts = Counter(t.name for t in request.topics)
     validate_only = ctx.api_version >= 1 and request.validate_only
     budget = MAX_PARTITIONS_PER_REQUEST
-    results: list[Resp.CreatableTopicResult] = []
+    # One slot per answered name, in request order; accepted topics are filled in later.
+    results: list[Resp.CreatableTopicResult | NewTopic] = []
+    accepted: list[NewTopic] = []
     answered: set[str] = set()
-    for topic in request.topics:
-        if topic.name in answered:
+    try:
+        for i, topic in enumerate(request.topics):
+            if i % YIELD_EVERY_TOPICS == YIELD_EVERY_TOPICS - 1:
+                await anyio.lowlevel.checkpoint()
+            if topic.name in answered:
+                continue
+            answered.add(topic.name)
+            if counts[topic.name] > 1:
+                results.append(_error(topic.name, ErrorCode.INVALID_REQUEST,
+                                      "Duplicate topic name."))
+                continue
+            if topic.name == CLUSTER_METADATA_TOPIC:
+                results.append(_error(topic.name, ErrorCode.INVALID_REQUEST,
+                                      f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is "
+                                      "prohibited."))
+                continue
+            try:
+                want = _check_one(ctx, topic, budget)
+            except ApiError as e:
+                log.info("topic not created", topic=topic.name, error=e.code.name,
+                         reason=e.message, validate_only=validate_only)
+                results.append(_error(topic.name, e.code, e.message))
+                continue
+            budget -= want.partitions
+            results.append(want)
+            if not validate_only:
+                # Later topics of this request collide with it, as with one created already.
+                cluster.reserve(want.name)
+                accepted.append(want)
+        outcome = await cluster.create_topics(accepted) if accepted else {}
+    finally:
+        for want in accepted:
+            cluster.release(want.name)
+    answers: list[Resp.CreatableTopicResult] = []
+    for i, slot in enumerate(results):
+        if i % YIELD_EVERY_TOPICS == YIELD_EVERY_TOPICS - 1:
+            await anyio.lowlevel.checkpoint()
+        if not isinstance(slot, NewTopic):
+            answers.append(slot)
             continue
-        answered.add(topic.name)
-        if counts[topic.name] > 1:
-            results.append(_error(topic.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+        if validate_only:
+            answers.append(_created(ctx, slot, ZERO_UUID))
             continue
-        if topic.name == CLUSTER_METADATA_TOPIC:
-            results.append(_error(topic.name, ErrorCode.INVALID_REQUEST,
-                                  f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is "
-                                  "prohibited."))
+        made = outcome[slot.name]
+        if isinstance(made, OSError):
+            log.warning("topic not created", topic=slot.name, error=str(made))
+            answers.append(_error(slot.name, error_code_for(made),
+                                  f"Cannot create the partition logs: {made}"))
             continue
-        try:
-            result = _create_one(ctx, topic, validate_only, budget)
-        except ApiError as e:
-            log.info("topic not created", topic=topic.name, error=e.code.name, reason=e.message,
-                     validate_only=validate_only)
-            results.append(_error(topic.name, e.code, e.message))
-            continue
-        budget -= result.num_partitions
-        results.append(result)
-    return CreateTopicsResponse(topics=results)
-
+        log.info("topic created", topic=slot.name, partitions=slot.partitions,
+                 topic_id=str(made.topic_id), configs=dict(slot.configs) or None,
+                 client=ctx.client_id)
+        answers.append(_created(ctx, slot, made.topic_id))
+    return CreateTopicsResponse(topics=answers)

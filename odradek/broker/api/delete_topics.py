@@ -11,6 +11,9 @@
   (v6) of each deleted topic; error messages from v5.
 - Internal topics (`__consumer_offsets`, `__transaction_state`) can be deleted, as in Kafka's
   KRaft mode; a warning is logged.
+- Large requests do not stall other clients: the topics leave topics.json in one write, then
+  their logs are deleted yielding to the event loop between chunks; admin requests that
+  change topics run one at a time.
 Not implemented: controller mutation quotas (throttle_time_ms 0), authorization.
 """
 
@@ -21,7 +24,7 @@ from collections import Counter
 
 import structlog
 
-from odradek.broker.cluster import ClusterError, Topic
+from odradek.broker.cluster import Topic
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
@@ -43,6 +46,11 @@ def _error(name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str)
 
 
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    async with ctx.cluster.lock:
+        return await _handle(ctx, request)
+
+
+async def _handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     cluster = ctx.cluster
     wanted = _requested(ctx, request)
     if not ctx.config.get_bool("delete.topic.enable"):
@@ -106,11 +114,11 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTop
                 to_delete.append((len(results), found, found.name))
                 results.append(None)
 
+    deleted = {t.name for t in await cluster.delete_topics([t.name for _, t, _ in to_delete])}
     for slot, topic, echo in to_delete:
-        try:
-            cluster.delete_topic(topic.name)
-        except ClusterError as e:
-            results[slot] = _error(echo, topic.topic_id, e.code, e.message)
+        if topic.name not in deleted:
+            results[slot] = _error(echo, topic.topic_id, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                   "This server does not host this topic-partition.")
             continue
         if topic.internal:
             log.warning("internal topic deleted", topic=topic.name, client=ctx.client_id)

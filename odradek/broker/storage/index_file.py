@@ -5,7 +5,8 @@ Unlike Kafka we do not preallocate and memory-map the file: entries are kept in 
 appended to the file with `os.write`, so the file always holds exactly the valid entries (the
 layout Kafka leaves after trimming an index on close) and a killed process loses nothing it
 wrote. A torn trailing entry (length not a multiple of the entry size) is dropped on load.
-Entries are loaded lazily, on first use, so that opening a log with many segments stays cheap.
+Entries are loaded lazily, on first use, so that opening a log with many segments stays cheap,
+and the descriptor is opened by the first write, so an idle partition holds only its `.log`.
 """
 
 from __future__ import annotations
@@ -45,12 +46,10 @@ class IndexFile:
     # -- shared machinery -------------------------------------------------------------------
 
     def create(self) -> None:
-        """Create the (empty) file if missing; Kafka expects `.index` to exist for every `.log`."""
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        if self._fd is None:
-            self._fd = fd
-        else:
-            os.close(fd)
+        """Create the (empty) file if missing; Kafka expects `.index` to exist for every `.log`.
+        The descriptor is not kept: it is opened by the first write (issue #10: a partition
+        that is never written to costs no index descriptors)."""
+        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
 
     def _ensure_loaded(self) -> None:
         if self._loaded:

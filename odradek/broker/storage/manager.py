@@ -61,6 +61,10 @@ class LogManager:
         self._config_for = config_for
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        # Indexes over `_logs`, so that creating or deleting one of N partitions costs O(1)
+        # rather than a scan of every log (issue #10: quadratic admin requests).
+        self._count_in_dir: dict[Path, int] = {d: 0 for d in self.log_dirs}
+        self._partitions_by_topic: dict[str, set[int]] = {}
         self._closed = False
         now = _wall_ms() if now_ms is None else now_ms
         for log_dir in self.log_dirs:
@@ -101,7 +105,7 @@ class LogManager:
                 raise RuntimeError(
                     f"partition {tp[0]}-{tp[1]} found in both {self._dir_of[tp]} and {log_dir}"
                 )
-            self._logs[tp] = PartitionLog.open(
+            partition_log = PartitionLog.open(
                 Path(entry.path),
                 self.config_for(tp[0]),
                 now_ms=now_ms,
@@ -110,7 +114,7 @@ class LogManager:
                 had_clean_shutdown=clean and tp in recovery_points,
                 on_log_start_offset_change=self._log_start_changed,
             )
-            self._dir_of[tp] = log_dir
+            self._add(tp, partition_log, log_dir)
         self._write_checkpoints(log_dir)
         marker.unlink(missing_ok=True)
 
@@ -123,7 +127,7 @@ class LogManager:
         return dict(self._logs)
 
     def partitions_of(self, topic: str) -> list[int]:
-        return sorted(p for t, p in self._logs if t == topic)
+        return sorted(self._partitions_by_topic.get(topic, ()))
 
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         return self._dir_of.get((topic, partition))
@@ -145,41 +149,60 @@ class LogManager:
         existing = self._logs.get(tp)
         if existing is not None:
             return existing
-        counts = {d: 0 for d in self.log_dirs}
-        for d in self._dir_of.values():
-            counts[d] += 1
-        log_dir = min(self.log_dirs, key=lambda d: counts[d])
+        log_dir = min(self.log_dirs, key=lambda d: self._count_in_dir[d])
         partition_log = PartitionLog.open(
             log_dir / files.partition_dir_name(topic, partition),
             config if config is not None else self.config_for(topic),
             now_ms=_wall_ms() if now_ms is None else now_ms,
             on_log_start_offset_change=self._log_start_changed,
         )
-        self._logs[tp] = partition_log
-        self._dir_of[tp] = log_dir
+        self._add(tp, partition_log, log_dir)
         return partition_log
 
-    def delete(self, topic: str) -> int:
-        """Delete every partition log of `topic`; returns how many were deleted."""
-        partitions = self.partitions_of(topic)
-        for partition in partitions:
-            self.delete_partition(topic, partition)
-        return len(partitions)
+    def _add(self, tp: TopicPartition, partition_log: PartitionLog, log_dir: Path) -> None:
+        self._logs[tp] = partition_log
+        self._dir_of[tp] = log_dir
+        self._count_in_dir[log_dir] += 1
+        self._partitions_by_topic.setdefault(tp[0], set()).add(tp[1])
 
-    def delete_partition(self, topic: str, partition: int) -> None:
-        """Rename the partition directory to Kafka's `...-delete` name, then remove it (a crash
-        in between leaves a directory that the next start removes)."""
-        self._check_open()
-        tp = (topic, partition)
+    def _remove(self, tp: TopicPartition) -> tuple[PartitionLog, Path] | None:
         partition_log = self._logs.pop(tp, None)
         log_dir = self._dir_of.pop(tp, None)
         if partition_log is None or log_dir is None:
+            return None
+        self._count_in_dir[log_dir] -= 1
+        partitions = self._partitions_by_topic[tp[0]]
+        partitions.discard(tp[1])
+        if not partitions:
+            del self._partitions_by_topic[tp[0]]
+        return partition_log, log_dir
+
+    def delete(self, topic: str, *, checkpoint: bool = True) -> int:
+        """Delete every partition log of `topic`; returns how many were deleted. The log dirs'
+        checkpoints are rewritten once at the end. With `checkpoint=False` the caller deleting
+        many topics must call `checkpoint()` once they are gone, before a log of the same name
+        can be created (a stale recovery point would spare the new log's recovery)."""
+        partitions = self.partitions_of(topic)
+        for partition in partitions:
+            self.delete_partition(topic, partition, checkpoint=False)
+        if checkpoint and partitions:
+            self.checkpoint()
+        return len(partitions)
+
+    def delete_partition(self, topic: str, partition: int, *, checkpoint: bool = True) -> None:
+        """Rename the partition directory to Kafka's `...-delete` name, then remove it (a crash
+        in between leaves a directory that the next start removes)."""
+        self._check_open()
+        removed = self._remove((topic, partition))
+        if removed is None:
             return
+        partition_log, log_dir = removed
         partition_log.close_without_flush()
         doomed = log_dir / files.delete_dir_name(topic, partition, uuid.uuid4().hex)
         os.rename(partition_log.directory, doomed)
         shutil.rmtree(doomed, ignore_errors=True)
-        self._write_checkpoints(log_dir)
+        if checkpoint:
+            self._write_checkpoints(log_dir)
 
     # -- periodic work ----------------------------------------------------------------------
 

@@ -1,0 +1,102 @@
+"""Large admin requests against a real broker (issue #10, finding 13): one CreateTopics of
+thousands of partitions, and one of thousands of topics, are answered with everything
+created while a producer on another connection keeps its latency.
+
+The default run uses 2,000; `ODRADEK_SCALE_TESTS=1` runs Kafka's per-request maximum,
+10,000 (minutes on a loaded machine)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from it_support import TIMEOUT, BrokerProcess, create_topic, topic_name
+
+SIZE = 10_000 if os.environ.get("ODRADEK_SCALE_TESTS") == "1" else 2_000
+MAX_ACK_SECONDS = 1.0
+PACE_SECONDS = 0.05
+
+pytestmark = pytest.mark.timeout(600 if SIZE > 2_000 else 180)
+
+
+class PacedProducer:
+    """Sends one record every 50 ms from its own thread and records each ack's latency."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.topic = topic
+        self.latencies: list[float] = []
+        self.errors: list[Any] = []
+        self._stop = threading.Event()
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                                   "linger.ms": 0, "message.timeout.ms": int(TIMEOUT * 1000)})
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            sent = time.monotonic()
+            acked: list[float] = []
+
+            def on_delivery(err: Any, _msg: Any, acked: list[float] = acked) -> None:
+                if err is not None:
+                    self.errors.append(err)
+                acked.append(time.monotonic())
+
+            self._producer.produce(self.topic, b"ping", on_delivery=on_delivery)
+            self._producer.flush(TIMEOUT)
+            self.latencies.append((acked[0] if acked else time.monotonic()) - sent)
+            self._stop.wait(PACE_SECONDS)
+
+    def __enter__(self) -> PacedProducer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(TIMEOUT)
+
+
+def big_admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 300_000})
+
+
+def run_beside_producer(broker: BrokerProcess, topics: list[NewTopic]) -> PacedProducer:
+    probe = topic_name("probe")
+    create_topic(broker.bootstrap, probe)
+    client = big_admin(broker.bootstrap)
+    with PacedProducer(broker.bootstrap, probe) as producer:
+        # A first ack proves the producer is connected before the big request starts.
+        deadline = time.monotonic() + TIMEOUT
+        while not producer.latencies and time.monotonic() < deadline:
+            producer._stop.wait(PACE_SECONDS)
+        assert producer.latencies, "producer never got an ack"
+        before = len(producer.latencies)
+        started = time.monotonic()
+        futures = client.create_topics(topics, request_timeout=300, operation_timeout=300)
+        for future in futures.values():
+            assert future.result(300) is None
+        took = time.monotonic() - started
+    # After the producer thread is joined: an ack still waiting when the request ended counts.
+    during = producer.latencies[before:]
+    print(f"\n{len(topics)} topics, {sum(t.num_partitions for t in topics)} partitions: "
+          f"{took:.1f} s; {len(during)} acks meanwhile, slowest {max(during, default=0):.3f} s")
+    assert not producer.errors
+    assert len(during) >= max(1, int(took / (PACE_SECONDS + MAX_ACK_SECONDS)) - 1)
+    assert max(during, default=0) < MAX_ACK_SECONDS, sorted(during)[-5:]
+    listed = client.list_topics(timeout=120).topics
+    for t in topics:
+        assert t.topic in listed and len(listed[t.topic].partitions) == t.num_partitions
+    return producer
+
+
+def test_one_topic_of_many_partitions_beside_a_producer(broker: BrokerProcess) -> None:
+    run_beside_producer(broker, [NewTopic(topic_name("wide"), SIZE, 1)])
+
+
+def test_many_topics_beside_a_producer(broker: BrokerProcess) -> None:
+    prefix = topic_name("many")
+    run_beside_producer(broker, [NewTopic(f"{prefix}-{i}", 1, 1) for i in range(SIZE)])
