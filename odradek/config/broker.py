@@ -21,6 +21,7 @@ from odradek.config.listeners import (
     bound_advertised,
     check_advertised,
     checked_listeners,
+    parse_listener_names,
     parse_protocol_map,
 )
 from odradek.config.properties import env_to_properties, parse_overrides, parse_properties
@@ -40,6 +41,7 @@ from odradek.config.types import (
     ConfigSynonym,
     ConfigType,
     ConfigValue,
+    Effect,
     TypedGetters,
     Validator,
     at_least,
@@ -58,7 +60,7 @@ class ConfigDef:
 
     `dynamic` marks settings Kafka lets AlterConfigs change on a running broker (informative:
     DescribeConfigs reports the others as read-only). `topic_synonym` is the topic config this
-    broker setting is the default for, if any.
+    broker setting is the default for, if any. `effect` says whether Odradek acts on it.
     """
 
     name: str
@@ -67,6 +69,7 @@ class ConfigDef:
     validator: Validator | None = None
     dynamic: bool = False
     topic_synonym: str | None = None
+    effect: Effect = Effect.APPLIED
 
     @property
     def read_only(self) -> bool:
@@ -84,6 +87,7 @@ def _b(
     validator: Validator | None = None,
     *,
     dynamic: bool | None = None,
+    effect: Effect = Effect.APPLIED,
 ) -> ConfigDef:
     # Kafka lets AlterConfigs change the topic-default settings at run time.
     topic = TOPIC_CONFIG_OF.get(name)
@@ -94,10 +98,13 @@ def _b(
         validator,
         dynamic=(topic is not None) if dynamic is None else dynamic,
         topic_synonym=topic,
+        effect=effect,
     )
 
 
 _T = ConfigType
+_NA = Effect.NOT_APPLIED
+_NM = Effect.NO_MEANING
 
 _BROKER_DEFS: tuple[ConfigDef, ...] = (
     # Identity and listeners. Kafka's node.id has no default (KRaft requires it); a single
@@ -110,6 +117,25 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("advertised.listeners", _T.LIST, None),
     _b("listener.security.protocol.map", _T.LIST, tuple(f"{p}:{p}" for p in SECURITY_PROTOCOLS)),
     _b("unstable.api.versions.enable", _T.BOOLEAN, False),
+    # KRaft: a stock Kafka server.properties runs one combined broker+controller process.
+    # Odradek is that one process, so it only reads controller.listener.names (those
+    # listeners are the controller's: not served as client ports); the rest mean nothing to
+    # a single process and are accepted silently (`effect=NO_MEANING`).
+    _b("process.roles", _T.LIST, (), each_one_of("broker", "controller"), effect=_NM),
+    _b("controller.listener.names", _T.STRING, None),
+    _b("controller.quorum.voters", _T.LIST, (), effect=_NM),
+    _b("controller.quorum.bootstrap.servers", _T.LIST, (), effect=_NM),
+    _b("inter.broker.listener.name", _T.STRING, None, effect=_NM),
+    _b("metadata.log.dir", _T.STRING, None, effect=_NM),
+    _b("num.network.threads", _T.INT, 3, at_least(1), dynamic=True, effect=_NM),
+    _b("num.io.threads", _T.INT, 8, at_least(1), dynamic=True, effect=_NM),
+    _b("num.recovery.threads.per.data.dir", _T.INT, 1, at_least(1), dynamic=True, effect=_NM),
+    _b("num.replica.fetchers", _T.INT, 1, dynamic=True, effect=_NM),
+    _b("background.threads", _T.INT, 10, at_least(1), dynamic=True, effect=_NM),
+    _b("queued.max.requests", _T.INT, 500, at_least(1), effect=_NM),
+    _b("share.coordinator.state.topic.replication.factor", _T.SHORT, 3, at_least(1),
+       effect=_NM),
+    _b("share.coordinator.state.topic.min.isr", _T.SHORT, 2, at_least(1), effect=_NM),
     # Storage. Kafka's log.dir default is /tmp/kafka-logs; ours is under the working dir.
     _b("log.dirs", _T.LIST, None),
     _b("log.dir", _T.STRING, "./odradek-data"),
@@ -244,15 +270,16 @@ class BrokerConfig(TypedGetters):
                 "node.id",
             )
         self._protocols = parse_protocol_map(self.get_list("listener.security.protocol.map"))
+        controllers = parse_listener_names(self.get_optional_str("controller.listener.names"))
         self._listeners = checked_listeners(
-            self.get_list("listeners"), self._protocols, "listeners"
+            self.get_list("listeners"), self._protocols, "listeners", controllers
         )
         advertised = self.get_optional_list("advertised.listeners")
         if advertised is None:
             self._advertised = list(self._listeners)
         else:
             self._advertised = checked_listeners(
-                advertised, self._protocols, "advertised.listeners"
+                advertised, self._protocols, "advertised.listeners", controllers
             )
             check_advertised(self._advertised, self._listeners)
         if not self.log_dirs:
@@ -282,6 +309,8 @@ class BrokerConfig(TypedGetters):
 
     @property
     def listeners(self) -> list[Listener]:
+        """The client listeners: those of `listeners` not named in controller.listener.names
+        (a stock KRaft file's CONTROLLER listener is the controller's, not a client port)."""
         return list(self._listeners)
 
     @property
@@ -365,6 +394,7 @@ class BrokerConfig(TypedGetters):
                     sensitive=definition.sensitive,
                     type=definition.type,
                     synonyms=tuple(synonyms),
+                    documentation=definition.effect.documentation,
                 )
             )
         return entries

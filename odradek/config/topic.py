@@ -25,6 +25,7 @@ from odradek.config.types import (
     ConfigSynonym,
     ConfigType,
     ConfigValue,
+    Effect,
     TypedGetters,
     Validator,
     at_least,
@@ -47,6 +48,7 @@ class TopicConfigDef:
     default: ConfigValue
     validator: Validator | None = None
     broker_synonyms: tuple[BrokerSynonym, ...] = ()
+    effect: Effect = Effect.APPLIED
 
     @property
     def sensitive(self) -> bool:
@@ -54,12 +56,18 @@ class TopicConfigDef:
 
 
 def _t(
-    name: str, type_: ConfigType, default: ConfigValue, validator: Validator | None = None
+    name: str,
+    type_: ConfigType,
+    default: ConfigValue,
+    validator: Validator | None = None,
+    effect: Effect = Effect.APPLIED,
 ) -> TopicConfigDef:
-    return TopicConfigDef(name, type_, default, validator, TOPIC_SYNONYMS.get(name, ()))
+    return TopicConfigDef(name, type_, default, validator, TOPIC_SYNONYMS.get(name, ()), effect)
 
 
 _T = ConfigType
+_NA = Effect.NOT_APPLIED
+_NM = Effect.NO_MEANING
 
 _TOPIC_DEFS: tuple[TopicConfigDef, ...] = (
     _t("cleanup.policy", _T.LIST, ("delete",), each_one_of(*CLEANUP_POLICIES)),
@@ -347,6 +355,7 @@ def describe_topic_config(
                 sensitive=definition.sensitive,
                 type=definition.type,
                 synonyms=tuple(synonyms),
+                documentation=definition.effect.documentation,
             )
         )
     return entries
