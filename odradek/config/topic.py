@@ -269,6 +269,37 @@ class LogConfig(TypedGetters):
     def file_delete_delay_ms(self) -> int:
         return self.get_int("file.delete.delay.ms")
 
+    @property
+    def segment_jitter_ms(self) -> int:
+        return self.get_int("segment.jitter.ms")
+
+    # -- what the produce path reads ---------------------------------------------------------
+
+    @property
+    def compression_type(self) -> str:
+        """compression.type: `producer` or a codec name (`uncompressed`, `gzip`, ...)."""
+        return self.get_str("compression.type")
+
+    @property
+    def compression_level(self) -> dict[str, int]:
+        """The level of each codec that has one (compression.<codec>.level)."""
+        return {
+            codec: self.get_int(f"compression.{codec}.level") for codec in ("gzip", "lz4", "zstd")
+        }
+
+    @property
+    def timestamp_before_max_ms(self) -> int:
+        """message.timestamp.before.max.ms; while that is at its default (Long.MAX),
+        message.timestamp.difference.max.ms, as Kafka (the deprecated setting's fallback)."""
+        before = self.get_int("message.timestamp.before.max.ms")
+        return before if before != LONG_MAX else self.get_int("message.timestamp.difference.max.ms")
+
+    @property
+    def timestamp_after_max_ms(self) -> int:
+        """message.timestamp.after.max.ms, with the same fallback."""
+        after = self.get_int("message.timestamp.after.max.ms")
+        return after if after != LONG_MAX else self.get_int("message.timestamp.difference.max.ms")
+
 
 def _broker_default_for(
     definition: TopicConfigDef, broker: BrokerConfig
