@@ -3,6 +3,8 @@
 - A stock Kafka KRaft `server.properties` starts Odradek: the PLAINTEXT listener is served,
   the CONTROLLER listener (named in controller.listener.names) is not bound, and the KRaft
   settings a single process has no use for raise no "unknown config" warning.
+- A topic's compression.type other than `producer` is applied: what a stock client produces
+  uncompressed is stored (segment file read back) in the topic's codec and consumed intact.
 """
 
 from __future__ import annotations
@@ -12,7 +14,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from it_support import BrokerProcess, admin
+from it_support import (
+    BrokerProcess,
+    Rec,
+    StartBroker,
+    admin,
+    confluent_consume_all,
+    confluent_produce,
+    create_topic,
+    topic_name,
+)
+
+from odradek.wire.compression import CompressionType
+from odradek.wire.records import iter_batches
 
 KRAFT_SERVER_PROPERTIES = Path(__file__).parents[1] / "data" / "kafka-kraft-server.properties"
 
@@ -75,3 +89,24 @@ def test_stock_kraft_server_properties(kraft_broker: tuple[ConfigFileBroker, int
     assert "unknown config" not in log, log
     assert "listener=CONTROLLER" not in log
     assert "listener=PLAINTEXT" in log
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd", "uncompressed"])
+def test_topic_compression_type_is_applied(tmp_path: Path, start_broker: StartBroker,
+                                           codec: str) -> None:
+    broker = start_broker(tmp_path / "data")
+    topic = topic_name("codec")
+    create_topic(broker.bootstrap, topic, 1, {"compression.type": codec})
+    sent = [Rec(b"k%d" % i, b"value %d " % i * 30, (("h", b"%d" % i),)) for i in range(50)]
+    # the producer compresses differently from the topic: the broker must recompress
+    producer_codec = "gzip" if codec == "uncompressed" else "none"
+    confluent_produce(broker.bootstrap, topic, sent, compression=producer_codec)
+    got = confluent_consume_all(broker.bootstrap, topic, 1)
+    assert [r.content() for r in got] == [r.content() for r in sent]
+    assert [r.offset for r in got] == list(range(50))
+    segments = sorted((broker.data_dir / f"{topic}-0").glob("*.log"))
+    batches = [b for seg in segments for b in iter_batches(seg.read_bytes())]
+    assert batches
+    wanted = CompressionType.NONE if codec == "uncompressed" else CompressionType[codec.upper()]
+    assert {b.compression for b in batches} == {wanted}
+    assert all(b.crc_ok() for b in batches)
