@@ -29,7 +29,14 @@ from odradek.broker.coordinators.runtime import CoordinatorRuntime, InternalTopi
 from odradek.broker.partitions import LocalPartitions
 from odradek.broker.storage.cleaner import LogCleaner
 from odradek.broker.storage.manager import LogManager
-from odradek.config import BrokerConfig, Listener, resolve_topic_config
+from odradek.config import (
+    BROKER_CONFIGS,
+    TOPIC_CONFIGS,
+    BrokerConfig,
+    Effect,
+    Listener,
+    resolve_topic_config,
+)
 from odradek.coordinator.common import Write
 from odradek.coordinator.group.coordinator import GroupConfig, GroupCoordinator
 from odradek.coordinator.group.records import OFFSETS_TOPIC
@@ -45,9 +52,38 @@ def _logger(name: str) -> Any:
     return lambda event, **kw: bound.info(event, **kw)
 
 
+class NotAppliedWarnings:
+    """One warning line per setting Odradek accepts but does not apply (`Effect.NOT_APPLIED`),
+    the first time it is set in this process: broker settings at start-up, topic configs when
+    a topic with them is loaded, created or altered. Settings with no meaning for a single
+    process (`Effect.NO_MEANING`) stay silent."""
+
+    def __init__(self) -> None:
+        self._warned: set[tuple[str, str]] = set()
+
+    def broker(self, config: BrokerConfig) -> None:
+        for name in sorted(BROKER_CONFIGS):
+            if config.is_set(name) and BROKER_CONFIGS[name].effect is Effect.NOT_APPLIED:
+                self._warn("broker", name)
+
+    def topic(self, topic: str, overrides: Mapping[str, str]) -> None:
+        for name in sorted(overrides):
+            definition = TOPIC_CONFIGS.get(name)
+            if definition is not None and definition.effect is Effect.NOT_APPLIED:
+                self._warn("topic", name, topic=topic)
+
+    def _warn(self, scope: str, name: str, **where: str) -> None:
+        if (scope, name) in self._warned:
+            return
+        self._warned.add((scope, name))
+        log.warning("config accepted but not applied", scope=scope, key=name, **where)
+
+
 class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
+        self.not_applied = NotAppliedWarnings()
+        self.not_applied.broker(config)
         # Cluster metadata first: the logs are opened with each topic's effective config.
         self.cluster = Cluster(config, self._create_log, self._delete_logs, self._reconfigure,
                                self._delete_partition_logs)
@@ -124,6 +160,7 @@ class Broker:
     # -- wiring between cluster metadata and storage --------------------------------------------
 
     def _create_log(self, topic: str, partition: int, overrides: Mapping[str, str]) -> None:
+        self.not_applied.topic(topic, overrides)
         self.logs.create(topic, partition, resolve_topic_config(overrides, self.config))
 
     def _config_for(self, topic: str) -> Any:
@@ -152,6 +189,7 @@ class Broker:
 
     def _reconfigure(self, topic: str, overrides: Mapping[str, str]) -> None:
         """New topic configs take effect at once on every partition's log."""
+        self.not_applied.topic(topic, overrides)
         effective = resolve_topic_config(overrides, self.config)
         for p in self.logs.partitions_of(topic):
             plog = self.logs.get(topic, p)
@@ -161,6 +199,7 @@ class Broker:
     def _check_logs(self) -> None:
         """Recreate any partition log the metadata names but the disk lacks (e.g. removed dirs)."""
         for topic in self.cluster:
+            self.not_applied.topic(topic.name, topic.configs)
             for p in range(topic.partitions):
                 if self.logs.get(topic.name, p) is None:
                     log.warning("partition log missing; recreating empty", topic=topic.name,

@@ -21,6 +21,7 @@ from odradek.config.listeners import (
     bound_advertised,
     check_advertised,
     checked_listeners,
+    parse_listener_names,
     parse_protocol_map,
 )
 from odradek.config.properties import env_to_properties, parse_overrides, parse_properties
@@ -40,6 +41,7 @@ from odradek.config.types import (
     ConfigSynonym,
     ConfigType,
     ConfigValue,
+    Effect,
     TypedGetters,
     Validator,
     at_least,
@@ -58,7 +60,7 @@ class ConfigDef:
 
     `dynamic` marks settings Kafka lets AlterConfigs change on a running broker (informative:
     DescribeConfigs reports the others as read-only). `topic_synonym` is the topic config this
-    broker setting is the default for, if any.
+    broker setting is the default for, if any. `effect` says whether Odradek acts on it.
     """
 
     name: str
@@ -67,6 +69,7 @@ class ConfigDef:
     validator: Validator | None = None
     dynamic: bool = False
     topic_synonym: str | None = None
+    effect: Effect = Effect.APPLIED
 
     @property
     def read_only(self) -> bool:
@@ -84,6 +87,7 @@ def _b(
     validator: Validator | None = None,
     *,
     dynamic: bool | None = None,
+    effect: Effect = Effect.APPLIED,
 ) -> ConfigDef:
     # Kafka lets AlterConfigs change the topic-default settings at run time.
     topic = TOPIC_CONFIG_OF.get(name)
@@ -94,22 +98,44 @@ def _b(
         validator,
         dynamic=(topic is not None) if dynamic is None else dynamic,
         topic_synonym=topic,
+        effect=effect,
     )
 
 
 _T = ConfigType
+_NA = Effect.NOT_APPLIED
+_NM = Effect.NO_MEANING
 
 _BROKER_DEFS: tuple[ConfigDef, ...] = (
     # Identity and listeners. Kafka's node.id has no default (KRaft requires it); a single
     # node broker can simply be 1. broker.id is Kafka's older name for the same thing.
     _b("node.id", _T.INT, 1, at_least(0)),
     _b("broker.id", _T.INT, 1, at_least(0)),
-    _b("broker.rack", _T.STRING, None),
+    _b("broker.rack", _T.STRING, None, effect=_NA),
     # Kafka's default binds every interface ("PLAINTEXT://:9092"); ours stays on loopback.
     _b("listeners", _T.LIST, ("PLAINTEXT://127.0.0.1:9092",)),
     _b("advertised.listeners", _T.LIST, None),
     _b("listener.security.protocol.map", _T.LIST, tuple(f"{p}:{p}" for p in SECURITY_PROTOCOLS)),
-    _b("unstable.api.versions.enable", _T.BOOLEAN, False),
+    _b("unstable.api.versions.enable", _T.BOOLEAN, False, effect=_NA),
+    # KRaft: a stock Kafka server.properties runs one combined broker+controller process.
+    # Odradek is that one process, so it only reads controller.listener.names (those
+    # listeners are the controller's: not served as client ports); the rest mean nothing to
+    # a single process and are accepted silently (`effect=NO_MEANING`).
+    _b("process.roles", _T.LIST, (), each_one_of("broker", "controller"), effect=_NM),
+    _b("controller.listener.names", _T.STRING, None),
+    _b("controller.quorum.voters", _T.LIST, (), effect=_NM),
+    _b("controller.quorum.bootstrap.servers", _T.LIST, (), effect=_NM),
+    _b("inter.broker.listener.name", _T.STRING, None, effect=_NM),
+    _b("metadata.log.dir", _T.STRING, None, effect=_NM),
+    _b("num.network.threads", _T.INT, 3, at_least(1), dynamic=True, effect=_NM),
+    _b("num.io.threads", _T.INT, 8, at_least(1), dynamic=True, effect=_NM),
+    _b("num.recovery.threads.per.data.dir", _T.INT, 1, at_least(1), dynamic=True, effect=_NM),
+    _b("num.replica.fetchers", _T.INT, 1, dynamic=True, effect=_NM),
+    _b("background.threads", _T.INT, 10, at_least(1), dynamic=True, effect=_NM),
+    _b("queued.max.requests", _T.INT, 500, at_least(1), effect=_NM),
+    _b("share.coordinator.state.topic.replication.factor", _T.SHORT, 3, at_least(1),
+       effect=_NM),
+    _b("share.coordinator.state.topic.min.isr", _T.SHORT, 2, at_least(1), effect=_NM),
     # Storage. Kafka's log.dir default is /tmp/kafka-logs; ours is under the working dir.
     _b("log.dirs", _T.LIST, None),
     _b("log.dir", _T.STRING, "./odradek-data"),
@@ -133,30 +159,30 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("log.flush.interval.messages", _T.LONG, LONG_MAX, at_least(1)),
     _b("log.flush.interval.ms", _T.LONG, None, at_least(0)),
     _b("log.flush.scheduler.interval.ms", _T.LONG, LONG_MAX, at_least(0), dynamic=False),
-    _b("log.flush.offset.checkpoint.interval.ms", _T.INT, 60_000, at_least(0)),
+    _b("log.flush.offset.checkpoint.interval.ms", _T.INT, 60_000, at_least(0), effect=_NA),
     _b("log.segment.delete.delay.ms", _T.LONG, 60_000, at_least(0)),
-    _b("log.preallocate", _T.BOOLEAN, False),
-    _b("log.message.format.version", _T.STRING, "3.0-IV1"),
+    _b("log.preallocate", _T.BOOLEAN, False, effect=_NA),
+    _b("log.message.format.version", _T.STRING, "3.0-IV1", effect=_NA),
     _b("log.message.timestamp.type", _T.STRING, "CreateTime", one_of(*TIMESTAMP_TYPES)),
     _b("log.message.timestamp.difference.max.ms", _T.LONG, LONG_MAX, at_least(0)),
     _b("log.message.timestamp.before.max.ms", _T.LONG, LONG_MAX, at_least(0)),
     _b("log.message.timestamp.after.max.ms", _T.LONG, LONG_MAX, at_least(0)),
-    _b("log.message.downconversion.enable", _T.BOOLEAN, True),
-    _b("log.local.retention.ms", _T.LONG, -2, at_least(-2)),
-    _b("log.local.retention.bytes", _T.LONG, -2, at_least(-2)),
+    _b("log.message.downconversion.enable", _T.BOOLEAN, True, effect=_NA),
+    _b("log.local.retention.ms", _T.LONG, -2, at_least(-2), effect=_NA),
+    _b("log.local.retention.bytes", _T.LONG, -2, at_least(-2), effect=_NA),
     _b("log.cleaner.enable", _T.BOOLEAN, True),
     _b("log.cleaner.backoff.ms", _T.LONG, 15_000, at_least(0), dynamic=True),
     _b("log.cleaner.delete.retention.ms", _T.LONG, 86_400_000, at_least(0)),
     _b("log.cleaner.min.compaction.lag.ms", _T.LONG, 0, at_least(0)),
     _b("log.cleaner.max.compaction.lag.ms", _T.LONG, LONG_MAX, at_least(1)),
     _b("log.cleaner.min.cleanable.ratio", _T.DOUBLE, 0.5, between(0, 1)),
-    _b("log.cleaner.threads", _T.INT, 1, at_least(0), dynamic=True),
+    _b("log.cleaner.threads", _T.INT, 1, at_least(0), dynamic=True, effect=_NA),
     _b("log.cleaner.dedupe.buffer.size", _T.LONG, 134_217_728, dynamic=True),
     _b("log.cleaner.io.buffer.size", _T.INT, 524_288, at_least(0), dynamic=True),
     _b("log.cleaner.io.buffer.load.factor", _T.DOUBLE, 0.9, dynamic=True),
     _b("log.cleaner.io.max.bytes.per.second", _T.DOUBLE, 1.7976931348623157e308, dynamic=True),
-    _b("min.insync.replicas", _T.INT, 1, at_least(1)),
-    _b("unclean.leader.election.enable", _T.BOOLEAN, False),
+    _b("min.insync.replicas", _T.INT, 1, at_least(1), effect=_NA),
+    _b("unclean.leader.election.enable", _T.BOOLEAN, False, effect=_NM),
     _b("compression.type", _T.STRING, "producer", one_of(*COMPRESSION_TYPES)),
     _b("compression.gzip.level", _T.INT, -1, gzip_level),
     _b("compression.lz4.level", _T.INT, 9, between(1, 17)),
@@ -164,24 +190,24 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
     # Requests and connections.
     _b("message.max.bytes", _T.INT, 1_048_588, at_least(0)),
     _b("socket.request.max.bytes", _T.INT, 104_857_600, at_least(1)),
-    _b("socket.send.buffer.bytes", _T.INT, 102_400),
-    _b("socket.receive.buffer.bytes", _T.INT, 102_400),
-    _b("socket.listen.backlog.size", _T.INT, 50, at_least(1)),
+    _b("socket.send.buffer.bytes", _T.INT, 102_400, effect=_NA),
+    _b("socket.receive.buffer.bytes", _T.INT, 102_400, effect=_NA),
+    _b("socket.listen.backlog.size", _T.INT, 50, at_least(1), effect=_NA),
     _b("max.connections", _T.INT, INT_MAX, at_least(0), dynamic=True),
     _b("max.connections.per.ip", _T.INT, INT_MAX, at_least(0), dynamic=True),
-    _b("connections.max.idle.ms", _T.LONG, 600_000),
+    _b("connections.max.idle.ms", _T.LONG, 600_000, effect=_NA),
     # Memory for requests being read, across connections; -1 = unbounded (Kafka's default).
     _b("queued.max.request.bytes", _T.LONG, -1),
     _b("fetch.max.bytes", _T.INT, 57_671_680, at_least(1024)),
-    _b("max.incremental.fetch.session.cache.slots", _T.INT, 1000, at_least(0)),
+    _b("max.incremental.fetch.session.cache.slots", _T.INT, 1000, at_least(0), effect=_NA),
     # Group coordinator. Kafka's replication factors for the internal topics default to 3,
     # which a single node cannot satisfy; ours default to 1.
     _b("offsets.topic.num.partitions", _T.INT, 50, at_least(1)),
-    _b("offsets.topic.replication.factor", _T.SHORT, 1, at_least(1)),
+    _b("offsets.topic.replication.factor", _T.SHORT, 1, at_least(1), effect=_NM),
     _b("offsets.topic.segment.bytes", _T.INT, 104_857_600, at_least(1)),
     _b("offsets.retention.minutes", _T.INT, 10_080, at_least(1)),
     _b("offsets.retention.check.interval.ms", _T.LONG, 600_000, at_least(1)),
-    _b("offsets.commit.timeout.ms", _T.INT, 5000, at_least(1)),
+    _b("offsets.commit.timeout.ms", _T.INT, 5000, at_least(1), effect=_NM),
     _b("offset.metadata.max.bytes", _T.INT, 4096),
     _b("group.initial.rebalance.delay.ms", _T.INT, 3000),
     _b("group.min.session.timeout.ms", _T.INT, 6000),
@@ -191,8 +217,8 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("transaction.max.timeout.ms", _T.INT, 900_000, at_least(1)),
     _b("transactional.id.expiration.ms", _T.INT, 604_800_000, at_least(1)),
     _b("transaction.state.log.num.partitions", _T.INT, 50, at_least(1)),
-    _b("transaction.state.log.replication.factor", _T.SHORT, 1, at_least(1)),
-    _b("transaction.state.log.min.isr", _T.INT, 1, at_least(1)),
+    _b("transaction.state.log.replication.factor", _T.SHORT, 1, at_least(1), effect=_NM),
+    _b("transaction.state.log.min.isr", _T.INT, 1, at_least(1), effect=_NM),
     _b("transaction.state.log.segment.bytes", _T.INT, 104_857_600, at_least(1)),
     _b("transaction.abort.timed.out.transaction.cleanup.interval.ms", _T.INT, 10_000, at_least(1)),
     _b(
@@ -246,15 +272,16 @@ class BrokerConfig(TypedGetters):
                 "node.id",
             )
         self._protocols = parse_protocol_map(self.get_list("listener.security.protocol.map"))
+        controllers = parse_listener_names(self.get_optional_str("controller.listener.names"))
         self._listeners = checked_listeners(
-            self.get_list("listeners"), self._protocols, "listeners"
+            self.get_list("listeners"), self._protocols, "listeners", controllers
         )
         advertised = self.get_optional_list("advertised.listeners")
         if advertised is None:
             self._advertised = list(self._listeners)
         else:
             self._advertised = checked_listeners(
-                advertised, self._protocols, "advertised.listeners"
+                advertised, self._protocols, "advertised.listeners", controllers
             )
             check_advertised(self._advertised, self._listeners)
         if not self.log_dirs:
@@ -284,6 +311,8 @@ class BrokerConfig(TypedGetters):
 
     @property
     def listeners(self) -> list[Listener]:
+        """The client listeners: those of `listeners` not named in controller.listener.names
+        (a stock KRaft file's CONTROLLER listener is the controller's, not a client port)."""
         return list(self._listeners)
 
     @property
@@ -367,6 +396,7 @@ class BrokerConfig(TypedGetters):
                     sensitive=definition.sensitive,
                     type=definition.type,
                     synonyms=tuple(synonyms),
+                    documentation=definition.effect.documentation,
                 )
             )
         return entries

@@ -4,7 +4,7 @@ listeners are acceptable, and what they become once the listeners are bound."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from odradek.config.types import SECURITY_PROTOCOLS, ConfigError
@@ -64,11 +64,24 @@ def parse_protocol_map(items: Iterable[str]) -> dict[str, str]:
 
 
 def checked_listeners(
-    items: Iterable[str], protocols: Mapping[str, str], key: str
+    items: Iterable[str],
+    protocols: Mapping[str, str],
+    key: str,
+    controller_names: Collection[str] = (),
 ) -> list[Listener]:
-    """Parse the `key` setting's listeners: at least one, each with a (PLAINTEXT) protocol."""
-    listeners = parse_listeners(items, key)
+    """Parse the `key` setting's listeners and return the client ones: at least one, each
+    with a (PLAINTEXT) protocol. Listeners named in `controller_names` (KRaft's
+    `controller.listener.names`) belong to the controller, which Odradek does not run as a
+    separate server: they are parsed, then left out."""
+    parsed = parse_listeners(items, key)
+    listeners = [listener for listener in parsed if listener.name not in controller_names]
     if not listeners:
+        if parsed:
+            raise ConfigError(
+                "every listener is a controller listener (controller.listener.names); at "
+                "least one client listener is needed",
+                key,
+            )
         raise ConfigError("at least one listener is needed", key)
     for listener in listeners:
         protocol = protocols.get(listener.name)
@@ -84,6 +97,13 @@ def checked_listeners(
                 key,
             )
     return listeners
+
+
+def parse_listener_names(text: str | None) -> frozenset[str]:
+    """`controller.listener.names`: comma-separated listener names, normalised upper-case."""
+    if not text:
+        return frozenset()
+    return frozenset(name.strip().upper() for name in text.split(",") if name.strip())
 
 
 def check_advertised(advertised: Sequence[Listener], listeners: Sequence[Listener]) -> None:

@@ -25,6 +25,7 @@ from odradek.config.types import (
     ConfigSynonym,
     ConfigType,
     ConfigValue,
+    Effect,
     TypedGetters,
     Validator,
     at_least,
@@ -47,6 +48,7 @@ class TopicConfigDef:
     default: ConfigValue
     validator: Validator | None = None
     broker_synonyms: tuple[BrokerSynonym, ...] = ()
+    effect: Effect = Effect.APPLIED
 
     @property
     def sensitive(self) -> bool:
@@ -54,12 +56,18 @@ class TopicConfigDef:
 
 
 def _t(
-    name: str, type_: ConfigType, default: ConfigValue, validator: Validator | None = None
+    name: str,
+    type_: ConfigType,
+    default: ConfigValue,
+    validator: Validator | None = None,
+    effect: Effect = Effect.APPLIED,
 ) -> TopicConfigDef:
-    return TopicConfigDef(name, type_, default, validator, TOPIC_SYNONYMS.get(name, ()))
+    return TopicConfigDef(name, type_, default, validator, TOPIC_SYNONYMS.get(name, ()), effect)
 
 
 _T = ConfigType
+_NA = Effect.NOT_APPLIED
+_NM = Effect.NO_MEANING
 
 _TOPIC_DEFS: tuple[TopicConfigDef, ...] = (
     _t("cleanup.policy", _T.LIST, ("delete",), each_one_of(*CLEANUP_POLICIES)),
@@ -71,33 +79,33 @@ _TOPIC_DEFS: tuple[TopicConfigDef, ...] = (
     _t("file.delete.delay.ms", _T.LONG, 60_000, at_least(0)),
     _t("flush.messages", _T.LONG, LONG_MAX, at_least(1)),
     _t("flush.ms", _T.LONG, LONG_MAX, at_least(0)),
-    _t("follower.replication.throttled.replicas", _T.LIST, ()),
+    _t("follower.replication.throttled.replicas", _T.LIST, (), effect=_NM),
     _t("index.interval.bytes", _T.INT, 4096, at_least(0)),
-    _t("leader.replication.throttled.replicas", _T.LIST, ()),
-    _t("local.retention.bytes", _T.LONG, -2, at_least(-2)),
-    _t("local.retention.ms", _T.LONG, -2, at_least(-2)),
+    _t("leader.replication.throttled.replicas", _T.LIST, (), effect=_NM),
+    _t("local.retention.bytes", _T.LONG, -2, at_least(-2), effect=_NA),
+    _t("local.retention.ms", _T.LONG, -2, at_least(-2), effect=_NA),
     _t("max.compaction.lag.ms", _T.LONG, LONG_MAX, at_least(1)),
     _t("max.message.bytes", _T.INT, 1_048_588, at_least(0)),
-    _t("message.downconversion.enable", _T.BOOLEAN, True),
-    _t("message.format.version", _T.STRING, "3.0-IV1"),
+    _t("message.downconversion.enable", _T.BOOLEAN, True, effect=_NA),
+    _t("message.format.version", _T.STRING, "3.0-IV1", effect=_NA),
     _t("message.timestamp.after.max.ms", _T.LONG, LONG_MAX, at_least(0)),
     _t("message.timestamp.before.max.ms", _T.LONG, LONG_MAX, at_least(0)),
     _t("message.timestamp.difference.max.ms", _T.LONG, LONG_MAX, at_least(0)),
     _t("message.timestamp.type", _T.STRING, "CreateTime", one_of(*TIMESTAMP_TYPES)),
     _t("min.cleanable.dirty.ratio", _T.DOUBLE, 0.5, between(0, 1)),
     _t("min.compaction.lag.ms", _T.LONG, 0, at_least(0)),
-    _t("min.insync.replicas", _T.INT, 1, at_least(1)),
-    _t("preallocate", _T.BOOLEAN, False),
-    _t("remote.log.copy.disable", _T.BOOLEAN, False),
-    _t("remote.log.delete.on.disable", _T.BOOLEAN, False),
-    _t("remote.storage.enable", _T.BOOLEAN, False),
+    _t("min.insync.replicas", _T.INT, 1, at_least(1), effect=_NA),
+    _t("preallocate", _T.BOOLEAN, False, effect=_NA),
+    _t("remote.log.copy.disable", _T.BOOLEAN, False, effect=_NA),
+    _t("remote.log.delete.on.disable", _T.BOOLEAN, False, effect=_NA),
+    _t("remote.storage.enable", _T.BOOLEAN, False, effect=_NA),
     _t("retention.bytes", _T.LONG, -1),
     _t("retention.ms", _T.LONG, 7 * 24 * HOUR_MS, at_least(-1)),
     _t("segment.bytes", _T.INT, 1_073_741_824, at_least(14)),
     _t("segment.index.bytes", _T.INT, 10_485_760, at_least(4)),
     _t("segment.jitter.ms", _T.LONG, 0, at_least(0)),
     _t("segment.ms", _T.LONG, 7 * 24 * HOUR_MS, at_least(1)),
-    _t("unclean.leader.election.enable", _T.BOOLEAN, False),
+    _t("unclean.leader.election.enable", _T.BOOLEAN, False, effect=_NM),
 )
 
 TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {d.name: d for d in _TOPIC_DEFS}
@@ -261,6 +269,37 @@ class LogConfig(TypedGetters):
     def file_delete_delay_ms(self) -> int:
         return self.get_int("file.delete.delay.ms")
 
+    @property
+    def segment_jitter_ms(self) -> int:
+        return self.get_int("segment.jitter.ms")
+
+    # -- what the produce path reads ---------------------------------------------------------
+
+    @property
+    def compression_type(self) -> str:
+        """compression.type: `producer` or a codec name (`uncompressed`, `gzip`, ...)."""
+        return self.get_str("compression.type")
+
+    @property
+    def compression_level(self) -> dict[str, int]:
+        """The level of each codec that has one (compression.<codec>.level)."""
+        return {
+            codec: self.get_int(f"compression.{codec}.level") for codec in ("gzip", "lz4", "zstd")
+        }
+
+    @property
+    def timestamp_before_max_ms(self) -> int:
+        """message.timestamp.before.max.ms; while that is at its default (Long.MAX),
+        message.timestamp.difference.max.ms, as Kafka (the deprecated setting's fallback)."""
+        before = self.get_int("message.timestamp.before.max.ms")
+        return before if before != LONG_MAX else self.get_int("message.timestamp.difference.max.ms")
+
+    @property
+    def timestamp_after_max_ms(self) -> int:
+        """message.timestamp.after.max.ms, with the same fallback."""
+        after = self.get_int("message.timestamp.after.max.ms")
+        return after if after != LONG_MAX else self.get_int("message.timestamp.difference.max.ms")
+
 
 def _broker_default_for(
     definition: TopicConfigDef, broker: BrokerConfig
@@ -347,6 +386,7 @@ def describe_topic_config(
                 sensitive=definition.sensitive,
                 type=definition.type,
                 synonyms=tuple(synonyms),
+                documentation=definition.effect.documentation,
             )
         )
     return entries

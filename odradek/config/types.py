@@ -50,6 +50,32 @@ class ConfigType(enum.IntEnum):
     PASSWORD = 9
 
 
+class Effect(enum.Enum):
+    """What Odradek does with a setting it accepts.
+
+    APPLIED: it acts on it as Kafka does. NOT_APPLIED: accepted and reported (DescribeConfigs
+    says so in its documentation field) but not acted on; the broker logs one warning the
+    first time it is set. NO_MEANING: it means nothing for one single-node process (KRaft
+    quorum, thread pools, replication): accepted silently.
+    """
+
+    APPLIED = "applied"
+    NOT_APPLIED = "not applied"
+    NO_MEANING = "no meaning"
+
+    @property
+    def documentation(self) -> str | None:
+        """The DescribeConfigs v3+ `documentation` text for a setting with this effect."""
+        if self is Effect.NOT_APPLIED:
+            return "Accepted and reported by Odradek, but not applied: setting it changes nothing."
+        if self is Effect.NO_MEANING:
+            return (
+                "Accepted by Odradek, which ignores it: it has no meaning for one single-node "
+                "process."
+            )
+        return None
+
+
 class ConfigSource(enum.IntEnum):
     """Where a value came from, numbered as DescribeConfigs v1+ `ConfigSource` ids."""
 
@@ -315,6 +341,7 @@ class ConfigEntry:
     sensitive: bool
     type: ConfigType
     synonyms: tuple[ConfigSynonym, ...] = ()
+    documentation: str | None = None
 
     @property
     def is_default(self) -> bool:

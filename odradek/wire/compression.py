@@ -69,8 +69,9 @@ _XERIAL_HEADER_SIZE: Final = 16
 _XERIAL_BLOCK_SIZE: Final = 32 * 1024
 _INT32: Final = struct.Struct(">i")
 
-# Kafka's default levels: gzip uses java.util.zip's default (6), zstd its own default (3).
+# Kafka's default levels: gzip uses java.util.zip's default (6), lz4 9, zstd its own default (3).
 _GZIP_LEVEL: Final = 6
+_LZ4_LEVEL: Final = 9
 _ZSTD_LEVEL: Final = 3
 
 
@@ -198,22 +199,29 @@ def _snappy_stream(view: memoryview, limit: int) -> Iterator[bytes]:
         pos += size
 
 
-def compress(codec: int, data: Buffer) -> bytes:
-    """Compress `data` with `codec` in the framing Kafka clients read (see module docstring)."""
+def compress(codec: int, data: Buffer, level: int | None = None) -> bytes:
+    """Compress `data` with `codec` in the framing Kafka clients read (see module docstring).
+
+    `level` is the codec's level as Kafka's `compression.<codec>.level` gives it (gzip 1-9 or
+    -1 for zlib's default, lz4 1-17, zstd -131072..22); None takes Kafka's default. Snappy
+    has no level."""
     _codec_name(codec)
     if codec == CompressionType.NONE:
         return bytes(data)
     if codec == CompressionType.GZIP:
-        return bytes(cramjam.gzip.compress(data, level=_GZIP_LEVEL))
+        gzip_level = _GZIP_LEVEL if level is None or level == -1 else level
+        return bytes(cramjam.gzip.compress(data, level=gzip_level))
     if codec == CompressionType.SNAPPY:
         return _xerial_compress(data)
     if codec == CompressionType.LZ4:
         # Independent blocks: Java's Lz4BlockInputStream refuses linked ones.
-        compressor = cramjam.lz4.Compressor(block_linked=False)
+        compressor = cramjam.lz4.Compressor(
+            level=_LZ4_LEVEL if level is None else level, block_linked=False
+        )
         # (Compressor.compress only takes bytes.)
         compressor.compress(data if isinstance(data, bytes) else bytes(data))
         return bytes(compressor.finish())
-    return bytes(cramjam.zstd.compress(data, level=_ZSTD_LEVEL))
+    return bytes(cramjam.zstd.compress(data, level=_ZSTD_LEVEL if level is None else level))
 
 
 def _snappy_decompress(data: Buffer) -> bytes:

@@ -81,6 +81,7 @@ __all__ = [
     "build_control_batch",
     "iter_batches",
     "read_header",
+    "recompress_batch",
     "rewrite_batch",
     "set_base_offset",
     "set_max_timestamp",
@@ -825,6 +826,41 @@ def rewrite_batch(
         partition_leader_epoch=batch.partition_leader_epoch,
         attributes=attributes,
         last_offset_delta=batch.last_offset_delta,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+    )
+
+
+def recompress_batch(batch: RecordBatch, codec: int, *, level: int | None = None) -> bytes:
+    """`batch` rebuilt with its records compressed by `codec` (at `level`; None: Kafka's
+    default), as Kafka's broker rebuilds a produced batch whose codec differs from the topic's
+    compression.type: baseOffset, partitionLeaderEpoch, producerId, producerEpoch,
+    baseSequence and the transactional and timestamp-type bits are kept; the records keep
+    key, value, headers and timestamp, and take consecutive offset deltas 0..n-1;
+    baseTimestamp is the first record's timestamp, maxTimestamp the largest (for a
+    LogAppendTime batch, the batch's own maxTimestamp); CRC-32C recomputed."""
+    records = list(batch.records())
+    log_append = bool(batch.attributes & ATTR_TIMESTAMP_TYPE)
+    timestamps = [batch.base_timestamp + r.timestamp_delta for r in records]
+    base_timestamp = timestamps[0] if timestamps else batch.base_timestamp
+    rebuilt = [
+        Record(i, ts - base_timestamp, r.key, r.value, r.headers, r.attributes)
+        for i, (r, ts) in enumerate(zip(records, timestamps, strict=True))
+    ]
+    encoded, _, _ = _encode_records(rebuilt)
+    payload: Buffer = encoded if codec == 0 else compress(codec, encoded, level)
+    attributes = (batch.attributes & ~ATTR_COMPRESSION_MASK) | (codec & ATTR_COMPRESSION_MASK)
+    max_timestamp = batch.max_timestamp if log_append or not timestamps else max(timestamps)
+    return _assemble(
+        payload=payload,
+        count=len(rebuilt),
+        base_offset=batch.base_offset,
+        partition_leader_epoch=batch.partition_leader_epoch,
+        attributes=attributes,
+        last_offset_delta=max(len(rebuilt) - 1, 0),
         base_timestamp=base_timestamp,
         max_timestamp=max_timestamp,
         producer_id=batch.producer_id,

@@ -12,7 +12,10 @@
   another id is INVALID_REQUEST, as Kafka. Other types (GROUP, CLIENT_METRICS, unknown ids):
   INVALID_REQUEST.
 - `configuration_keys` null or empty means every config; unknown keys are left out.
-- Sensitive values are null. `documentation` is always null (no doc strings shipped).
+- Sensitive values are null. `documentation` (v3+, when asked) is null for settings Odradek
+  applies; for those it accepts but does not apply, or that mean nothing for one single-node
+  process, it says so (the list is in docs/configuration.md). Kafka's own doc strings are
+  not shipped.
 Not implemented: dynamic broker configs, group and client-metrics configs, authorization.
 """
 
@@ -57,17 +60,18 @@ def _entries(ctx: RequestContext, resource: Resource, synonyms: bool) -> list[Co
     raise ApiError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}")
 
 
-def _row(e: ConfigEntry, synonyms: bool) -> Resp.DescribeConfigsResourceResult:
+def _row(e: ConfigEntry, synonyms: bool, docs: bool) -> Resp.DescribeConfigsResourceResult:
     return Resp.DescribeConfigsResourceResult(
         name=e.name, value=e.value, read_only=e.read_only, is_default=e.is_default,
         config_source=e.source, is_sensitive=e.sensitive, config_type=e.type,
-        documentation=None,
+        documentation=e.documentation if docs else None,
         synonyms=[Resp.DescribeConfigsSynonym(name=s.name, value=s.value, source=s.source)
                   for s in e.synonyms] if synonyms else [])
 
 
 async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     synonyms = ctx.api_version >= 1 and request.include_synonyms
+    docs = ctx.api_version >= 3 and request.include_documentation
     results: list[Resp.DescribeConfigsResult] = []
     for resource in request.resources:
         out = Resp.DescribeConfigsResult(resource_type=resource.resource_type,
@@ -83,6 +87,6 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
         if keys:
             wanted = set(keys)
             entries = [e for e in entries if e.name in wanted]
-        out.configs = [_row(e, synonyms) for e in entries]
+        out.configs = [_row(e, synonyms, docs) for e in entries]
         results.append(out)
     return DescribeConfigsResponse(results=results)

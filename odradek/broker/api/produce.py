@@ -32,6 +32,13 @@
   added to the producer's open transaction, else INVALID_TXN_STATE (TRANSACTION_ABORTABLE for
   v11+); a stale epoch is INVALID_PRODUCER_EPOCH. This keeps a zombie producer from opening
   a transaction that no marker would ever close.
+- Topic configs applied as Kafka's LogValidator does (`_validation.py`): on CreateTime
+  topics, `message.timestamp.before.max.ms` / `after.max.ms` (with the deprecated
+  `message.timestamp.difference.max.ms` as fallback) bound each record's timestamp around the
+  broker's clock, else INVALID_TIMESTAMP with record_errors; `compression.type` other than
+  `producer` recompresses a batch whose codec differs, at `compression.<codec>.level` (the
+  rebuilt batch is checked against max.message.bytes again). Both are skipped at no cost when
+  the bounds are unset and the codec is the producer's.
 - Appends wake long-polling fetches.
 - Not implemented yet: quotas (throttle_time_ms is 0), KIP-890 implicit partition adds and
   partition verification (v12+ is not served), v0-2 (legacy message format).
@@ -41,6 +48,7 @@ from __future__ import annotations
 
 import structlog
 
+from odradek.broker.api._validation import check_timestamps, recompress
 from odradek.broker.cluster import INTERNAL_TOPICS, LEADER_EPOCH
 from odradek.broker.connection import CloseConnection
 from odradek.broker.context import RequestContext
@@ -163,6 +171,25 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
             log.info("produce rejected", topic=topic, partition=data.index, error=code.name,
                      reason="transaction verification failed", client=ctx.client_id)
             return resp
+        rejected = check_timestamps(batch, plog.config, now_ms)
+        if rejected is not None:
+            resp.error_code, resp.error_message = rejected.code, rejected.message
+            resp.record_errors = [
+                ProduceResponse.BatchIndexAndErrorMessage(batch_index=i,
+                                                          batch_index_error_message=m)
+                for i, m in rejected.records]
+            log.info("produce rejected", topic=topic, partition=data.index,
+                     error=rejected.code.name, reason=rejected.records[0][1],
+                     client=ctx.client_id)
+            return resp
+        rebuilt = recompress(batch, plog.config)
+        if rebuilt is not None:
+            if len(rebuilt) > plog.config.max_message_bytes:
+                raise MessageTooLargeError(
+                    f"Message batch size is {len(rebuilt)} bytes in append to partition "
+                    f"{topic}-{data.index} which exceeds the maximum configured size of "
+                    f"{plog.config.max_message_bytes}.")
+            view = memoryview(rebuilt)
         info = plog.append(view, leader_epoch=LEADER_EPOCH, now_ms=now_ms)
     except (RecordBatchError, MessageTooLargeError, ProducerStateError) as e:
         code = error_code_for(e)  # CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, the producer's error

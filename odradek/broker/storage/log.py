@@ -31,6 +31,7 @@ Not thread-safe: the broker calls it from its one event loop.
 
 from __future__ import annotations
 
+import random
 import shutil
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
@@ -105,6 +106,7 @@ class PartitionLog:
         recovery_point: int,
         now_ms: int,
         on_log_start_offset_change: Callable[[PartitionLog], None] | None,
+        rng: random.Random | None = None,
     ) -> None:
         self.directory = directory
         self.topic, self.partition = files.parse_partition_dir_name(directory.name)
@@ -124,6 +126,21 @@ class PartitionLog:
         # after `file.delete.delay.ms`, so a reader still holding one keeps working.
         self._retired: list[tuple[int, LogSegment]] = []
         self.producer_state = producer_state
+        # segment.jitter.ms: the active segment rolls at segment.ms minus a random jitter
+        # drawn when it became active (Kafka's LogConfig.randomSegmentJitter).
+        self._rng = rng if rng is not None else random.Random()
+        self._roll_jitter_ms = self._random_jitter()
+
+    def _random_jitter(self) -> int:
+        jitter = self.config.segment_jitter_ms
+        if jitter <= 0:
+            return 0
+        return self._rng.randrange(min(jitter, self.config.segment_ms))
+
+    @property
+    def roll_jitter_ms(self) -> int:
+        """The active segment's jitter: it rolls once it spans segment.ms minus this."""
+        return self._roll_jitter_ms
 
     # -- opening ----------------------------------------------------------------------------
 
@@ -138,6 +155,7 @@ class PartitionLog:
         log_start_offset: int = 0,
         had_clean_shutdown: bool = False,
         on_log_start_offset_change: Callable[[PartitionLog], None] | None = None,
+        rng: random.Random | None = None,
     ) -> PartitionLog:
         """Load (or create) the log in `directory` (`loader.load_log`: unless
         `had_clean_shutdown`, the segments from the one holding `recovery_point` on are
@@ -160,6 +178,7 @@ class PartitionLog:
             recovery_point=loaded.recovery_point,
             now_ms=now_ms,
             on_log_start_offset_change=on_log_start_offset_change,
+            rng=rng,
         )
 
     # -- facts ------------------------------------------------------------------------------
@@ -330,7 +349,8 @@ class PartitionLog:
         config = self.config
         if (
             segment.size > config.segment_bytes - size
-            or segment.time_waited_for_roll(now_ms, max_timestamp) > config.segment_ms
+            or segment.time_waited_for_roll(now_ms, max_timestamp)
+            > config.segment_ms - self._roll_jitter_ms
             or segment.offset_index.is_full
             or segment.time_index.is_full
             or not segment.can_convert_offset(last_offset)
@@ -354,6 +374,7 @@ class PartitionLog:
         )
         self._segments.append(segment)
         self._bases.append(segment.base_offset)
+        self._roll_jitter_ms = self._random_jitter()
         # As Kafka: a producer-state snapshot per segment base offset, so a restart after a
         # crash only replays the active segment (no fsync: a torn snapshot fails its CRC).
         # Unlike Kafka, none while no producer wrote here: there is nothing to restore.

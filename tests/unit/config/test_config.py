@@ -404,6 +404,37 @@ def test_advertised_listeners() -> None:
         )
 
 
+KRAFT_SERVER_PROPERTIES = Path(__file__).parents[2] / "data" / "kafka-kraft-server.properties"
+
+
+def test_stock_kraft_server_properties_are_understood() -> None:
+    # Issue #10: Kafka's stock KRaft file: no setting is unknown, CONTROLLER is not a client
+    # listener (nor advertised), PLAINTEXT is.
+    c = load_config(KRAFT_SERVER_PROPERTIES, [], {})
+    assert c.unknown == {}
+    assert c.listeners == [Listener("PLAINTEXT", "", 9092)]
+    assert c.advertised_listeners == [Listener("PLAINTEXT", "localhost", 9092)]
+    assert c.get_list("process.roles") == ("broker", "controller")
+    assert c.get_int("num.io.threads") == 8
+
+
+def test_controller_listeners_are_not_client_listeners() -> None:
+    c = BrokerConfig(
+        {
+            "listeners": "CONTROLLER://127.0.0.1:9093,PLAINTEXT://127.0.0.1:9092",
+            "controller.listener.names": "controller",
+            # a controller listener needs no PLAINTEXT protocol: it is not served
+            "listener.security.protocol.map": "CONTROLLER:SSL,PLAINTEXT:PLAINTEXT",
+        }
+    )
+    assert c.listeners == [Listener("PLAINTEXT", "127.0.0.1", 9092)]
+    with pytest.raises(ConfigError, match="at least one client listener"):
+        BrokerConfig(
+            {"listeners": "CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER",
+             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT"}
+        )
+
+
 # ----------------------------------------------------------------------------- topic configs
 
 

@@ -128,3 +128,19 @@ def test_results_follow_request_order(broker: Broker) -> None:
                        (TOPIC, "t", ["retention.ms"]))
     assert [(r.resource_type, r.resource_name) for r in results] == [
         (BROKER, "1"), (TOPIC, "missing"), (TOPIC, "t")]
+
+
+def test_settings_not_applied_say_so_in_their_documentation(broker: Broker) -> None:
+    # Issue #10: a setting Odradek accepts but does not act on is marked as such (v3+).
+    [topic, node] = describe(broker, 3, (TOPIC, "t", ["preallocate", "segment.jitter.ms",
+                                                      "compression.type"]),
+                             (BROKER, "1", ["socket.send.buffer.bytes", "num.io.threads",
+                                            "message.max.bytes"]), docs=True)
+    docs = {c.name: c.documentation for c in topic.configs + node.configs}
+    assert docs["preallocate"] is not None and "not applied" in docs["preallocate"]
+    assert "not applied" in docs["socket.send.buffer.bytes"]
+    assert "no meaning for one single-node process" in docs["num.io.threads"]
+    for applied in ("segment.jitter.ms", "compression.type", "message.max.bytes"):
+        assert docs[applied] is None
+    [again] = describe(broker, 3, (TOPIC, "t", ["preallocate"]), docs=False)
+    assert again.configs[0].documentation is None  # only when asked, as Kafka

@@ -4,6 +4,7 @@ DeleteRecords, leader epochs, aborted transactions and restarts."""
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -427,6 +428,44 @@ def test_time_based_roll(tmp_path: Path) -> None:
     assert len(log.segments) == 1
     append(log, [b"c"], timestamp=11_001)
     assert [s.base_offset for s in log.segments] == [0, 2]
+    log.close()
+
+
+class _FixedJitter(random.Random):
+    """A deterministic `random`: each randrange(n) call returns the next of `picks` (mod n)."""
+
+    def __init__(self, picks: list[int]) -> None:
+        super().__init__(0)
+        self.picks = picks
+        self.bounds: list[int] = []
+
+    def randrange(self, n: int, *args: object, **kwargs: object) -> int:  # type: ignore[override]
+        self.bounds.append(n)
+        return self.picks.pop(0) % n
+
+
+def test_segment_jitter_rolls_at_segment_ms_minus_the_segment_s_jitter(tmp_path: Path) -> None:
+    # Issue #10: segment.jitter.ms is applied as Kafka does: each new active segment draws a
+    # jitter in [0, min(segment.jitter.ms, segment.ms)) and rolls at segment.ms - jitter.
+    rng = _FixedJitter([300, 700])
+    config = LogConfig.from_overrides({"segment.ms": "1000", "segment.jitter.ms": "500"})
+    log = open_log(tmp_path, config, rng=rng)
+    assert log.roll_jitter_ms == 300 and rng.bounds == [500]
+    append(log, [b"a"], timestamp=10_000)
+    append(log, [b"b"], timestamp=10_700)  # spans 700 = 1000 - 300: not more, no roll
+    assert len(log.segments) == 1
+    append(log, [b"c"], timestamp=10_701)
+    assert [s.base_offset for s in log.segments] == [0, 2]
+    assert log.roll_jitter_ms == 700 % 500  # a new draw for the new segment
+    log.close()
+
+
+def test_no_jitter_draw_when_segment_jitter_is_zero(tmp_path: Path) -> None:
+    rng = _FixedJitter([])
+    log = open_log(tmp_path, LogConfig.from_overrides({"segment.ms": "1000"}), rng=rng)
+    append(log, [b"a"], timestamp=10_000)
+    append(log, [b"b"], timestamp=11_001)
+    assert log.roll_jitter_ms == 0 and rng.bounds == []
     log.close()
 
 

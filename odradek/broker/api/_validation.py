@@ -1,0 +1,92 @@
+"""The produce path's topic-config checks after `produce._validate` accepted a batch, as
+Kafka's LogValidator applies them: the timestamp bounds and the topic's compression.type.
+
+Both cost nothing in the common case: with the bounds at their default (Long.MAX, i.e.
+unbounded) no record is read, and with `compression.type=producer` (the default) or a codec
+equal to the batch's the batch is stored as it came.
+
+- Timestamps (`check_timestamps`): CreateTime topics only (LogAppendTime topics overwrite the
+  timestamps, so they are exempt). A record whose timestamp is more than
+  `message.timestamp.before.max.ms` before the broker's clock or more than
+  `message.timestamp.after.max.ms` after it is INVALID_TIMESTAMP; the partition answer lists
+  every such record (record_errors) and nothing of the batch is written. Records without a
+  timestamp (-1) pass, as in Kafka.
+- Recompression (`recompress`): a codec other than `producer` that differs from the batch's
+  rebuilds the batch with it (`records.recompress_batch`: same base offset and producer
+  fields, also for idempotent and transactional batches, consecutive offset deltas), at the
+  topic's `compression.<codec>.level`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from odradek.broker.storage.config import LONG_MAX, LogSettings
+from odradek.wire import ErrorCode
+from odradek.wire.compression import CompressionType
+from odradek.wire.records import RecordBatch, recompress_batch
+
+CODECS: dict[str, CompressionType] = {
+    "uncompressed": CompressionType.NONE,
+    "gzip": CompressionType.GZIP,
+    "snappy": CompressionType.SNAPPY,
+    "lz4": CompressionType.LZ4,
+    "zstd": CompressionType.ZSTD,
+}
+
+NO_TIMESTAMP = -1
+INVALID_TIMESTAMP_MESSAGE = "One or more records have been rejected due to invalid timestamp"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordErrors:
+    """A rejected batch: the partition's error, its message and (index, message) per record."""
+
+    code: ErrorCode
+    message: str
+    records: list[tuple[int, str]]
+
+
+def check_timestamps(batch: RecordBatch, config: LogSettings, now_ms: int) -> RecordErrors | None:
+    """The records of `batch` outside the topic's timestamp bounds around `now_ms`, or None."""
+    before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
+    if config.log_append_time or (before == LONG_MAX and after == LONG_MAX):
+        return None
+    lowest, highest = now_ms - before, now_ms + after
+    # A LogAppendTime batch's records all carry its max timestamp (Kafka's record.timestamp()).
+    if batch.timestamp_type == 1 and (
+        lowest <= batch.max_timestamp <= highest or batch.max_timestamp == NO_TIMESTAMP
+    ):
+        return None
+    bad: list[tuple[int, str]] = []
+    for index, record in enumerate(batch.records()):
+        if batch.timestamp_type == 1:
+            timestamp = batch.max_timestamp
+        else:
+            timestamp = batch.base_timestamp + record.timestamp_delta
+        if timestamp == NO_TIMESTAMP or lowest <= timestamp <= highest:
+            continue
+        offset = batch.base_offset + record.offset_delta
+        bad.append((index, f"Timestamp {timestamp} of message with offset {offset} is out of "
+                           f"range. The timestamp should be within [{lowest}, {highest}]"))
+    if not bad:
+        return None
+    return RecordErrors(ErrorCode.INVALID_TIMESTAMP, INVALID_TIMESTAMP_MESSAGE, bad)
+
+
+def target_codec(batch: RecordBatch, config: LogSettings) -> CompressionType | None:
+    """The codec `batch` must be stored with when it differs from the batch's, else None."""
+    wanted = config.compression_type
+    if wanted == "producer":
+        return None
+    codec = CODECS[wanted]
+    return None if codec == batch.compression else codec
+
+
+def recompress(batch: RecordBatch, config: LogSettings) -> bytearray | None:
+    """`batch` rebuilt with the topic's codec, or None when it is stored as it came."""
+    codec = target_codec(batch, config)
+    if codec is None:
+        return None
+    level = config.compression_level.get(codec.name.lower())
+    return bytearray(recompress_batch(batch, codec, level=level))

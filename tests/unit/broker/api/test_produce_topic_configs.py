@@ -1,0 +1,188 @@
+"""Produce applies the topic configs Kafka's LogValidator applies (issue #10, finding 7):
+compression.type (recompression at the topic's level) and the timestamp bounds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from admin_testutil import call, open_broker
+
+from odradek.broker.broker import Broker
+from odradek.wire import ApiKey, ErrorCode
+from odradek.wire._generated.produce import ProduceRequest, ProduceResponse
+from odradek.wire.compression import CompressionType, decompress
+from odradek.wire.records import BATCH_HEADER_SIZE, Record, RecordBatch, build_batch, iter_batches
+
+HOUR = 3_600_000
+
+
+def _produce(broker: Broker, topic: str, records: bytes, version: int = 9
+             ) -> ProduceResponse.PartitionProduceResponse:
+    request = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[
+        ProduceRequest.TopicProduceData(name=topic, partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=records)])])
+    response = call(broker, ApiKey.PRODUCE, version, request)
+    return response.responses[0].partition_responses[0]  # type: ignore[no-any-return]
+
+
+def _stored(broker: Broker, topic: str) -> list[RecordBatch]:
+    plog = broker.partitions.log(topic, 0)
+    assert plog is not None
+    return list(iter_batches(plog.read(0, 1 << 20)))
+
+
+def _records(n: int) -> list[Record]:
+    return [Record(i, 10 * i, b"k%d" % i, b"value-%d" % i * 20, [("h", b"x")]) for i in range(n)]
+
+
+# ----------------------------------------------------------------------------- compression.type
+
+CODEC_NAMES = ["uncompressed", "gzip", "snappy", "lz4", "zstd"]
+
+
+@pytest.mark.parametrize("target", CODEC_NAMES)
+@pytest.mark.parametrize("source", [CompressionType.NONE, CompressionType.GZIP,
+                                    CompressionType.ZSTD])
+def test_batches_are_recompressed_to_the_topic_codec(tmp_path: Path, target: str,
+                                                     source: CompressionType) -> None:
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("t", 1, {"compression.type": target})
+    assert _produce(broker, "t", build_batch([(b"a", b"b")])).error_code == ErrorCode.NONE
+    sent = build_batch(_records(5), base_timestamp=1_000, compression=source,
+                       producer_id=7, producer_epoch=2, base_sequence=0)
+    response = _produce(broker, "t", sent)
+    assert (response.error_code, response.base_offset) == (ErrorCode.NONE, 1)
+    first, stored = _stored(broker, "t")
+    wanted = CompressionType[target.upper()] if target != "uncompressed" else CompressionType.NONE
+    assert first.compression == wanted
+    assert stored.compression == wanted
+    assert stored.crc_ok()
+    assert (stored.base_offset, stored.last_offset) == (1, 5)
+    assert (stored.producer_id, stored.producer_epoch, stored.base_sequence) == (7, 2, 0)
+    assert (stored.base_timestamp, stored.max_timestamp) == (1_000, 1_040)
+    original = RecordBatch(sent)
+    assert list(stored.records()) == list(original.records())
+    # the payload really is in the target codec
+    payload = stored.buffer()[BATCH_HEADER_SIZE:]
+    assert decompress(wanted, payload) == decompress(source, original.buffer()[BATCH_HEADER_SIZE:])
+
+
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.GZIP,
+                                   CompressionType.SNAPPY, CompressionType.LZ4,
+                                   CompressionType.ZSTD])
+def test_producer_keeps_the_batch_byte_for_byte(tmp_path: Path, codec: CompressionType) -> None:
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("p", 1, {})  # compression.type=producer, the default
+    name = "uncompressed" if codec == CompressionType.NONE else codec.name.lower()
+    broker.cluster.create_topic("same", 1, {"compression.type": name})
+    sent = build_batch(_records(3), base_timestamp=5, compression=codec, partition_leader_epoch=0)
+    for topic in ("p", "same"):
+        assert _produce(broker, topic, sent).error_code == ErrorCode.NONE
+        (stored,) = _stored(broker, topic)
+        assert bytes(stored.buffer()) == sent
+
+
+def test_transactional_batches_keep_their_producer_fields(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("t", 1, {"compression.type": "lz4"})
+    sent = build_batch(_records(2), producer_id=3, producer_epoch=0, base_sequence=0,
+                       is_transactional=True)
+    from odradek.broker.api import _validation
+    batch = RecordBatch(sent)
+    plog = broker.partitions.log("t", 0)
+    assert plog is not None
+    rebuilt = RecordBatch(_validation.recompress(batch, plog.config) or b"")
+    assert rebuilt.is_transactional and rebuilt.compression == CompressionType.LZ4
+    assert (rebuilt.producer_id, rebuilt.producer_epoch, rebuilt.base_sequence) == (3, 0, 0)
+    assert rebuilt.crc_ok()
+
+
+def test_the_topic_compression_level_is_used(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("fast", 1, {"compression.type": "gzip",
+                                            "compression.gzip.level": "1"})
+    broker.cluster.create_topic("small", 1, {"compression.type": "gzip",
+                                             "compression.gzip.level": "9"})
+    text = b" ".join(b"record %d of a long and repetitive text" % i for i in range(2000))
+    sent = build_batch([(b"k", text)])
+    sizes = {}
+    for topic in ("fast", "small"):
+        assert _produce(broker, topic, sent).error_code == ErrorCode.NONE
+        (stored,) = _stored(broker, topic)
+        sizes[topic] = stored.size
+    assert sizes["small"] < sizes["fast"]
+
+
+def test_a_recompressed_batch_over_max_message_bytes(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("t", 1, {"compression.type": "uncompressed",
+                                         "max.message.bytes": "1000"})
+    sent = build_batch([(b"k", b"x" * 5000)], compression=CompressionType.ZSTD)
+    assert len(sent) < 1000
+    assert _produce(broker, "t", sent).error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert _stored(broker, "t") == []
+
+
+# ----------------------------------------------------------------------------- timestamps
+
+
+def test_timestamps_before_the_bound_are_invalid(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("t", 1, {"message.timestamp.before.max.ms": str(HOUR)})
+    now = broker.now_ms()
+    records = [Record(0, 0, b"k", b"old", []), Record(1, 2 * HOUR, b"k", b"ok", []),
+               Record(2, 0, b"k", b"old too", [])]
+    response = _produce(broker, "t", build_batch(records, base_timestamp=now - 2 * HOUR))
+    assert response.error_code == ErrorCode.INVALID_TIMESTAMP
+    assert response.error_message == (
+        "One or more records have been rejected due to invalid timestamp")
+    assert [e.batch_index for e in response.record_errors] == [0, 2]
+    message = response.record_errors[0].batch_index_error_message
+    assert message.startswith(f"Timestamp {now - 2 * HOUR} of message with offset 0 is out of "
+                              "range. The timestamp should be within [")
+    assert _stored(broker, "t") == []
+    fine = _produce(broker, "t", build_batch([(b"k", b"v")], base_timestamp=now - HOUR // 2))
+    assert fine.error_code == ErrorCode.NONE
+
+
+def test_timestamps_after_the_bound_are_invalid(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("t", 1, {"message.timestamp.after.max.ms": "1000"})
+    now = broker.now_ms()
+    response = _produce(broker, "t", build_batch([(b"k", b"v")], base_timestamp=now + HOUR,
+                                                 compression=CompressionType.GZIP))
+    assert response.error_code == ErrorCode.INVALID_TIMESTAMP
+    assert [e.batch_index for e in response.record_errors] == [0]
+    # far in the past is fine: only the after bound is set
+    assert _produce(broker, "t", build_batch([(b"k", b"v")], base_timestamp=1)).error_code == 0
+
+
+def test_the_deprecated_difference_bound_applies_both_ways(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("t", 1, {"message.timestamp.difference.max.ms": "1000"})
+    now = broker.now_ms()
+    for ts in (now - HOUR, now + HOUR):
+        response = _produce(broker, "t", build_batch([(b"k", b"v")], base_timestamp=ts))
+        assert response.error_code == ErrorCode.INVALID_TIMESTAMP
+
+
+def test_log_append_time_topics_are_exempt(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("t", 1, {"message.timestamp.type": "LogAppendTime",
+                                         "message.timestamp.before.max.ms": "1000",
+                                         "message.timestamp.after.max.ms": "1000"})
+    response = _produce(broker, "t", build_batch([(b"k", b"v")], base_timestamp=1))
+    assert response.error_code == ErrorCode.NONE
+
+
+def test_unbounded_timestamps_read_no_record(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("t", 1, {})
+
+    def no_records(self: RecordBatch) -> None:
+        raise AssertionError("records read although no feature needs them")
+
+    monkeypatch.setattr(RecordBatch, "records", no_records)
+    assert _produce(broker, "t", build_batch([(b"k", b"v")], base_timestamp=1)).error_code == 0
