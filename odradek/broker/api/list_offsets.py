@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import structlog
+
 from odradek.broker.api._common import (
     NO_EPOCH,
     NO_OFFSET,
@@ -36,9 +38,12 @@ from odradek.broker.api._common import (
 )
 from odradek.broker.cluster import LEADER_EPOCH
 from odradek.broker.context import RequestContext
+from odradek.broker.storage.errors import CodedError, error_code_for
 from odradek.broker.storage.log import PartitionLog
-from odradek.wire import ErrorCode
+from odradek.wire import ErrorCode, RecordBatchError
 from odradek.wire._generated.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+
+log = structlog.get_logger("odradek.list_offsets")
 
 Resp = ListOffsetsResponse
 Part = Resp.ListOffsetsPartitionResponse
@@ -95,7 +100,12 @@ def _partition(ctx: RequestContext, request: ListOffsetsRequest, topic: str,
         last_fetchable = plog.last_stable_offset
     else:
         last_fetchable = plog.high_watermark
-    offset, found_ts, epoch = _lookup(plog, ts, last_fetchable)
+    try:
+        offset, found_ts, epoch = _lookup(plog, ts, last_fetchable)
+    except (RecordBatchError, CodedError, OSError) as exc:  # a stored batch that cannot be read
+        log.error("list offsets read failed", topic=topic, partition=want.partition_index,
+                  timestamp=ts, error=str(exc))
+        return error(error_code_for(exc))
     if version == 0:
         old_style = [offset][: max(want.max_num_offsets, 0)] if offset >= 0 else []
         return Part(partition_index=want.partition_index, error_code=ErrorCode.NONE,

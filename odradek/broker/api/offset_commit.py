@@ -27,10 +27,15 @@ from odradek.wire._generated.offset_commit import OffsetCommitRequest, OffsetCom
 Resp = OffsetCommitResponse
 
 
+def _int64(n: int) -> int:
+    return (n + 2**63) % 2**64 - 2**63
+
+
 async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
     v = ctx.api_version
     now = ctx.clock.now_ms()
-    expire = (now + request.retention_time_ms
+    # Java's long arithmetic wraps; so does ours (a huge retention must not fail the encode).
+    expire = (_int64(now + request.retention_time_ms)
               if 2 <= v <= 4 and request.retention_time_ms != -1 else None)
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}

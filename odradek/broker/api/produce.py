@@ -20,6 +20,7 @@
   decompresses record by record); the bound keeps a small "bomb" from costing the broker
   more than that much work. Past it the batch is MESSAGE_TOO_LARGE, which the Java producer
   answers by splitting the batch and retrying; a corrupt stream is CORRUPT_MESSAGE.
+- A zstd batch in Produce v3-v6: UNSUPPORTED_COMPRESSION_TYPE (zstd needs v7+, KIP-110).
 - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION (Produce never auto-creates topics,
   as in Kafka); internal topics: INVALID_TOPIC_EXCEPTION.
 - Idempotent and transactional batches go through the partition's producer state (see
@@ -60,10 +61,13 @@ from odradek.broker.storage.errors import (
 from odradek.broker.storage.log import PartitionLog
 from odradek.wire import ErrorCode, RecordBatchError
 from odradek.wire._generated.produce import ProduceRequest, ProduceResponse
+from odradek.wire.compression import CompressionType
 from odradek.wire.exceptions import DecompressedTooLargeError, InvalidRecordError
 from odradek.wire.records import LEGACY_MAGIC_OFFSET, RecordBatch, iter_batches
 
 log = structlog.get_logger("odradek.produce")
+
+ZSTD_MIN_PRODUCE_VERSION = 7  # KIP-110: older requests may not carry zstd batches
 
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 
@@ -164,6 +168,12 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
                 for i in bad]
             log.warning("produce rejected", topic=topic, partition=data.index,
                         error=code.name, reason=message, client=ctx.client_id)
+            return resp
+        if batch.compression == CompressionType.ZSTD and ctx.api_version < ZSTD_MIN_PRODUCE_VERSION:
+            resp.error_code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE  # as Kafka (KIP-110)
+            log.warning("produce rejected", topic=topic, partition=data.index,
+                        error=resp.error_code.name, reason="zstd needs Produce v7+",
+                        client=ctx.client_id)
             return resp
         code = _verify_transaction(ctx, topic, data.index, plog, batch, transactional_id)
         if code != ErrorCode.NONE:

@@ -174,6 +174,8 @@ class Group:
         self.static_members: dict[str, str] = {}  # group.instance.id -> member id
         self.pending_members: set[str] = set()  # ids handed out with MEMBER_ID_REQUIRED
         self.pending_sync: set[str] = set()
+        # How many members support each protocol name (a name a member lists twice counts
+        # once: else every member could "support" it while the candidates are empty).
         self.supported_protocols: Counter[str] = Counter()
         self.subscribed_topics: set[str] | None = None
         # Initial-join bookkeeping (Kafka's InitialDelayedJoin): another step of delay is
@@ -237,13 +239,13 @@ class Group:
         if self.leader_id is None:
             self.leader_id = member.member_id
         self.members[member.member_id] = member
-        self.supported_protocols.update(name for name, _ in member.protocols)
+        self.supported_protocols.update({name for name, _ in member.protocols})
         self.pending_members.discard(member.member_id)
 
     def remove(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
         if member is not None:
-            self.supported_protocols.subtract(name for name, _ in member.protocols)
+            self.supported_protocols.subtract({name for name, _ in member.protocols})
             if member.group_instance_id is not None:
                 self.static_members.pop(member.group_instance_id, None)
         if self.leader_id == member_id:
@@ -253,9 +255,9 @@ class Group:
         return member
 
     def update_protocols(self, member: Member, protocols: list[tuple[str, bytes]]) -> None:
-        self.supported_protocols.subtract(name for name, _ in member.protocols)
+        self.supported_protocols.subtract({name for name, _ in member.protocols})
         member.protocols = protocols
-        self.supported_protocols.update(name for name, _ in protocols)
+        self.supported_protocols.update({name for name, _ in protocols})
 
     def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> Member:
         member = self.members.pop(old_id)

@@ -356,3 +356,15 @@ def test_offset_delete(broker: Broker) -> None:
         OffsetDeleteRequest.OffsetDeleteRequestTopic(name="t", partitions=[
             OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=0)])]))
     assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_a_huge_retention_time_wraps_as_in_java(broker: Broker) -> None:
+    """OffsetCommit v2-4: commit time + retention overflows int64 (the fuzzer's F3: the
+    record could not be encoded and the connection was closed); Kafka's long wraps."""
+    req = OffsetCommitRequest(group_id="g-huge", generation_id_or_member_epoch=-1,
+                              member_id="", retention_time_ms=2**63 - 1, topics=[
+                                  OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
+                                      OffsetCommitRequest.OffsetCommitRequestPartition(
+                                          partition_index=0, committed_offset=5)])])
+    resp = call(broker, ApiKey.OFFSET_COMMIT, 2, req)
+    assert resp.topics[0].partitions[0].error_code == ErrorCode.NONE

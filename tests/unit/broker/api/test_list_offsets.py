@@ -165,3 +165,30 @@ def test_v0_answers_old_style_offset_lists(tmp_path: Path) -> None:
     assert ask(2000) == [1]
     assert ask(9999) == []
     assert ask(-1, max_num=0) == []
+
+
+def test_a_stored_batch_that_cannot_be_read_is_a_partition_error(tmp_path: Path) -> None:
+    """The fuzzer's F1b: a timestamp lookup over a batch whose payload does not decompress
+    raised out of the handler and the connection was closed; it is an error code now."""
+    import struct
+    import time
+
+    import crc32c
+
+    from odradek.broker.cluster import LEADER_EPOCH
+    from odradek.wire.records import ATTRIBUTES_OFFSET, CRC_OFFSET, build_batch
+
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("t", 1, {})
+    now = int(time.time() * 1000)
+    raw = bytearray(build_batch([(b"k", b"v" * 100)], base_timestamp=now))
+    struct.pack_into(">h", raw, ATTRIBUTES_OFFSET, 3)  # claims lz4 over plain records
+    struct.pack_into(">I", raw, CRC_OFFSET, crc32c.crc32c(bytes(raw[ATTRIBUTES_OFFSET:])))
+    plog = broker.partitions.log("t", 0)
+    assert plog is not None
+    plog.append(memoryview(raw), leader_epoch=LEADER_EPOCH, now_ms=now)  # storage trusts it
+    request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
+        ListOffsetsRequest.ListOffsetsTopic(name="t", partitions=[
+            ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=now - 1000)])])
+    part = call(broker, ApiKey.LIST_OFFSETS, 7, request).topics[0].partitions[0]
+    assert part.error_code == ErrorCode.CORRUPT_MESSAGE

@@ -180,3 +180,13 @@ def test_records_decompressing_past_the_bound_are_message_too_large(tmp_path: Pa
     assert peak < 8 << 20, peak
     fits = _produce(broker, "c", build_batch(records[:10], compression=4))
     assert fits.error_code == ErrorCode.NONE
+
+
+def test_zstd_needs_produce_v7(tmp_path: Path) -> None:
+    """KIP-110: Kafka refuses zstd batches in Produce v3-v6 (the fuzzer's F1 table)."""
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("t", 1, {})
+    batch = build_batch([(b"k", b"v")], compression=4)
+    assert _produce(broker, "t", batch, version=6).error_code == (
+        ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+    assert _produce(broker, "t", batch, version=7).error_code == ErrorCode.NONE

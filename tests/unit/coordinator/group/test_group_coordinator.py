@@ -163,6 +163,22 @@ def test_protocol_selection_votes_among_protocols_everyone_supports() -> None:
     assert sorted(m.metadata for m in leader.members) == [b"1", b"2", b"3"]
 
 
+def test_a_protocol_listed_twice_counts_once() -> None:
+    """A member naming a protocol twice must not make the group look as if everyone
+    supported it (the fuzzer's F4: the join phase then found no common protocol, raised,
+    and left the group stuck in PreparingRebalance)."""
+    h = Harness()
+    a = h.join(protocols=[("a", b"1")]).result().member_id
+    b = h.join(protocols=[("a", b"2"), ("a", b"2")]).result().member_id
+    pa = h.join("g", a, protocols=[("a", b"1")])
+    pb = h.join("g", b, protocols=[("a", b"2"), ("a", b"2")])
+    assert pa.result().error == ErrorCode.NONE and pb.result().error == ErrorCode.NONE
+    assert pa.result().protocol_name == pb.result().protocol_name == "a"
+    c = h.join(protocols=[("b", b"3"), ("b", b"3")]).result().member_id
+    assert h.join("g", c, protocols=[("b", b"3"), ("b", b"3")]).result().error == (
+        ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+
+
 # -- rebalancing ----------------------------------------------------------------------------
 
 
