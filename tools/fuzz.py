@@ -44,6 +44,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import struct
 import sys
 import tempfile
@@ -177,8 +178,7 @@ class Generator:
         self.rng = rng
         self.state = state
         self.defects: list[tuple[str, int, str]] = []
-        self._topic = ""
-        self._partition = 0
+        self._defect_by_blob: list[tuple[bytes, str]] = []
         self.api_key = -1
 
     # -- primitives ------------------------------------------------------------------------
@@ -257,9 +257,7 @@ class Generator:
             name == "Name" and "Topic" in owner and "Config" not in owner
         ):
             # DeleteTopics only reaches the last two pool topics: the rest keep their data.
-            self._topic = rng.choice(TOPICS[4:] if self.api_key == ApiKey.DELETE_TOPICS
-                                     else TOPICS)
-            return self._topic
+            return rng.choice(TOPICS[4:] if self.api_key == ApiKey.DELETE_TOPICS else TOPICS)
         if name in ("GroupId", "Group", "GroupsNames", "Groups", "GroupIds"):
             return rng.choice(GROUPS)
         if name in ("TransactionalId", "TransactionalIds"):
@@ -306,19 +304,19 @@ class Generator:
         rng = self.rng
         if rng.random() < 0.02:
             return None
-        topic, partition = self._topic, self._partition
-        r = rng.random()
-        if r < 0.03:
-            self.defects.append((topic, partition, "no-batch"))
-            return b""
-        data, defect = self.batch(version)
-        if r < 0.08:
-            second, _ = self.batch(version, allow_defect=False)
-            data += second
-            defect = defect or "two-batches"
+        defect: str | None
+        if rng.random() < 0.03:
+            data, defect = bytearray(), "no-batch"
+        else:
+            first, defect = self.batch(version)
+            data = bytearray(first)
+            if rng.random() < 0.05:
+                data += self.batch(version, allow_defect=False)[0]
+                defect = defect or "two-batches"
+        blob = bytes(data)  # a fresh object each time: its id() names it in the message
         if defect:
-            self.defects.append((topic, partition, defect))
-        return data
+            self._defect_by_blob.append((blob, defect))
+        return blob
 
     def batch(self, version: int, allow_defect: bool = True) -> tuple[bytes, str | None]:
         rng = self.rng
@@ -412,12 +410,8 @@ class Generator:
                 count = rng.choice([0, 1, 1, 2, 3])
             if depth > 4:
                 count = min(count, 1)
-            out = []
-            for i in range(count):
-                if f.name in ("Partitions", "PartitionData", "PartitionIndexes"):
-                    self._partition = i
-                out.append(self.element(msg_cls, owner, f, version, flexible, depth))
-            return out
+            return [self.element(msg_cls, owner, f, version, flexible, depth)
+                    for _ in range(count)]
         return self.element(msg_cls, owner, f, version, flexible, depth)
 
     def element(self, msg_cls: type, owner: StructSpec, f: FieldSpec, version: int,
@@ -427,10 +421,7 @@ class Generator:
             assert f.struct is not None
             return self.struct(msg_cls, f.struct, version, flexible, depth + 1)
         if t in INTS:
-            value = self.int_value(f.name, t)
-            if f.name in ("PartitionIndex", "Index", "Partition"):
-                self._partition = value
-            return value
+            return self.int_value(f.name, t)
         if t == "bool":
             return self.rng.random() < 0.5
         if t == "float64":
@@ -460,10 +451,16 @@ class Generator:
 
     def request(self, api_key: int, version: int, correlation_id: int) -> Built:
         self.defects = []
+        self._defect_by_blob = []
         self.api_key = api_key
         spec = request_spec(api_key)
         req_cls, _ = api_classes(api_key)
         body = self.struct(req_cls, top_struct(api_key), version, version in spec.flexible, 0)
+        if api_key == ApiKey.PRODUCE:  # which partition got which defective batch, by identity
+            defects = {id(blob): d for blob, d in self._defect_by_blob}
+            self.defects = [(t.name, p.index, defects[id(p.records)])
+                            for t in body.topic_data for p in t.partition_data
+                            if id(p.records) in defects]
         hv = request_header_version(api_key, version)
         client_id = self.rng.choice(["fuzz", "fuzz", "", None, "c" * 300]) if hv >= 1 else ""
         header = RequestHeader(request_api_key=api_key, request_api_version=version,
@@ -1078,6 +1075,10 @@ class Fuzzer:
 
     # -- workers ---------------------------------------------------------------------------
 
+    def stop_early(self) -> None:
+        print("stopping early (signal)", flush=True)
+        self.stop_at = 0.0
+
     def budget_left(self) -> bool:
         return (not self.done and self.stats.frames < self.args.frames
                 and time.monotonic() < self.stop_at)
@@ -1326,6 +1327,8 @@ class Fuzzer:
         await self.start_broker()
         print(f"broker on {HOST}:{self.target.port} (log {self.target.log_path})", flush=True)
         self.stop_at = time.monotonic() + self.args.seconds
+        for signum in (signal.SIGINT, signal.SIGTERM):  # stop early, still with a summary
+            asyncio.get_running_loop().add_signal_handler(signum, self.stop_early)
         mon = asyncio.create_task(self.monitor())
         await asyncio.gather(*(self.worker() for _ in range(self.args.workers)))
         self.done = True
