@@ -46,6 +46,7 @@ import re
 import shutil
 import signal
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -78,6 +79,7 @@ from tools.codegen.spec import (
 )
 
 HOST: Final = "127.0.0.1"
+LISTENING: Final = re.compile(r'listening.*\bport=(\d+)|"event": "listening".*"port": (\d+)')
 MAX_FRAME: Final = 104_857_600  # the broker's socket.request.max.bytes default
 # Broker settings for the run: no initial rebalance delay and short session timeouts, so
 # joins answer fast and fuzzed members expire within seconds.
@@ -757,7 +759,7 @@ class Target:
         self.fixed_port = port
         self.overrides = overrides
         self.port = port or 0
-        self.proc: Any = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.tmp = Path(tempfile.mkdtemp(prefix="odradek-fuzz-"))
         self.log_path = self.tmp / "broker.log"
         self.generation = 0
@@ -769,36 +771,50 @@ class Target:
     def managed(self) -> bool:
         return self.fixed_port is None
 
-    def start(self) -> None:
+    def start(self, timeout: float = 60.0) -> None:
+        """`python -m odradek serve` on 127.0.0.1 port 0 with a fresh data dir; stderr goes
+        straight to the log file (no pipe to drain), ready once it logs `listening`."""
         self.generation += 1
         if not self.managed:
             return
-        from compat_tests.brokers import OdradekBroker
-
         data = self.tmp / f"data-{self.generation}"
         if self.log_path.exists():  # keep earlier output: append it to a history file
             with (self.tmp / "broker-history.log").open("a") as hist:
                 hist.write(self.log_path.read_text(errors="replace"))
-        broker = OdradekBroker(data, self.log_path, dict(self.overrides))
-        broker.start()
-        self.proc = broker
-        self.port = broker.port
+        argv = [sys.executable, "-m", "odradek", "serve",
+                "--override", f"listeners=PLAINTEXT://{HOST}:0",
+                "--override", f"log.dirs={data}"]
+        for k, v in self.overrides.items():
+            argv += ["--override", f"{k}={v}"]
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=log,
+                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self._log_pos = 0
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            m = LISTENING.search(self.log_path.read_text(errors="replace"))
+            if m:
+                self.port = int(m.group(1) or m.group(2))
+                return
+            time.sleep(0.02)  # polls the log for the `listening` line, with a deadline
+        self.kill()
+        raise RuntimeError(f"the broker did not start; see {self.log_path}")
 
     def alive(self) -> bool:
-        return not self.managed or (self.proc is not None and self.proc.proc.poll() is None)
+        return not self.managed or (self.proc is not None and self.proc.poll() is None)
 
     def exit_code(self) -> int | None:
         if not self.managed or self.proc is None:
             return None
-        code: int | None = self.proc.proc.poll()
+        code: int | None = self.proc.poll()
         return code
 
     def rss_bytes(self) -> int:
         if not self.managed or self.proc is None:
             return 0
         try:
-            text = Path(f"/proc/{self.proc.proc.pid}/status").read_text()
+            text = Path(f"/proc/{self.proc.pid}/status").read_text()
         except OSError:
             return 0
         m = re.search(r"VmRSS:\s+(\d+) kB", text)
@@ -817,16 +833,23 @@ class Target:
         return data[:cut].decode(errors="replace").splitlines()
 
     def kill(self) -> None:
-        if self.managed and self.proc is not None and self.proc.proc.poll() is None:
-            self.proc.proc.kill()
-            self.proc.proc.wait(30)
+        if self.managed and self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
 
     def stop(self) -> int | None:
         """SIGTERM and wait; the exit code (None when not ours)."""
         if not self.managed or self.proc is None:
             return None
-        self.proc.stop()
-        code: int | None = self.proc.proc.returncode
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+                return -9
+        code: int | None = self.proc.returncode
         return code
 
     def cleanup(self, keep: bool) -> None:
