@@ -741,6 +741,7 @@ class Findings:
         path = self.out_dir / f"finding-{f.kind}-{label}-{digest}.json"
         path.write_text(json.dumps({
             "kind": f.kind, "label": f.label, "detail": f.detail, "seed": self.seed,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "frames": f.frames, "log": f.log[-20:],
         }, indent=1) + "\n")
         print(f"FINDING {f.kind} [{f.label}] {f.detail[:300]} -> {path}", flush=True)
@@ -1236,8 +1237,8 @@ class Fuzzer:
         is over (closed, or a finding ended it)."""
         while pending:
             head = pending[0]
-            if head.outcome == "silent" and len(pending) == 1 and not final:
-                return True  # nothing else to wait for yet
+            if all(e.outcome == "silent" for e in pending):
+                return True  # acks=0 produces only: no answer to wait for
             if head.outcome == "close" and len(pending) == 1:
                 return await self.expect_close(reader, head, sent_list, local_port, generation)
             wait = max((e.wait_s for e in pending), default=0) + self.args.deadline
@@ -1256,12 +1257,15 @@ class Fuzzer:
                     if "Traceback" not in reason:
                         m = re.search(r'reason="([^"]*)"', reason)
                         why = m.group(1) if m else reason[:200]
+                        key_why = re.sub(r"[0-9]+", "N", why)
+                        if re.search(r"record|compress|codec", why):
+                            key_why = "a stored record batch cannot be read"
                         self.findings.add(Finding(
                             "closed-well-formed", must[0].label,
                             f"connection closed before answering a well-formed request "
                             f"(broker log: {why})",
                             [s.record() for s in sent_list],
-                            key=f"{api_name(must[0].api_key)}|{re.sub(r'[0-9]+', 'N', why)}"))
+                            key=f"{api_name(must[0].api_key)}|{key_why}"))
                 return False
             except TimeoutError:
                 await self.report_hang(pending, sent_list, generation)
@@ -1317,7 +1321,9 @@ class Fuzzer:
         kind = "answered-malformed" if exp.outcome == "close" else "malformed-response"
         key = None
         if problem.startswith("fetched"):
-            kind, key = "fetched-invalid-batch", re.sub(r"\(.*\)|[0-9]+", "", problem)
+            kind = "fetched-invalid-batch"
+            key = next(k for k in ("CRC", "lastOffsetDelta", "holds", "unreadable", "")
+                       if k in problem)
         self.findings.add(Finding(kind, exp.label, problem, [s.record() for s in sent_list],
                                   key=key))
 

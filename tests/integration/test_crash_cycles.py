@@ -75,6 +75,7 @@ class Ledger:
     txn_aborted: dict[str, int] = field(default_factory=dict)
     txn_unknown: dict[str, int] = field(default_factory=dict)
     errors: Counter[str] = field(default_factory=Counter)
+    txn_fatal: list[str] = field(default_factory=list)  # reported, not asserted (see docs)
 
 
 class Workload:
@@ -232,6 +233,8 @@ class Workload:
                 # The outcome stays unknown; get the producer back to a clean state.
                 try:
                     if err.fatal():
+                        with ledger.lock:
+                            ledger.txn_fatal.append(f"{name}: {err}")
                         raise KafkaException(err)
                     producer.abort_transaction(15)
                 except KafkaException:
@@ -370,6 +373,7 @@ def test_kill_9_cycles(start_broker: StartBroker, tmp_path: Path) -> None:
         f"{sum(1 for t in ledger.txn_unknown if visible[t])}); partial {len(partial)}, committed "
         f"missing {len(committed_missing)}, aborted visible {len(aborted_visible)}, duplicate "
         f"transactional records {len(txn_dups)}; fatal client errors {len(ledger.fatal)}; "
+        f"fatal transactional producer errors {ledger.txn_fatal}; "
         f"anomalies {len(anomalies)}; client errors {dict(ledger.errors.most_common(8))}"
     )
     print(report)
