@@ -728,8 +728,10 @@ class Findings:
         self.out_dir = out_dir
         self.seed = seed
         self.unique: OrderedDict[str, Finding] = OrderedDict()
+        self.total = 0  # every finding, repeats included
 
     def add(self, f: Finding) -> None:
+        self.total += 1
         sig = f.signature
         if sig in self.unique:
             self.unique[sig].count += 1
@@ -953,6 +955,7 @@ class Sent:
     def record(self) -> dict[str, Any]:
         return {"hex": self.wire.hex(), "mutation": self.mutation, "eof": self.eof,
                 "dribble": self.dribble,
+                "defects": [list(d) for d in self.built.defects] if self.built else [],
                 "expect": [f"{e.outcome} {e.label} {e.why}".strip() for e in self.expects]}
 
 
@@ -1433,7 +1436,7 @@ async def replay(args: argparse.Namespace, files: list[Path]) -> int:
     mon = asyncio.create_task(fz.monitor())
     for path in files:
         doc = json.loads(path.read_text())
-        before = len(fz.findings)
+        before = fz.findings.total
         reader, writer = await asyncio.open_connection(HOST, fz.target.port)
         local_port = writer.get_extra_info("socket").getsockname()[1]
         sent_list: list[Sent] = []
@@ -1443,8 +1446,14 @@ async def replay(args: argparse.Namespace, files: list[Path]) -> int:
         closing = False
         try:
             for fr in doc["frames"]:
-                sent = Sent(bytes.fromhex(fr["hex"]), [], None, fr.get("mutation", "?"),
-                            fr.get("eof", False), fr.get("dribble", False))
+                wire = bytes.fromhex(fr["hex"])
+                built = None
+                if fr.get("defects"):  # a valid Produce carrying batches Kafka refuses
+                    key, version = struct.unpack_from(">hh", wire, 4)
+                    built = Built(wire[4:], [], key, version,
+                                  [(t, int(p), d) for t, p, d in fr["defects"]])
+                sent = Sent(wire, [], built, fr.get("mutation", "?"), fr.get("eof", False),
+                            fr.get("dribble", False))
                 sent_list.append(sent)
                 await fz.send(writer, sent)
                 fz.stats.frames += 1
@@ -1482,7 +1491,7 @@ async def replay(args: argparse.Namespace, files: list[Path]) -> int:
             writer.close()
         await asyncio.sleep(0.6)  # one monitor pass: tracebacks reach the log
         fz.scan_log()
-        print(f"replay {path.name}: {'FINDING' if len(fz.findings) > before else 'ok'}",
+        print(f"replay {path.name}: {'FINDING' if fz.findings.total > before else 'ok'}",
               flush=True)
     fz.done = True
     await mon
