@@ -329,7 +329,8 @@ class Generator:
             key = None if rng.random() < 0.2 else rng.randbytes(rng.randint(0, 16))
             value = None if rng.random() < 0.05 else rng.randbytes(
                 rng.choice([0, 8, 40, 100, 1000 if rng.random() < 0.1 else 20]))
-            headers = [(f"h{j}", rng.randbytes(4)) for j in range(rng.choice([0, 0, 1, 2]))]
+            headers: list[tuple[str, bytes | None]] = [
+                (f"h{j}", rng.randbytes(4)) for j in range(rng.choice([0, 0, 1, 2]))]
             records.append(Record(i, rng.choice([0, 0, 1, i]), key, value, headers))
         idempotent = rng.random() < 0.3
         txn = idempotent and rng.random() < 0.3
@@ -1204,11 +1205,11 @@ class Fuzzer:
                     return
             if not closing and self.budget_left() and any(e.outcome == "silent" for e in pending):
                 # Make a trailing acks=0 produce observable: one more request must answer.
-                payload, exp = probe_payloads()[0]
+                probe_payload, exp = probe_payloads()[0]
                 corr += 1
-                payload = payload[:4] + _I32.pack(corr) + payload[8:]
+                probe_payload = probe_payload[:4] + _I32.pack(corr) + probe_payload[8:]
                 exp.correlation_id = corr
-                sent = Sent(_I32.pack(len(payload)) + payload, [exp], None, "probe")
+                sent = Sent(_I32.pack(len(probe_payload)) + probe_payload, [exp], None, "probe")
                 sent_list.append(sent)
                 await self.send(writer, sent)
                 self.stats.frames += 1
