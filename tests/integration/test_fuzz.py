@@ -51,8 +51,9 @@ def describe(doc: dict[str, object], output: str) -> str:
     findings = doc.get("findings") or []
     assert isinstance(findings, list)
     lines = [f"{f['kind']} [{f['label']}] x{f['count']}: {f['detail']}" for f in findings]
-    tail = "\n".join(output.splitlines()[-12:])
-    return "\n".join(lines) + f"\n--- fuzzer output (tail):\n{tail}"
+    counts = [ln for ln in output.splitlines()
+              if ln.startswith(("seed ", "responses ", "broker peak", "replay "))]
+    return "\n".join([*lines, "--- fuzzer summary:", *counts])
 
 
 @pytest.mark.parametrize("seed", [1, random.SystemRandom().randrange(1 << 31)],
