@@ -724,6 +724,13 @@ def traceback_signature(line: str) -> str:
     return (where[-1] if where else "") + " :: " + (lines[-1].strip() if lines else line[:200])
 
 
+def traceback_key(signature: str) -> str:
+    """One key per bug: numbers and names (groups, topics, ids) out of the exception text."""
+    where, _, what = signature.partition(" :: ")
+    what = re.sub(r"(group|topic|member|transactional id) .*? (has|is|cannot)", r"\1 X \2", what)
+    return re.sub(r"\d+", "N", where) + " :: " + re.sub(r"\d+", "N", what.split(":")[0])
+
+
 class Findings:
     def __init__(self, out_dir: Path, seed: int) -> None:
         self.out_dir = out_dir
@@ -1099,7 +1106,7 @@ class Fuzzer:
                     label = entry[2][0].label
                 sig = traceback_signature(line)
                 self.findings.add(Finding("traceback", label, sig, frames, [line],
-                                          key=re.sub(r"\b[\w.-]*-\d+\b|\d+", "N", sig)))
+                                          key=traceback_key(sig)))
 
     # -- workers ---------------------------------------------------------------------------
 
