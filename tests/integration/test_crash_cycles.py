@@ -314,6 +314,7 @@ def test_kill_9_cycles(start_broker: StartBroker, tmp_path: Path) -> None:
     workload = Workload(broker.bootstrap, ledger, SEED)
     workload.start()
     seen_commits: dict[int, int] = {}
+    commits_per_cycle: list[int] = []  # acknowledged group commits in each broker life
     anomalies: list[str] = []
     started = time.monotonic()
     for cycle in range(CYCLES):
@@ -325,6 +326,7 @@ def test_kill_9_cycles(start_broker: StartBroker, tmp_path: Path) -> None:
         broker.kill()
         with ledger.lock:
             acked_commits = dict(ledger.commits)
+            commits_per_cycle.append(ledger.commit_count - sum(commits_per_cycle))
         broker.start()
         wait_until(lambda: broker_ready(broker.bootstrap), timeout=60, what="broker ready")
         committed, ends = wait_until(lambda: committed_and_ends(broker.bootstrap), timeout=60,
@@ -380,7 +382,7 @@ def test_kill_9_cycles(start_broker: StartBroker, tmp_path: Path) -> None:
         f"missing {len(committed_missing)}, aborted visible {len(aborted_visible)}, duplicate "
         f"transactional records {len(txn_dups)}; fatal client errors {len(ledger.fatal)}; "
         f"fatal transactional producer errors {ledger.txn_fatal}; "
-        f"anomalies {len(anomalies)}; client errors {dict(ledger.errors.most_common(8))}"
+        f"anomalies {len(anomalies)}; group commits per cycle {commits_per_cycle}; client errors {dict(ledger.errors.most_common(8))}"
     )
     print(report)
     problems = {
