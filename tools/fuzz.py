@@ -989,6 +989,7 @@ class Fuzzer:
         self.state = SharedState()
         self.cases = served_versions()
         self.conn_counter = 0
+        self.case_index = 0
         self.stop_at = 0.0
         self.done = False
         self.up = asyncio.Event()
@@ -1132,7 +1133,9 @@ class Fuzzer:
                     print(f"connection error: {e!r}", flush=True)
 
     def build_frame(self, rng: random.Random, corr: int, gen: Generator) -> Sent:
-        key, version = rng.choice(self.cases)
+        # Round robin over the served api versions: each is reached every 209 frames.
+        self.case_index += 1
+        key, version = self.cases[self.case_index % len(self.cases)]
         built = gen.request(key, version, corr)
         payload, mutation = mutate(
             rng, built, lambda: gen.request(*rng.choice(self.cases), corr + 1).payload)
