@@ -1231,6 +1231,8 @@ class Fuzzer:
                 await writer.wait_closed()
 
     async def send(self, writer: asyncio.StreamWriter, sent: Sent) -> None:
+        if writer.is_closing():
+            return  # the broker closed on an earlier frame; drain() checks that
         try:
             if sent.dribble:
                 step = max(1, len(sent.wire) // 6)
