@@ -1064,6 +1064,8 @@ class Fuzzer:
                 last_pool = time.monotonic()
                 with contextlib.suppress(OSError, TimeoutError, Closed, ProtocolError):
                     await self.setup_pool()
+            if self.restarting:  # (the pool refresh above may have yielded to a restart)
+                continue
             if not self.target.alive():
                 code = self.target.exit_code()
                 tail = self.target.log_path.read_text(errors="replace").splitlines()[-15:]
