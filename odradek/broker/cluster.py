@@ -4,12 +4,24 @@ Single node: this broker (`node.id`) leads every partition with leader epoch 0, 
 only replica and ISR member. Topic metadata (ids, partition counts, config overrides) lives
 in `topics.json` in the first log dir, rewritten atomically on every change; the cluster id
 lives in Kafka's `meta.properties` in every log dir.
+
+Deleting a topic works on a full disk: the deletion is first recorded by an empty file next
+to `topics.json`, `topics.json.deleted-<topic id as 32 hex digits>` (an empty file needs no
+data block), then the topic leaves memory, its partition logs are deleted (freeing their
+space), and only then is `topics.json` rewritten. Should that rewrite fail, the deletion
+stands: the tombstone keeps it, the rewrite is retried (`save_if_pending`, and any later
+metadata change), and a start that finds a tombstone whose topic id `topics.json` still lists
+completes the deletion (`deleted_on_load`: the broker deletes those partition logs). A
+tombstone names a topic id, not a name, so a topic re-created under the same name is never
+touched. Tombstones go once a rewrite without their topic succeeded.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import os
 import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -17,7 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from odradek.broker.storage.files import atomic_write
+import structlog
+
+from odradek.broker.storage.files import atomic_write, fsync_dir
 from odradek.config import BrokerConfig, resolve_topic_config, validate_topic_configs
 from odradek.wire import ErrorCode
 
@@ -25,6 +39,9 @@ LEADER_EPOCH = 0
 MAX_TOPIC_NAME = 249
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+TOMBSTONE_PREFIX = "topics.json.deleted-"
+
+log = structlog.get_logger("odradek.cluster")
 
 
 class MetadataError(Exception):
@@ -104,7 +121,13 @@ class Cluster:
         self._meta_path = self.log_dirs[0] / "topics.json"
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[uuid.UUID, Topic] = {}
+        # Deleted topics whose tombstone stays until `topics.json` is rewritten without them.
+        self._tombstones: set[uuid.UUID] = set()
+        self._unsaved = False
+        # Names of the topics whose deletion a start completed (their logs are to be deleted).
+        self.deleted_on_load: list[str] = []
         self._load_topics()
+        self._apply_tombstones()
 
     # -- identity --------------------------------------------------------------------------------
 
@@ -153,6 +176,57 @@ class Cluster:
             t.name: {"id": str(t.topic_id), "partitions": t.partitions, "configs": t.configs}
             for t in self.topics.values()}}
         atomic_write(self._meta_path, json.dumps(data, indent=1, sort_keys=True).encode())
+        self._unsaved = False
+        for topic_id in list(self._tombstones):  # their deletions are in topics.json now
+            self._tombstones.discard(topic_id)
+            with contextlib.suppress(OSError):
+                self._tombstone_path(topic_id).unlink(missing_ok=True)
+
+    @property
+    def unsaved(self) -> bool:
+        """A deletion is recorded only by its tombstone: `topics.json` still lists the topic."""
+        return self._unsaved
+
+    def save_if_pending(self) -> bool:
+        """Retry the `topics.json` rewrite a deletion could not make (see the module
+        docstring); True when nothing is pending any more."""
+        if not self._unsaved:
+            return True
+        try:
+            self._save()
+        except OSError as exc:
+            log.debug("topics.json still not rewritten", error=str(exc))
+            return False
+        log.info("topics.json rewritten after a deletion", path=str(self._meta_path))
+        return True
+
+    def _tombstone_path(self, topic_id: uuid.UUID) -> Path:
+        return self._meta_path.with_name(TOMBSTONE_PREFIX + topic_id.hex)
+
+    def _apply_tombstones(self) -> None:
+        """Complete the deletions a previous run recorded but could not save (see the module
+        docstring); remove the tombstones of deletions that were saved."""
+        found = False
+        for path in self._meta_path.parent.glob(TOMBSTONE_PREFIX + "*"):
+            try:
+                topic_id = uuid.UUID(hex=path.name[len(TOMBSTONE_PREFIX):])
+            except ValueError:
+                continue
+            topic = self.by_id.get(topic_id)
+            if topic is None:
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
+                continue
+            log.warning("completing the deletion of a topic", topic=topic.name,
+                        topic_id=str(topic_id))
+            del self.topics[topic.name]
+            del self.by_id[topic_id]
+            self._tombstones.add(topic_id)
+            self.deleted_on_load.append(topic.name)
+            found = True
+        if found:
+            self._unsaved = True
+            self.save_if_pending()
 
     # -- queries -----------------------------------------------------------------------------------
 
@@ -200,14 +274,33 @@ class Cluster:
         return topic
 
     def delete_topic(self, name: str) -> Topic:
+        """Delete the topic and its logs, in an order that works on a full disk (see the
+        module docstring). ClusterError KAFKA_STORAGE_ERROR, nothing changed, when even the
+        tombstone cannot be written."""
         topic = self.topics.get(name)
         if topic is None:
             raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                "This server does not host this topic-partition.")
+        tombstone = self._tombstone_path(topic.topic_id)
+        try:
+            os.close(os.open(tombstone, os.O_WRONLY | os.O_CREAT, 0o644))
+            fsync_dir(tombstone.parent)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tombstone.unlink(missing_ok=True)
+            raise ClusterError(ErrorCode.KAFKA_STORAGE_ERROR,
+                               f"Cannot record the deletion of topic '{name}': {exc}") from exc
+        self._tombstones.add(topic.topic_id)
         del self.topics[name]
         del self.by_id[topic.topic_id]
-        self._save()
         self._delete_logs(name)
+        try:
+            self._save()
+        except OSError as exc:
+            self._unsaved = True
+            log.warning("topic deleted, but topics.json not rewritten; its tombstone keeps the "
+                        "deletion, the rewrite is retried", topic=name, error=str(exc),
+                        tombstone=str(tombstone))
         return topic
 
     def add_partitions(self, name: str, count: int, validate_only: bool = False) -> None:

@@ -11,6 +11,10 @@
   (v6) of each deleted topic; error messages from v5.
 - Internal topics (`__consumer_offsets`, `__transaction_state`) can be deleted, as in Kafka's
   KRaft mode; a warning is logged.
+- On a full disk a deletion still frees the topic's space: it is recorded by a tombstone
+  file, the data deleted, and `topics.json` rewritten last (retried later if that fails; the
+  deletion stands, answered NONE). Only when even the tombstone cannot be written is the
+  topic answered KAFKA_STORAGE_ERROR, nothing deleted (see `cluster.py`).
 Not implemented: controller mutation quotas (throttle_time_ms 0), authorization.
 """
 
@@ -111,6 +115,10 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTop
             cluster.delete_topic(topic.name)
         except ClusterError as e:
             results[slot] = _error(echo, topic.topic_id, e.code, e.message)
+            continue
+        except OSError as e:  # never a closed connection for a disk error
+            log.error("topic deletion failed", topic=topic.name, error=str(e))
+            results[slot] = _error(echo, topic.topic_id, ErrorCode.KAFKA_STORAGE_ERROR, str(e))
             continue
         if topic.internal:
             log.warning("internal topic deleted", topic=topic.name, client=ctx.client_id)

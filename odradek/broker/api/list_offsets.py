@@ -36,6 +36,7 @@ from odradek.broker.api._common import (
 )
 from odradek.broker.cluster import LEADER_EPOCH
 from odradek.broker.context import RequestContext
+from odradek.broker.storage.errors import StorageError, error_code_for
 from odradek.broker.storage.log import PartitionLog
 from odradek.wire import ErrorCode
 from odradek.wire._generated.list_offsets import ListOffsetsRequest, ListOffsetsResponse
@@ -89,13 +90,18 @@ def _partition(ctx: RequestContext, request: ListOffsetsRequest, topic: str,
     fenced = check_current_leader_epoch(want.current_leader_epoch)
     if fenced != ErrorCode.NONE:
         return error(fenced)
+    if plog.offline:  # its log dir failed (storage/manager.py)
+        return error(ErrorCode.KAFKA_STORAGE_ERROR)
     if request.replica_id != CONSUMER_REPLICA_ID:
         last_fetchable = plog.log_end_offset
     elif request.isolation_level == READ_COMMITTED:
         last_fetchable = plog.last_stable_offset
     else:
         last_fetchable = plog.high_watermark
-    offset, found_ts, epoch = _lookup(plog, ts, last_fetchable)
+    try:
+        offset, found_ts, epoch = _lookup(plog, ts, last_fetchable)
+    except (StorageError, OSError) as exc:  # e.g. the dir failed during the lookup
+        return error(error_code_for(exc))
     if version == 0:
         old_style = [offset][: max(want.max_num_offsets, 0)] if offset >= 0 else []
         return Part(partition_index=want.partition_index, error_code=ErrorCode.NONE,

@@ -20,6 +20,9 @@
   added to the producer's open transaction, else INVALID_TXN_STATE (TRANSACTION_ABORTABLE for
   v11+); a stale epoch is INVALID_PRODUCER_EPOCH. This keeps a zombie producer from opening
   a transaction that no marker would ever close.
+- A write that fails is undone (the log is as before) and answered KAFKA_STORAGE_ERROR,
+  retriable: on a full disk until space is freed, for a failed log dir until a restart (see
+  `storage/log.py`).
 - Appends wake long-polling fetches.
 - Not implemented yet: quotas (throttle_time_ms is 0), KIP-890 implicit partition adds and
   partition verification (v12+ is not served), v0-2 (legacy message format).
@@ -35,6 +38,7 @@ from odradek.broker.context import RequestContext
 from odradek.broker.storage.errors import (
     MessageTooLargeError,
     ProducerStateError,
+    StorageError,
     error_code_for,
 )
 from odradek.broker.storage.log import PartitionLog
@@ -141,6 +145,11 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
         report = log.info if isinstance(e, ProducerStateError) else log.warning
         report("produce rejected", topic=topic, partition=data.index, error=code.name,
                reason=str(e), client=ctx.client_id)
+        return resp
+    except StorageError as e:
+        # Nothing was written (a full disk: the log logs it once) or the log dir is offline;
+        # KAFKA_STORAGE_ERROR is retriable. A log closed meanwhile: NOT_LEADER_OR_FOLLOWER.
+        resp.error_code, resp.error_message = error_code_for(e), str(e)
         return resp
     resp.error_code = ErrorCode.NONE
     resp.base_offset = info.first_offset
