@@ -897,7 +897,7 @@ def probe_payloads() -> list[tuple[bytes, Expect]]:
     for i, (key, version, body) in enumerate([
         (ApiKey.API_VERSIONS, 3, api_classes(ApiKey.API_VERSIONS)[0](
             client_software_name="fuzz-probe", client_software_version="1")),
-        (ApiKey.METADATA, 1, api_classes(ApiKey.METADATA)[0](topics=None)),
+        (ApiKey.METADATA, 1, api_classes(ApiKey.METADATA)[0]()),  # no topics: brokers only
     ]):
         hv = request_header_version(key, version)
         header = RequestHeader(request_api_key=key, request_api_version=version,
@@ -930,9 +930,11 @@ async def count_state(port: int) -> dict[str, int]:
     """Topics, partitions and groups the broker holds (Metadata v1, ListGroups v0)."""
     reader, writer = await asyncio.open_connection(HOST, port)
     out: dict[str, int] = {}
+    all_topics = api_classes(ApiKey.METADATA)[0]()
+    all_topics.topics = None  # null: every topic (the constructor turns None into [])
     try:
         for key, version, body in [
-            (ApiKey.METADATA, 1, api_classes(ApiKey.METADATA)[0](topics=None)),
+            (ApiKey.METADATA, 1, all_topics),
             (ApiKey.LIST_GROUPS, 0, api_classes(ApiKey.LIST_GROUPS)[0]()),
         ]:
             header = RequestHeader(request_api_key=key, request_api_version=version,
