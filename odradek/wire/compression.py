@@ -177,9 +177,11 @@ def _snappy_block(block: memoryview, limit: int) -> bytes:
     return bytes(cramjam.snappy.decompress_raw(block))
 
 
-def _snappy_stream(view: memoryview, limit: int) -> Iterator[bytes]:
+def _snappy_blocks(view: memoryview) -> Iterator[memoryview]:
+    """The raw snappy blocks of `view`: its xerial chunks (Java's framing: magic, then
+    int32-length-prefixed blocks), or the whole of it when it has no xerial header."""
     if len(view) < _XERIAL_HEADER_SIZE or view[:8].tobytes() != XERIAL_MAGIC:
-        yield _snappy_block(view, limit)
+        yield view
         return
     pos = _XERIAL_HEADER_SIZE
     end = len(view)
@@ -195,8 +197,13 @@ def _snappy_stream(view: memoryview, limit: int) -> Iterator[bytes]:
                 f"corrupt snappy-compressed records: xerial chunk at byte {pos - 4} declares "
                 f"{size} bytes, {end - pos} remain"
             )
-        yield _snappy_block(view[pos : pos + size], limit)
+        yield view[pos : pos + size]
         pos += size
+
+
+def _snappy_stream(view: memoryview, limit: int) -> Iterator[bytes]:
+    for block in _snappy_blocks(view):
+        yield _snappy_block(block, limit)
 
 
 def compress(codec: int, data: Buffer, level: int | None = None) -> bytes:
@@ -225,27 +232,8 @@ def compress(codec: int, data: Buffer, level: int | None = None) -> bytes:
 
 
 def _snappy_decompress(data: Buffer) -> bytes:
-    view = memoryview(data)
-    if len(view) < _XERIAL_HEADER_SIZE or view[:8].tobytes() != XERIAL_MAGIC:
-        return bytes(cramjam.snappy.decompress_raw(view))
-    chunks: list[cramjam.Buffer] = []
-    pos = _XERIAL_HEADER_SIZE
-    end = len(view)
-    while pos < end:
-        if end - pos < 4:
-            raise RecordBatchError(
-                f"corrupt snappy-compressed records: xerial chunk length truncated at byte {pos}"
-            )
-        (size,) = _INT32.unpack_from(view, pos)
-        pos += 4
-        if size < 0 or pos + size > end:
-            raise RecordBatchError(
-                f"corrupt snappy-compressed records: xerial chunk at byte {pos - 4} declares "
-                f"{size} bytes, {end - pos} remain"
-            )
-        chunks.append(cramjam.snappy.decompress_raw(view[pos : pos + size]))
-        pos += size
-    return b"".join(chunks)
+    return b"".join(bytes(cramjam.snappy.decompress_raw(block))
+                    for block in _snappy_blocks(memoryview(data)))
 
 
 def _xerial_compress(data: Buffer) -> bytes:
