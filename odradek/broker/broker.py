@@ -97,11 +97,22 @@ class Broker:
 
     # -- the coordinators -----------------------------------------------------------------------
 
+    def _internal_topic(self, name: str, partitions_setting: str, segment_setting: str,
+                        compression: str) -> InternalTopic:
+        """A coordinator's compacted topic; an existing one keeps its partition count."""
+        existing = self.cluster.get(name)
+        partitions = (existing.partitions if existing
+                      else self.config.get_int(partitions_setting))
+        return InternalTopic(name, partitions, {
+            "cleanup.policy": "compact",
+            "compression.type": compression,
+            "segment.bytes": str(self.config.get_int(segment_setting)),
+        })
+
     def _group_runtime(self) -> GroupRuntime:
         cfg = self.config
-        existing = self.cluster.get(OFFSETS_TOPIC)
-        partitions = (existing.partitions if existing
-                      else cfg.get_int("offsets.topic.num.partitions"))
+        topic = self._internal_topic(OFFSETS_TOPIC, "offsets.topic.num.partitions",
+                                     "offsets.topic.segment.bytes", "producer")
         shard = GroupCoordinator(
             GroupConfig(
                 initial_rebalance_delay_ms=cfg.get_int("group.initial.rebalance.delay.ms"),
@@ -112,25 +123,20 @@ class Broker:
                 offsets_retention_check_interval_ms=cfg.get_int(
                     "offsets.retention.check.interval.ms"),
                 offset_metadata_max_bytes=cfg.get_int("offset.metadata.max.bytes"),
-                offsets_topic_partitions=partitions,
+                offsets_topic_partitions=topic.partitions,
             ),
             clock=self, log=_logger("odradek.groups"))
-        topic = InternalTopic(OFFSETS_TOPIC, partitions, {
-            "cleanup.policy": "compact",
-            "compression.type": "producer",
-            "segment.bytes": str(cfg.get_int("offsets.topic.segment.bytes")),
-        })
         return CoordinatorRuntime("group", shard, topic, self.partitions, self.cluster, self)
 
     def _transaction_runtime(self) -> TxnRuntime:
         cfg = self.config
-        existing = self.cluster.get(TRANSACTION_STATE_TOPIC)
-        partitions = (existing.partitions if existing
-                      else cfg.get_int("transaction.state.log.num.partitions"))
+        topic = self._internal_topic(TRANSACTION_STATE_TOPIC,
+                                     "transaction.state.log.num.partitions",
+                                     "transaction.state.log.segment.bytes", "uncompressed")
         shard = TransactionCoordinator(
             TxnConfig(
                 max_timeout_ms=cfg.get_int("transaction.max.timeout.ms"),
-                state_partitions=partitions,
+                state_partitions=topic.partitions,
                 id_expiration_ms=cfg.get_int("transactional.id.expiration.ms"),
                 abort_interval_ms=cfg.get_int(
                     "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
@@ -140,11 +146,6 @@ class Broker:
             clock=self,
             producer_ids=ProducerIdAllocator(cfg.log_dirs[0] / PRODUCER_ID_BLOCK_FILE),
             log=_logger("odradek.transactions"))
-        topic = InternalTopic(TRANSACTION_STATE_TOPIC, partitions, {
-            "cleanup.policy": "compact",
-            "compression.type": "uncompressed",
-            "segment.bytes": str(cfg.get_int("transaction.state.log.segment.bytes")),
-        })
         # Recovery may write markers to __consumer_offsets: the group coordinator loads first.
         return CoordinatorRuntime("transaction", shard, topic, self.partitions, self.cluster,
                                   self, load_after=[self.groups.ready],
