@@ -89,6 +89,8 @@ class Broker:
                                self._delete_partition_logs)
         self.logs = LogManager(config.log_dirs, resolve_topic_config({}, config),
                                config_for=self._config_for)
+        for topic in self.cluster.deleted_on_load:  # deletions a previous run left unsaved
+            self.logs.delete(topic)
         self._check_logs()
         self.partitions = LocalPartitions(self.cluster, self.logs)
         self.advertised: list[Listener] = config.advertised_for({})
@@ -247,6 +249,8 @@ class Broker:
         tg.start_soon(self.transactions.run, name="transaction-coordinator")
 
     def close(self) -> None:
+        """Close every log (never raises for an I/O error: see `LogManager.close_all`)."""
+        self.cluster.save_if_pending()
         self.logs.close_all()
 
     async def _retention_loop(self) -> None:
@@ -270,6 +274,7 @@ class Broker:
             await anyio.sleep(period)
             since_checkpoint += period
             try:
+                self.cluster.save_if_pending()  # a topic deletion on a full disk
                 self.logs.flush_pass(self.now_ms())
                 if since_checkpoint >= 60:
                     since_checkpoint = 0.0

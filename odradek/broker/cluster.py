@@ -5,12 +5,24 @@ only replica and ISR member. Topic metadata (ids, partition counts, config overr
 in `topics.json` in the first log dir, rewritten atomically on every change (once per admin
 request, however many topics it changes); the cluster id
 lives in Kafka's `meta.properties` in every log dir.
+
+Deleting a topic works on a full disk: the deletion is first recorded by an empty file next
+to `topics.json`, `topics.json.deleted-<topic id as 32 hex digits>` (an empty file needs no
+data block), then the topic leaves memory, its partition logs are deleted (freeing their
+space), and only then is `topics.json` rewritten. Should that rewrite fail, the deletion
+stands: the tombstone keeps it, the rewrite is retried (`save_if_pending`, and any later
+metadata change), and a start that finds a tombstone whose topic id `topics.json` still lists
+completes the deletion (`deleted_on_load`: the broker deletes those partition logs). A
+tombstone names a topic id, not a name, so a topic re-created under the same name is never
+touched. Tombstones go once a rewrite without their topic succeeded.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import os
 import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -22,7 +34,7 @@ import anyio
 import anyio.lowlevel
 import structlog
 
-from odradek.broker.storage.files import atomic_write
+from odradek.broker.storage.files import atomic_write, fsync_dir
 from odradek.config import BrokerConfig, resolve_topic_config, validate_topic_configs
 from odradek.wire import ErrorCode
 
@@ -34,6 +46,7 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # Batch admin changes yield to the event loop after this many partition logs created or
 # deleted (a log costs 1-7 ms on a loaded machine: other clients wait well under 100 ms).
 YIELD_EVERY = 10
+TOMBSTONE_PREFIX = "topics.json.deleted-"
 
 
 class MetadataError(Exception):
@@ -130,7 +143,13 @@ class Cluster:
         self._reserved: set[str] = set()
         # Held by admin requests that yield to the event loop while they change topics.
         self.lock = anyio.Lock()
+        # Deleted topics whose tombstone stays until `topics.json` is rewritten without them.
+        self._tombstones: set[uuid.UUID] = set()
+        self._unsaved = False
+        # Names of the topics whose deletion a start completed (their logs are to be deleted).
+        self.deleted_on_load: list[str] = []
         self._load_topics()
+        self._apply_tombstones()
 
     # -- identity --------------------------------------------------------------------------------
 
@@ -178,6 +197,56 @@ class Cluster:
             t.name: {"id": str(t.topic_id), "partitions": t.partitions, "configs": t.configs}
             for t in self.topics.values()}}
         atomic_write(self._meta_path, json.dumps(data, indent=1, sort_keys=True).encode())
+        self._unsaved = False
+        for topic_id in list(self._tombstones):  # their deletions are in topics.json now
+            self._tombstones.discard(topic_id)
+            with contextlib.suppress(OSError):
+                self._tombstone_path(topic_id).unlink(missing_ok=True)
+
+    @property
+    def unsaved(self) -> bool:
+        """A deletion is recorded only by its tombstone: `topics.json` still lists the topic."""
+        return self._unsaved
+
+    def save_if_pending(self) -> bool:
+        """Retry the `topics.json` rewrite a deletion could not make (see the module
+        docstring); True when nothing is pending any more."""
+        if not self._unsaved:
+            return True
+        try:
+            self._save()
+        except OSError as exc:
+            log.debug("topics.json still not rewritten", error=str(exc))
+            return False
+        log.info("topics.json rewritten after a deletion", path=str(self._meta_path))
+        return True
+
+    def _tombstone_path(self, topic_id: uuid.UUID) -> Path:
+        return self._meta_path.with_name(TOMBSTONE_PREFIX + topic_id.hex)
+
+    def _apply_tombstones(self) -> None:
+        """Complete the deletions a previous run recorded but could not save (see the module
+        docstring); remove the tombstones of deletions that were saved."""
+        found = False
+        for path in self._meta_path.parent.glob(TOMBSTONE_PREFIX + "*"):
+            try:
+                topic_id = uuid.UUID(hex=path.name[len(TOMBSTONE_PREFIX):])
+            except ValueError:
+                continue
+            topic = self.by_id.get(topic_id)
+            if topic is None:
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
+                continue
+            log.warning("completing the deletion of a topic", topic=topic.name,
+                        topic_id=str(topic_id))
+            self._unregister(topic)
+            self._tombstones.add(topic_id)
+            self.deleted_on_load.append(topic.name)
+            found = True
+        if found:
+            self._unsaved = True
+            self.save_if_pending()
 
     # -- queries -----------------------------------------------------------------------------------
 
@@ -298,43 +367,100 @@ class Cluster:
             log.warning("cannot remove the logs of a failed creation", error=str(exc))
 
     def delete_topic(self, name: str) -> Topic:
+        """Delete one topic and its logs (see `delete_topics`); ClusterError if it does not
+        exist or its deletion cannot be recorded."""
         topic = self.topics.get(name)
         if topic is None:
             raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                "This server does not host this topic-partition.")
-        self._unregister(topic)
-        self._save()
+        recorded, failed = self._record_deletions([topic])
+        if failed:
+            raise failed[name]
         self._delete_logs([name], True)
+        self._save_after_deletion(recorded)
         return topic
+
+    def _record_deletions(self, topics: Sequence[Topic]
+                          ) -> tuple[list[Topic], dict[str, ClusterError]]:
+        """Write each topic's tombstone, then take the recorded ones out of memory (see the
+        module docstring). A topic whose tombstone cannot be written (or whose directory
+        cannot be synced) gets KAFKA_STORAGE_ERROR and is left as it was."""
+        created: list[tuple[Topic, Path]] = []
+        failed: dict[str, ClusterError] = {}
+        for topic in topics:
+            tombstone = self._tombstone_path(topic.topic_id)
+            try:
+                os.close(os.open(tombstone, os.O_WRONLY | os.O_CREAT, 0o644))
+            except OSError as exc:
+                failed[topic.name] = self._unrecorded(topic, tombstone, exc)
+                continue
+            created.append((topic, tombstone))
+        if created:
+            try:
+                fsync_dir(self._meta_path.parent)
+            except OSError as exc:
+                for topic, tombstone in created:
+                    failed[topic.name] = self._unrecorded(topic, tombstone, exc)
+                created = []
+        for topic, _ in created:
+            self._tombstones.add(topic.topic_id)
+            self._unregister(topic)
+        return [topic for topic, _ in created], failed
+
+    @staticmethod
+    def _unrecorded(topic: Topic, tombstone: Path, exc: OSError) -> ClusterError:
+        with contextlib.suppress(OSError):
+            tombstone.unlink(missing_ok=True)
+        log.error("cannot record a topic deletion", topic=topic.name, error=str(exc))
+        return ClusterError(ErrorCode.KAFKA_STORAGE_ERROR,
+                            f"Cannot record the deletion of topic '{topic.name}': {exc}")
+
+    def _save_after_deletion(self, deleted: Sequence[Topic]) -> None:
+        """Rewrite topics.json once the deleted topics' space is free; should that fail, the
+        tombstones keep the deletions and the rewrite is retried (`save_if_pending`)."""
+        try:
+            self._save()
+        except OSError as exc:
+            self._unsaved = True
+            log.warning("topics deleted, but topics.json not rewritten; their tombstones keep "
+                        "the deletions, the rewrite is retried",
+                        topics=[t.name for t in deleted], error=str(exc))
 
     def _unregister(self, topic: Topic) -> None:
         del self.topics[topic.name]
         del self.by_id[topic.topic_id]
         self._keys.pop(_collision_key(topic.name), None)
 
-    async def delete_topics(self, names: Sequence[str]) -> list[Topic]:
-        """Delete existing topics: out of topics.json in one write, then their logs, yielding
-        to the event loop between chunks; returns the deleted topics (unknown names skipped)."""
-        gone = [t for t in (self.topics.get(n) for n in dict.fromkeys(names)) if t is not None]
-        if not gone:
-            return []
-        for topic in gone:
-            self._unregister(topic)
-        self._save()
+    async def delete_topics(self, names: Sequence[str]) -> dict[str, Topic | ClusterError]:
+        """Delete existing topics in an order that works on a full disk (see the module
+        docstring): their tombstones, then their logs, yielding to the event loop between
+        chunks, then one topics.json write. Answers each existing name with its deleted
+        topic or the ClusterError that kept it; unknown names are left out."""
+        found = [t for t in (self.topics.get(n) for n in dict.fromkeys(names)) if t is not None]
+        if not found:
+            return {}
+        gone, failed = self._record_deletions(found)
+        outcome: dict[str, Topic | ClusterError] = dict(failed)
         budget = YIELD_EVERY
-        for topic in gone:
-            first = 0
-            while first < topic.partitions:
-                last = min(first + budget, topic.partitions)
-                self._delete_partition_logs(topic.name, range(first, last), False)
-                budget -= last - first
-                first = last
-                if budget <= 0:
-                    budget = YIELD_EVERY
-                    await anyio.lowlevel.checkpoint()
-        # Anything left, the log dirs' checkpoints once, and the topics' committed offsets.
-        self._delete_logs([t.name for t in gone], True)
-        return gone
+        try:
+            for topic in gone:
+                first = 0
+                while first < topic.partitions:
+                    last = min(first + budget, topic.partitions)
+                    self._delete_partition_logs(topic.name, range(first, last), False)
+                    budget -= last - first
+                    first = last
+                    if budget <= 0:
+                        budget = YIELD_EVERY
+                        await anyio.lowlevel.checkpoint()
+        finally:
+            if gone:
+                # Anything left, the log dirs' checkpoints once, the topics' committed
+                # offsets; then topics.json, now that their space is free.
+                self._delete_logs([t.name for t in gone], True)
+                self._save_after_deletion(gone)
+        outcome.update((t.name, t) for t in gone)
+        return outcome
 
     def check_add_partitions(self, name: str, count: int) -> Topic:
         """The topic, if its partition count may be raised to `count`; ClusterError if not."""

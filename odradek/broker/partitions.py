@@ -55,6 +55,10 @@ class Partitions(Protocol):
 
     def log_dir_of(self, topic: str, partition: int) -> Path | None: ...
 
+    def is_log_dir_online(self, log_dir: Path) -> bool:
+        """False once the log dir failed (see `storage/manager.py`, log dir health)."""
+        ...
+
 
 class LocalPartitions:
     """`Partitions` over this node's cluster metadata and log manager."""
@@ -110,3 +114,6 @@ class LocalPartitions:
 
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         return self._logs.log_dir_of(topic, partition)
+
+    def is_log_dir_online(self, log_dir: Path) -> bool:
+        return self._logs.is_online(log_dir)

@@ -6,8 +6,9 @@
   current start. Done before answering, so `timeout_ms` is ignored.
 - Per partition: unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION; an internal topic
   INVALID_TOPIC_EXCEPTION; a topic whose cleanup.policy lacks `delete` POLICY_VIOLATION; an
-  offset above the high watermark or negative (other than -1) OFFSET_OUT_OF_RANGE. Errors
-  carry low watermark -1, as Kafka.
+  offset above the high watermark or negative (other than -1) OFFSET_OUT_OF_RANGE; a
+  partition whose log dir failed, or whose new start offset cannot be checkpointed,
+  KAFKA_STORAGE_ERROR. Errors carry low watermark -1, as Kafka.
 - A partition named twice counts once (the last offset wins), as in Kafka's request map.
 Not implemented: authorization.
 """
@@ -18,6 +19,7 @@ import structlog
 
 from odradek.broker.cluster import INTERNAL_TOPICS
 from odradek.broker.context import RequestContext
+from odradek.broker.storage.errors import StorageError, error_code_for
 from odradek.broker.storage.log import LogClosedError, OffsetOutOfRangeError
 from odradek.wire import ErrorCode
 from odradek.wire._generated.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
@@ -47,6 +49,9 @@ def _delete(ctx: RequestContext, topic: str, partition: int, offset: int) -> tup
         return ErrorCode.OFFSET_OUT_OF_RANGE, INVALID_LOW_WATERMARK
     except LogClosedError:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, INVALID_LOW_WATERMARK
+    except (StorageError, OSError) as exc:  # an offline log dir, a checkpoint not written
+        log.warning("delete records failed", topic=topic, partition=partition, error=str(exc))
+        return error_code_for(exc), INVALID_LOW_WATERMARK
     if low != before:
         log.info("records deleted", topic=topic, partition=partition, log_start_offset=low,
                  previously=before, client=ctx.client_id)

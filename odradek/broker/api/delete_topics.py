@@ -11,9 +11,13 @@
   (v6) of each deleted topic; error messages from v5.
 - Internal topics (`__consumer_offsets`, `__transaction_state`) can be deleted, as in Kafka's
   KRaft mode; a warning is logged.
-- Large requests do not stall other clients: the topics leave topics.json in one write, then
-  their logs are deleted yielding to the event loop between chunks; admin requests that
-  change topics run one at a time.
+- Large requests do not stall other clients: the logs are deleted yielding to the event loop
+  between chunks, and topics.json is written once; admin requests that change topics run one
+  at a time.
+- On a full disk a deletion still frees the topic's space: it is recorded by a tombstone
+  file, the data deleted, and `topics.json` rewritten last (retried later if that fails; the
+  deletion stands, answered NONE). Only a topic whose tombstone cannot be written is
+  answered KAFKA_STORAGE_ERROR, nothing of it deleted (see `cluster.py`).
 Not implemented: controller mutation quotas (throttle_time_ms 0), authorization.
 """
 
@@ -24,7 +28,7 @@ from collections import Counter
 
 import structlog
 
-from odradek.broker.cluster import Topic
+from odradek.broker.cluster import ClusterError, Topic
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
@@ -114,11 +118,15 @@ async def _handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTo
                 to_delete.append((len(results), found, found.name))
                 results.append(None)
 
-    deleted = {t.name for t in await cluster.delete_topics([t.name for _, t, _ in to_delete])}
+    outcome = await cluster.delete_topics([t.name for _, t, _ in to_delete])
     for slot, topic, echo in to_delete:
-        if topic.name not in deleted:
+        done = outcome.get(topic.name)
+        if done is None:
             results[slot] = _error(echo, topic.topic_id, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                    "This server does not host this topic-partition.")
+            continue
+        if isinstance(done, ClusterError):  # its deletion could not be recorded (disk)
+            results[slot] = _error(echo, topic.topic_id, done.code, done.message)
             continue
         if topic.internal:
             log.warning("internal topic deleted", topic=topic.name, client=ctx.client_id)

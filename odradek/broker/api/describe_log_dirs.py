@@ -7,6 +7,8 @@
 - v4: total_bytes and usable_bytes of the dir's file system (statvfs: blocks and blocks
   available to unprivileged users, as Java's FileStore reports them); a dir whose file
   system cannot be read gets KAFKA_STORAGE_ERROR.
+- A log dir that failed (offline, see `storage/manager.py`) gets KAFKA_STORAGE_ERROR and no
+  topics, as Kafka's ReplicaManager.describeLogDirs answers an offline dir.
 - Top-level error_code (v3+) is NONE.
 Not implemented: authorization (CLUSTER_AUTHORIZATION_FAILED), future (moving) replicas.
 """
@@ -31,6 +33,8 @@ def _dir_result(ctx: RequestContext, log_dir: Path,
                 wanted: set[tuple[str, int]] | None) -> Resp.DescribeLogDirsResult:
     logs = ctx.partitions
     path = str(log_dir.resolve())
+    if not logs.is_log_dir_online(log_dir):
+        return Resp.DescribeLogDirsResult(error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=path)
     try:
         st = os.statvfs(log_dir)
     except OSError:

@@ -38,6 +38,7 @@ import structlog
 
 from odradek.broker.cluster import LEADER_EPOCH
 from odradek.broker.context import RequestContext
+from odradek.broker.storage.errors import LogDirOfflineError
 from odradek.broker.storage.log import (
     LogClosedError,
     OffsetOutOfRangeError,
@@ -111,8 +112,9 @@ def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool, m
                                          log_start_offset=-1, preferred_read_replica=-1,
                                          records=b"")
                 except (StorageError, OSError) as e:
-                    log.error("fetch read failed", topic=name, partition=p.partition,
-                              error=str(e))
+                    # An offline log dir was reported once, when it failed.
+                    report = log.debug if isinstance(e, LogDirOfflineError) else log.error
+                    report("fetch read failed", topic=name, partition=p.partition, error=str(e))
                     data = PartitionData(partition_index=p.partition,
                                          error_code=ErrorCode.KAFKA_STORAGE_ERROR,
                                          high_watermark=-1, last_stable_offset=-1,

@@ -94,6 +94,8 @@ def _partition(ctx: RequestContext, request: ListOffsetsRequest, topic: str,
     fenced = check_current_leader_epoch(want.current_leader_epoch)
     if fenced != ErrorCode.NONE:
         return error(fenced)
+    if plog.offline:  # its log dir failed (storage/manager.py)
+        return error(ErrorCode.KAFKA_STORAGE_ERROR)
     if request.replica_id != CONSUMER_REPLICA_ID:
         last_fetchable = plog.log_end_offset
     elif request.isolation_level == READ_COMMITTED:

@@ -40,6 +40,9 @@
   `producer` recompresses a batch whose codec differs, at `compression.<codec>.level` (the
   rebuilt batch is checked against max.message.bytes again). Both are skipped at no cost when
   the bounds are unset and the codec is the producer's.
+- A write that fails is undone (the log is as before) and answered KAFKA_STORAGE_ERROR,
+  retriable: on a full disk until space is freed, for a failed log dir until a restart (see
+  `storage/log.py`).
 - Appends wake long-polling fetches.
 - Not implemented yet: quotas (throttle_time_ms is 0), KIP-890 implicit partition adds and
   partition verification (v12+ is not served), v0-2 (legacy message format).
@@ -56,6 +59,7 @@ from odradek.broker.context import RequestContext
 from odradek.broker.storage.errors import (
     MessageTooLargeError,
     ProducerStateError,
+    StorageError,
     error_code_for,
 )
 from odradek.broker.storage.log import PartitionLog
@@ -209,6 +213,11 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
         report = log.info if isinstance(e, ProducerStateError) else log.warning
         report("produce rejected", topic=topic, partition=data.index, error=code.name,
                reason=str(e), client=ctx.client_id)
+        return resp
+    except StorageError as e:
+        # Nothing was written (a full disk: the log logs it once) or the log dir is offline;
+        # KAFKA_STORAGE_ERROR is retriable. A log closed meanwhile: NOT_LEADER_OR_FOLLOWER.
+        resp.error_code, resp.error_message = error_code_for(e), str(e)
         return resp
     resp.error_code = ErrorCode.NONE
     resp.base_offset = info.first_offset

@@ -5,8 +5,8 @@ Every class here derives from `CodedError` and sets `error_code` (a class attrib
 families, kept apart because callers catch them apart:
 
 - `StorageError`: the log refused or could not do what was asked (`OffsetOutOfRangeError`,
-  `MessageTooLargeError`, `LogClosedError`, `UnknownPartitionError`); KAFKA_STORAGE_ERROR
-  unless a subclass says otherwise.
+  `MessageTooLargeError`, `LogClosedError`, `UnknownPartitionError`, `AppendFailedError`,
+  `LogDirOfflineError`); KAFKA_STORAGE_ERROR unless a subclass says otherwise.
 - `ProducerStateError`: an append the producer state refuses (`InvalidProducerEpochError`,
   `OutOfOrderSequenceError`, `InvalidTxnStateError`, `CoordinatorFencedError`).
 - Files that cannot be trusted, found while loading (`CorruptSegmentError`,
@@ -17,10 +17,15 @@ families, kept apart because callers catch them apart:
 `error_code_for(exc)` answers any exception: a `CodedError` its `error_code`; a
 `RecordBatchError` (an append's invalid batch) CORRUPT_MESSAGE; any other `OSError` (a failed
 read or write) KAFKA_STORAGE_ERROR; anything else UNKNOWN_SERVER_ERROR.
+
+`is_out_of_space(exc)` tells the two kinds of failed write apart (see docs/storage.md,
+"Durability"): a full file system (ENOSPC, EDQUOT) is answered with KAFKA_STORAGE_ERROR while
+the log dir stays online, any other I/O error takes the log dir offline.
 """
 
 from __future__ import annotations
 
+import errno
 from typing import ClassVar
 
 from odradek.wire import ErrorCode, RecordBatchError
@@ -64,6 +69,21 @@ class UnknownPartitionError(StorageError):
     """The partition does not exist (never created, or deleted)."""
 
     error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+class AppendFailedError(StorageError):
+    """A write of an append failed because the file system is full, and was undone: the log
+    is exactly as before the append. KAFKA_STORAGE_ERROR is retriable: clients retry, and the
+    retry succeeds once space is freed."""
+
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class LogDirOfflineError(StorageError):
+    """The partition's log dir failed (an I/O error other than a full disk, as Kafka's
+    LogDirFailureChannel): its partitions refuse every read and write until a restart."""
+
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
 
 
 # -- producer state -----------------------------------------------------------------------------
@@ -126,6 +146,17 @@ class CheckpointError(CodedError, ValueError):
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
 
 
+# -- kinds of I/O error ---------------------------------------------------------------------------
+
+# A full file system or an exhausted quota: writes may succeed again once space is freed.
+OUT_OF_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def is_out_of_space(exc: BaseException) -> bool:
+    """True for an OSError saying the file system (or the quota) is full."""
+    return isinstance(exc, OSError) and exc.errno in OUT_OF_SPACE_ERRNOS
+
+
 # -- the mapping --------------------------------------------------------------------------------
 
 # Exceptions from outside this module, most specific first.
@@ -146,6 +177,8 @@ def error_code_for(exc: BaseException) -> ErrorCode:
 
 
 __all__ = [
+    "OUT_OF_SPACE_ERRNOS",
+    "AppendFailedError",
     "CheckpointError",
     "CodedError",
     "CoordinatorFencedError",
@@ -155,10 +188,12 @@ __all__ = [
     "InvalidProducerEpochError",
     "InvalidTxnStateError",
     "LogClosedError",
+    "LogDirOfflineError",
     "MessageTooLargeError",
     "OffsetOutOfRangeError",
     "OutOfOrderSequenceError",
     "ProducerStateError",
     "StorageError",
     "error_code_for",
+    "is_out_of_space",
 ]

@@ -7,10 +7,16 @@ layout Kafka leaves after trimming an index on close) and a killed process loses
 wrote. A torn trailing entry (length not a multiple of the entry size) is dropped on load.
 Entries are loaded lazily, on first use, so that opening a log with many segments stays cheap,
 and the descriptor is opened by the first write, so an idle partition holds only its `.log`.
+
+A write that fails (a full disk, a short write) is cut back off the file before the error is
+raised, so the file still holds exactly the entries in memory; should that cut fail too, the
+index is `torn` and the cut is made again before its next write, so no entry is ever appended
+behind partial bytes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -27,6 +33,8 @@ class IndexFile:
         self.base_offset = base_offset
         self._fd: int | None = None
         self._loaded = False
+        # Set when a failed write could not be cut back off the file (see the module docstring).
+        self.torn = False
 
     # -- subclass hooks ---------------------------------------------------------------------
 
@@ -71,11 +79,25 @@ class IndexFile:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         return self._fd
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes, size: int | None = None) -> None:
+        """Append `data` (whole entries) to the file, which holds `size` bytes (default: the
+        entries in memory, which the caller adds once this returns): all of it, or on an
+        error nothing (see the module docstring)."""
         fd = self._write_fd()
+        end = self._count() * self.entry_size if size is None else size
+        if self.torn:
+            os.ftruncate(fd, end)
+            self.torn = False
         view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except BaseException:
+            self.torn = True
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, end)
+                self.torn = False
+            raise
 
     @property
     def entries(self) -> int:
@@ -91,13 +113,27 @@ class IndexFile:
         if n >= self._count():
             return
         self._truncate_entries(n)
+        self.torn = True  # until the file is cut too
         os.ftruncate(self._write_fd(), n * self.entry_size)
+        self.torn = False
+
+    def truncate_to_entries(self, n: int) -> None:
+        """Keep the first `n` entries, in memory and in the file (undoing appends); a torn
+        file is cut even when no entry goes."""
+        self._ensure_loaded()
+        if n >= self._count():
+            if self.torn:
+                os.ftruncate(self._write_fd(), self._count() * self.entry_size)
+                self.torn = False
+            return
+        self._truncate_to_entries(n)
 
     def reset(self) -> None:
         """Remove every entry."""
         self._loaded = True
         self._clear_entries()
         os.ftruncate(self._write_fd(), 0)
+        self.torn = False
 
     def _replace(self, data: bytes) -> None:
         """Rewrite the whole file with `data` (whole entries) and reload the entries from it."""
@@ -105,7 +141,8 @@ class IndexFile:
         self._parse(data)
         fd = self._write_fd()
         os.ftruncate(fd, 0)
-        self._write(data)
+        self.torn = False
+        self._write(data, 0)
 
     def flush(self) -> None:
         if self._fd is not None:
@@ -143,9 +180,9 @@ class IndexFile:
         return first, last
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
     def delete(self) -> None:
         self.close()

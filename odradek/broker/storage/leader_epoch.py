@@ -67,6 +67,12 @@ class LeaderEpochCache:
         if self._add(epoch, start_offset) and persist:
             self.persist()
 
+    def restore(self, entries: list[tuple[int, int]]) -> None:
+        """Put back `entries` (as read from `entries` earlier), in memory only: undoes an
+        `assign` whose append failed."""
+        self._epochs = [e for e, _ in entries]
+        self._starts = [s for _, s in entries]
+
     def persist(self) -> None:
         write_checkpoint(self.path, (f"{e} {s}" for e, s in self.entries))
 

@@ -8,9 +8,19 @@ checkpoints (recovery points, log start offsets, the clean-shutdown marker) belo
 
 Produce path: `append` reads only batch headers (`iter_batches`), checks each batch's CRC once,
 patches base offsets and the partition leader epoch in place (both outside the CRC), and
-writes the request's batches to the active segment with one `os.write`. Fetch path: `read`
+writes the request's batches to the active segment with one `os.pwrite`. Fetch path: `read`
 finds the segment and position through the indexes and returns whole batches read with
 `os.pread`, unchanged.
+
+Failed writes (see docs/storage.md, "Durability"). An append lands whole or leaves the log
+exactly as it was: its writes (a roll's producer-state snapshot, time index entry and new
+files; the batches; their index entries; the aborted-txn entries of its markers; a new leader
+epoch) are undone when any of them fails, and the in-memory state (log end offset, producer
+state, epoch cache) is only changed once all of them succeeded. A full file system (ENOSPC,
+EDQUOT) is answered with `AppendFailedError` (KAFKA_STORAGE_ERROR, retriable) and the next
+append tries again; any other I/O error, or a failed undo, is a failed log dir: the manager's
+`on_dir_failure` callback takes the whole dir offline (`mark_offline`), and its logs refuse
+every read and write with `LogDirOfflineError` until the broker restarts.
 
 Offsets: `log_start_offset` <= `high_watermark` <= `log_end_offset` (the next offset to
 assign). `recovery_point` is the offset below which everything has been fsynced; after a
@@ -42,6 +52,7 @@ import structlog
 
 from odradek.broker.storage import files
 from odradek.broker.storage.config import LONG_MAX, LogSettings
+from odradek.broker.storage.errors import AppendFailedError, LogDirOfflineError, is_out_of_space
 
 # The log's exceptions live in errors.py; re-exported here for the modules that import them
 # from this one.
@@ -55,7 +66,6 @@ from odradek.broker.storage.producer_state import (
     BatchInfo,
     BatchMetadata,
     Origin,
-    PreparedAppend,
     ProducerStateManager,
 )
 from odradek.broker.storage.segment import BatchMeta, LogSegment, record_timestamps
@@ -107,6 +117,7 @@ class PartitionLog:
         now_ms: int,
         on_log_start_offset_change: Callable[[PartitionLog], None] | None,
         rng: random.Random | None = None,
+        on_dir_failure: Callable[[PartitionLog, OSError], None] | None = None,
     ) -> None:
         self.directory = directory
         self.topic, self.partition = files.parse_partition_dir_name(directory.name)
@@ -121,7 +132,12 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._last_flush_ms = now_ms
         self._on_log_start_offset_change = on_log_start_offset_change
+        self._on_dir_failure = on_dir_failure
         self._closed = False
+        # Why the log dir went offline (None while it is online), see the module docstring.
+        self._offline: str | None = None
+        # An append failed for lack of space and none succeeded since (logged once).
+        self._out_of_space = False
         # Segments replaced by the cleaner: their files are renamed `.deleted` and removed
         # after `file.delete.delay.ms`, so a reader still holding one keeps working.
         self._retired: list[tuple[int, LogSegment]] = []
@@ -156,10 +172,12 @@ class PartitionLog:
         had_clean_shutdown: bool = False,
         on_log_start_offset_change: Callable[[PartitionLog], None] | None = None,
         rng: random.Random | None = None,
+        on_dir_failure: Callable[[PartitionLog, OSError], None] | None = None,
     ) -> PartitionLog:
         """Load (or create) the log in `directory` (`loader.load_log`: unless
         `had_clean_shutdown`, the segments from the one holding `recovery_point` on are
-        re-validated, a torn tail cut, indexes and producer state rebuilt)."""
+        re-validated, a torn tail cut, indexes and producer state rebuilt). `on_dir_failure`
+        is told about an I/O error that fails the log dir (see the module docstring)."""
         loaded = load_log(
             directory,
             config,
@@ -179,6 +197,7 @@ class PartitionLog:
             now_ms=now_ms,
             on_log_start_offset_change=on_log_start_offset_change,
             rng=rng,
+            on_dir_failure=on_dir_failure,
         )
 
     # -- facts ------------------------------------------------------------------------------
@@ -205,9 +224,19 @@ class PartitionLog:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """Closed, deleted, or offline with its log dir: nothing may be read or written."""
+        return self._closed or self._offline is not None
+
+    @property
+    def offline(self) -> bool:
+        """Its log dir failed (see the module docstring)."""
+        return self._offline is not None
 
     def _check_open(self) -> None:
+        if self._offline is not None:
+            raise LogDirOfflineError(
+                f"log dir of {self.topic}-{self.partition} is offline: {self._offline}"
+            )
         if self._closed:
             raise LogClosedError(f"log {self.directory} is closed")
 
@@ -228,10 +257,12 @@ class PartitionLog:
     ) -> AppendInfo:
         """Append the batches in `records` (a writable view, patched in place), assigning
         offsets from the log end. All-or-nothing: every batch is checked before any is
-        written. Raises RecordBatchError (corrupt/invalid framing or CRC),
-        MessageTooLargeError, or a `producer_state.ProducerStateError` (sequence, epoch,
-        transaction checks per `origin`); a retried idempotent batch is not written again
-        (`AppendInfo.duplicate`). Never iterates records (but reads a marker's one record)."""
+        written, and a write that fails is undone (see the module docstring). Raises
+        RecordBatchError (corrupt/invalid framing or CRC), MessageTooLargeError, a
+        `producer_state.ProducerStateError` (sequence, epoch, transaction checks per
+        `origin`), AppendFailedError (disk full: nothing written) or LogDirOfflineError; a
+        retried idempotent batch is not written again (`AppendInfo.duplicate`). Never
+        iterates records (but reads a marker's one record)."""
         self._check_open()
         if records.readonly:
             raise ValueError("append needs a writable buffer (offsets are patched in place)")
@@ -284,15 +315,20 @@ class PartitionLog:
             if prepared.duplicate is not None:
                 return self._duplicate_info(prepared.duplicate)
 
-        segment = self._maybe_roll(position, max_ts, last_offset, now_ms)
-        latest = self.epochs.latest_epoch
-        if leader_epoch >= 0 and (latest is None or leader_epoch > latest):
-            self.epochs.assign(leader_epoch, first_offset)
-        segment.append(records[:position], metas)
+        aborted = self.producer_state.aborted_txns(prepared) if prepared is not None else []
+        try:
+            segment = self._maybe_roll(position, max_ts, last_offset, now_ms)
+            self._write(segment, records[:position], metas, aborted, leader_epoch, first_offset)
+        except OSError as exc:
+            raise self._write_failed(exc, f"append at offset {first_offset}") from exc
+        if self._out_of_space:
+            self._out_of_space = False
+            log.info("appends resumed", log=f"{self.topic}-{self.partition}")
         self.log_end_offset = next_offset
         self._high_watermark = next_offset  # single node: the leader is the whole ISR
         if prepared is not None:
-            self._apply_producer_state(prepared)
+            for txn in self.producer_state.apply(prepared):
+                self.producer_state.complete_txn(txn)  # its abort was indexed by `_write`
         self.producer_state.map_end_offset = next_offset
         self._unflushed_messages += message_count
         if self._unflushed_messages >= self.config.flush_messages:
@@ -320,16 +356,83 @@ class PartitionLog:
             duplicate=True,
         )
 
-    def _apply_producer_state(self, prepared: PreparedAppend) -> None:
-        """Record the written batches; index the transactions their markers aborted."""
-        state = self.producer_state
-        for txn in state.apply(prepared):
-            if txn.is_aborted:
-                lso = state.last_stable_offset_after(txn)
-                self.append_aborted_txn(
-                    AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso)
+    def _write(
+        self,
+        segment: LogSegment,
+        data: memoryview,
+        metas: list[BatchMeta],
+        aborted: list[AbortedTxn],
+        leader_epoch: int,
+        first_offset: int,
+    ) -> None:
+        """The writes of one append, all or nothing: the batches, the aborted-txn entries of
+        its markers (in the segment holding them: this one), a new leader epoch. On an error
+        each is undone, the epoch cache restored, and the error raised."""
+        latest = self.epochs.latest_epoch
+        new_epoch = leader_epoch >= 0 and (latest is None or leader_epoch > latest)
+        saved_epochs = self.epochs.entries if new_epoch else None
+        if not aborted and not new_epoch:  # the common case: one write, undone by the segment
+            segment.append(data, metas)
+            return
+        # The `.txnindex` is created by its first entry: a failed one leaves no file either.
+        txn_index_existed = not aborted or segment.txn_index.path.exists()
+        mark = segment.mark()
+        try:
+            segment.append(data, metas)
+            for txn in aborted:
+                segment.append_aborted_txn(txn)
+            if new_epoch:
+                self.epochs.assign(leader_epoch, first_offset)
+        except BaseException:
+            if saved_epochs is not None:
+                self.epochs.restore(saved_epochs)
+            segment.rollback(
+                mark,
+                txn_index_from=first_offset if aborted else None,
+                txn_index_existed=txn_index_existed,
+            )
+            raise
+
+    def _write_failed(self, exc: OSError, what: str) -> AppendFailedError | LogDirOfflineError:
+        """What a failed append raises: the file system is full and every write was undone:
+        AppendFailedError, the log dir stays online; else the log dir failed."""
+        if is_out_of_space(exc) and not any(s.torn for s in self._segments[-2:]):
+            if not self._out_of_space:
+                self._out_of_space = True
+                log.warning(
+                    "append failed for lack of space; nothing was written, appends are "
+                    "answered KAFKA_STORAGE_ERROR until space is freed",
+                    log=f"{self.topic}-{self.partition}",
+                    error=str(exc),
                 )
-            state.complete_txn(txn)
+            return AppendFailedError(
+                f"{what} of {self.topic}-{self.partition} failed and was undone: "
+                f"{exc.strerror or exc}"
+            )
+        return self._dir_failed(exc, what)
+
+    def _dir_failed(self, exc: OSError, what: str) -> LogDirOfflineError:
+        """An I/O error that fails the log dir: tell the manager (which takes every log of the
+        dir offline), or take this log offline when there is none."""
+        if self._offline is None:
+            reason = f"{what} of {self.topic}-{self.partition} failed: {exc}"
+            if self._on_dir_failure is not None:
+                self._on_dir_failure(self, exc)
+            self.mark_offline(reason)
+        return LogDirOfflineError(
+            f"log dir of {self.topic}-{self.partition} is offline: {self._offline}"
+        )
+
+    def mark_offline(self, reason: str) -> None:
+        """The log dir failed: from now on refuse every read and write, and release the
+        descriptors without writing anything (as Kafka closes a failed dir's log handlers)."""
+        if self._offline is not None:
+            return
+        self._offline = reason
+        for segment in self._segments:
+            segment.release()
+        for _, segment in self._retired:
+            segment.release()
 
     @property
     def last_stable_offset(self) -> int:
@@ -359,28 +462,38 @@ class PartitionLog:
         return segment
 
     def roll(self, *, now_ms: int) -> LogSegment:
-        """Start a new active segment at the log end offset (no-op when the active one is empty)."""
+        """Start a new active segment at the log end offset (no-op when the active one is empty).
+        All or nothing: on an OSError the log is as it was and the error raised."""
         self._check_open()
         active = self._segments[-1]
         if active.size == 0:
             return active
-        active.on_become_inactive()
-        segment = LogSegment.create(
-            self.directory,
-            self.log_end_offset,
-            index_interval_bytes=self.config.index_interval_bytes,
-            max_index_size=self.config.segment_index_bytes,
-            now_ms=now_ms,
-        )
-        self._segments.append(segment)
-        self._bases.append(segment.base_offset)
-        self._roll_jitter_ms = self._random_jitter()
         # As Kafka: a producer-state snapshot per segment base offset, so a restart after a
         # crash only replays the active segment (no fsync: a torn snapshot fails its CRC).
         # Unlike Kafka, none while no producer wrote here: there is nothing to restore.
+        # Taken first: a roll that fails later removes it again.
         self.producer_state.map_end_offset = self.log_end_offset
+        snapshot = None
         if self.producer_state.producers:
-            self.producer_state.take_snapshot(sync=False)
+            snapshot = self.producer_state.take_snapshot(sync=False)
+        mark = active.mark()
+        try:
+            active.on_become_inactive()
+            segment = LogSegment.create(
+                self.directory,
+                self.log_end_offset,
+                index_interval_bytes=self.config.index_interval_bytes,
+                max_index_size=self.config.segment_index_bytes,
+                now_ms=now_ms,
+            )
+        except BaseException:
+            if snapshot is not None:
+                self.producer_state.delete_snapshot(self.log_end_offset)
+            active.rollback(mark)
+            raise
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+        self._roll_jitter_ms = self._random_jitter()
         return segment
 
     def append_aborted_txn(self, txn: AbortedTxn) -> None:
@@ -414,17 +527,20 @@ class PartitionLog:
         )
         if fetch_offset >= bound:
             return b""
-        for segment in self._segments[self._floor_index(fetch_offset) :]:
-            if segment.base_offset >= bound:
-                break
-            data = segment.read(
-                fetch_offset,
-                max_bytes,
-                self._position_bound(segment, bound),
-                min_one_message=min_one_message,
-            )
-            if data is not None:
-                return data
+        try:
+            for segment in self._segments[self._floor_index(fetch_offset) :]:
+                if segment.base_offset >= bound:
+                    break
+                data = segment.read(
+                    fetch_offset,
+                    max_bytes,
+                    self._position_bound(segment, bound),
+                    min_one_message=min_one_message,
+                )
+                if data is not None:
+                    return data
+        except OSError as exc:  # as Kafka: a read that fails is a failed log dir
+            raise self._dir_failed(exc, f"read at offset {fetch_offset}") from exc
         return b""
 
     @staticmethod
@@ -651,7 +767,8 @@ class PartitionLog:
     def flush(self, *, up_to: int | None = None, now_ms: int | None = None) -> None:
         """fsync every segment holding offsets in [recovery_point, up_to) (default: the whole
         log) and advance the recovery point. `up_to=active_segment.base_offset` flushes just
-        the rolled segments, as Kafka does after a roll."""
+        the rolled segments, as Kafka does after a roll. A failed fsync fails the log dir
+        (as Kafka): the kernel may have dropped the pages it could not write."""
         self._check_open()
         end = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
         if end <= self.recovery_point:
@@ -660,7 +777,10 @@ class PartitionLog:
         for segment in self._segments[first:]:
             if segment.base_offset >= end:
                 break
-            segment.flush()
+            try:
+                segment.flush()
+            except OSError as exc:
+                raise self._dir_failed(exc, "fsync") from exc
         self.recovery_point = end
         if end == self.log_end_offset:
             self._unflushed_messages = 0
@@ -669,7 +789,7 @@ class PartitionLog:
 
     def flush_if_due(self, now_ms: int) -> bool:
         """Apply `flush.ms`: fsync when data is unflushed for longer than that. True if flushed."""
-        if self._closed or self.config.flush_ms == LONG_MAX:
+        if self.closed or self.config.flush_ms == LONG_MAX:
             return False
         if (
             self.recovery_point < self.log_end_offset
@@ -679,27 +799,66 @@ class PartitionLog:
             return True
         return False
 
-    def close(self) -> None:
-        """fsync, write the final time index entries and release every descriptor. The
-        recovery point becomes the log end offset."""
+    def close(self) -> bool:
+        """fsync, snapshot the producer state, write the final time index entries and release
+        every descriptor. The recovery point becomes the log end offset. Never raises for an
+        I/O error (e.g. on a full disk): a step that fails is logged and skipped. Returns False
+        when the log is not closed cleanly, so that the next start recovers it (a failed
+        fsync, a missing final time index entry, an offline log dir); a snapshot that cannot
+        be written does not count: the next start rebuilds producer state from the log."""
         if self._closed:
-            return
-        self.flush()
-        self.producer_state.map_end_offset = self.log_end_offset
-        if self.producer_state.producers:
-            self.producer_state.take_snapshot()
+            return self._offline is None
+        name = f"{self.topic}-{self.partition}"
+        clean = self._offline is None
+        if clean:
+            try:
+                self.flush()
+            except StorageError as exc:  # LogDirOfflineError: the dir failed
+                log.error("log not flushed at shutdown", log=name, error=str(exc))
+                clean = False
+        if self._offline is None:
+            self.producer_state.map_end_offset = self.log_end_offset
+            if self.producer_state.producers:
+                try:
+                    self.producer_state.take_snapshot()
+                except OSError as exc:
+                    log.warning(
+                        "producer-state snapshot not written at shutdown; the next start "
+                        "rebuilds it from the log",
+                        log=name,
+                        error=str(exc),
+                    )
         for segment in self._segments:
-            segment.close()
-        self.delete_retired()
+            if self._offline is not None:
+                segment.release()
+                continue
+            try:
+                segment.close()
+            except OSError as exc:
+                log.warning(
+                    "segment not closed cleanly; the next start recovers it",
+                    log=name,
+                    base_offset=segment.base_offset,
+                    error=str(exc),
+                )
+                clean = False
+        try:
+            self.delete_retired()
+        except OSError as exc:
+            log.warning("replaced segments not removed", log=name, error=str(exc))
         self._closed = True
+        return clean and self._offline is None
 
     def close_without_flush(self) -> None:
-        """Release descriptors without fsync (the log is about to be deleted)."""
+        """Release descriptors, writing nothing (the log is about to be deleted: this works on
+        a full disk, so that deleting a topic frees its space)."""
         if self._closed:
             return
         for segment in self._segments:
-            segment.close()
-        self.delete_retired()
+            segment.release()
+        for _, segment in self._retired:
+            segment.release()
+        self._retired = []
         self._closed = True
 
     def delete(self) -> None:

@@ -14,6 +14,16 @@ is checked, and a damaged one recovered (see `loader.py`). The
 marker is removed once loading is done, so a crash from then on is detected at next start.
 Directories named `<topic>-<partition>.<uuid>-delete` are leftovers of topic deletions and
 are removed.
+
+Log dir health, as Kafka's LogDirFailureChannel and LogManager.handleLogDirFailure: an I/O
+error other than a full disk in any log of a dir (a write, a read, an fsync, a failed undo of
+an append) takes the whole dir offline (`handle_dir_failure`). Its logs then answer every
+read and write with `LogDirOfflineError` (KAFKA_STORAGE_ERROR), its descriptors are closed,
+and it gets no more checkpoints, retention, flushes, new partitions or clean-shutdown marker
+(so the next start recovers it); the other dirs keep working. It stays offline until the
+broker restarts. Unlike Kafka, which halts the broker once every dir has failed, the broker
+keeps running (and answering with errors). A full file system (ENOSPC, EDQUOT) does not take
+a dir offline: see `PartitionLog` and docs/storage.md, "Durability".
 """
 
 from __future__ import annotations
@@ -31,7 +41,12 @@ import structlog
 from odradek.broker.storage import files
 from odradek.broker.storage.checkpoint import read_offsets_checkpoint, write_offsets_checkpoint
 from odradek.broker.storage.config import LogSettings
-from odradek.broker.storage.errors import CheckpointError
+from odradek.broker.storage.errors import (
+    CheckpointError,
+    LogDirOfflineError,
+    StorageError,
+    is_out_of_space,
+)
 from odradek.broker.storage.log import PartitionLog
 
 log = structlog.get_logger(__name__)
@@ -65,6 +80,7 @@ class LogManager:
         # rather than a scan of every log (issue #10: quadratic admin requests).
         self._count_in_dir: dict[Path, int] = {d: 0 for d in self.log_dirs}
         self._partitions_by_topic: dict[str, set[int]] = {}
+        self._offline: dict[Path, str] = {}  # failed log dir -> why
         self._closed = False
         now = _wall_ms() if now_ms is None else now_ms
         for log_dir in self.log_dirs:
@@ -113,9 +129,18 @@ class LogManager:
                 log_start_offset=start_offsets.get(tp, 0),
                 had_clean_shutdown=clean and tp in recovery_points,
                 on_log_start_offset_change=self._log_start_changed,
+                on_dir_failure=self._log_failed,
             )
             self._add(tp, partition_log, log_dir)
-        self._write_checkpoints(log_dir)
+        try:
+            self._write_checkpoints(log_dir)
+        except OSError as exc:
+            if not is_out_of_space(exc):
+                raise
+            # The old checkpoints stay: their offsets are at or below the new ones, so a
+            # crash only recovers more. Written again by the next checkpoint.
+            log.warning("log dir full: checkpoints not written at start", dir=str(log_dir),
+                        error=str(exc))
         marker.unlink(missing_ok=True)
 
     # -- lookup -----------------------------------------------------------------------------
@@ -132,6 +157,45 @@ class LogManager:
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         return self._dir_of.get((topic, partition))
 
+    # -- log dir health ---------------------------------------------------------------------
+
+    def is_online(self, log_dir: Path) -> bool:
+        return Path(log_dir) not in self._offline
+
+    @property
+    def offline_dirs(self) -> dict[Path, str]:
+        """Failed log dirs and why they failed."""
+        return dict(self._offline)
+
+    def handle_dir_failure(self, log_dir: Path, reason: str) -> None:
+        """Take `log_dir` offline (see the module docstring); no-op when it already is."""
+        log_dir = Path(log_dir)
+        if log_dir in self._offline:
+            return
+        self._offline[log_dir] = reason
+        offline = [tp for tp, d in self._dir_of.items() if d == log_dir]
+        for tp in offline:
+            self._logs[tp].mark_offline(reason)
+        log.error("log dir failed; its partitions are offline until the broker restarts",
+                  dir=str(log_dir), partitions=len(offline), reason=reason)
+        if all(d in self._offline for d in self.log_dirs):
+            log.critical("every log dir has failed; nothing can be read or written until "
+                         "the disks are fixed and the broker restarted")
+
+    def _log_failed(self, partition_log: PartitionLog, exc: OSError) -> None:
+        log_dir = self._dir_of.get((partition_log.topic, partition_log.partition))
+        if log_dir is not None:
+            self.handle_dir_failure(
+                log_dir, f"{partition_log.topic}-{partition_log.partition}: {exc}")
+
+    def _io_error(self, log_dir: Path, what: str, exc: OSError) -> None:
+        """An I/O error outside an append (a checkpoint, a retention deletion): a full disk
+        is logged, anything else fails the dir."""
+        if is_out_of_space(exc):
+            log.warning(f"log dir full: {what} failed", dir=str(log_dir), error=str(exc))
+        else:
+            self.handle_dir_failure(log_dir, f"{what}: {exc}")
+
     # -- creation and deletion --------------------------------------------------------------
 
     def create(
@@ -142,19 +206,23 @@ class LogManager:
         *,
         now_ms: int | None = None,
     ) -> PartitionLog:
-        """The log of a new partition, in the log dir holding the fewest partitions (the
-        existing log if there already is one)."""
+        """The log of a new partition, in the online log dir holding the fewest partitions
+        (the existing log if there already is one). LogDirOfflineError when every dir failed."""
         self._check_open()
         tp = (topic, partition)
         existing = self._logs.get(tp)
         if existing is not None:
             return existing
-        log_dir = min(self.log_dirs, key=lambda d: self._count_in_dir[d])
+        live = [d for d in self.log_dirs if d not in self._offline]
+        if not live:
+            raise LogDirOfflineError(f"cannot create {topic}-{partition}: every log dir failed")
+        log_dir = min(live, key=lambda d: self._count_in_dir[d])
         partition_log = PartitionLog.open(
             log_dir / files.partition_dir_name(topic, partition),
             config if config is not None else self.config_for(topic),
             now_ms=_wall_ms() if now_ms is None else now_ms,
             on_log_start_offset_change=self._log_start_changed,
+            on_dir_failure=self._log_failed,
         )
         self._add(tp, partition_log, log_dir)
         return partition_log
@@ -191,7 +259,9 @@ class LogManager:
 
     def delete_partition(self, topic: str, partition: int, *, checkpoint: bool = True) -> None:
         """Rename the partition directory to Kafka's `...-delete` name, then remove it (a crash
-        in between leaves a directory that the next start removes)."""
+        in between leaves a directory that the next start removes). Writes nothing before the
+        files are gone, so that it frees space on a full disk; never raises for an I/O error
+        (a directory that cannot be renamed or removed is logged and left)."""
         self._check_open()
         removed = self._remove((topic, partition))
         if removed is None:
@@ -199,36 +269,72 @@ class LogManager:
         partition_log, log_dir = removed
         partition_log.close_without_flush()
         doomed = log_dir / files.delete_dir_name(topic, partition, uuid.uuid4().hex)
-        os.rename(partition_log.directory, doomed)
+        try:
+            os.rename(partition_log.directory, doomed)
+        except OSError as exc:
+            log.error("cannot remove the directory of a deleted partition",
+                      directory=str(partition_log.directory), error=str(exc))
+            return
         shutil.rmtree(doomed, ignore_errors=True)
-        if checkpoint:
+        if not checkpoint or log_dir in self._offline:
+            return
+        try:
             self._write_checkpoints(log_dir)
+        except OSError as exc:  # the entry left for the partition is ignored on the next start
+            self._io_error(log_dir, "checkpoint after a deletion", exc)
 
     # -- periodic work ----------------------------------------------------------------------
 
     def retention_pass(self, now_ms: int) -> int:
-        """Apply retention to every log; returns the number of segments deleted."""
+        """Apply retention to every online log; returns the number of segments deleted."""
         self._check_open()
-        return sum(pl.enforce_retention(now_ms) for pl in self._logs.values())
+        deleted = 0
+        for tp, pl in list(self._logs.items()):
+            if pl.closed:
+                continue
+            try:
+                deleted += pl.enforce_retention(now_ms)
+            except StorageError:  # the dir failed meanwhile
+                continue
+            except OSError as exc:
+                self._io_error(self._dir_of[tp], f"retention of {tp[0]}-{tp[1]}", exc)
+        return deleted
 
     def flush_pass(self, now_ms: int) -> int:
-        """Apply each log's `flush.ms`; returns how many logs were fsynced."""
+        """Apply each online log's `flush.ms`; returns how many logs were fsynced."""
         self._check_open()
-        return sum(pl.flush_if_due(now_ms) for pl in self._logs.values())
+        flushed = 0
+        for pl in list(self._logs.values()):
+            try:
+                flushed += pl.flush_if_due(now_ms)
+            except StorageError:  # a failed fsync took the dir offline
+                continue
+        return flushed
 
     def flush_rolled_segments(self) -> None:
         """fsync the segments every log has rolled since its recovery point and checkpoint the
         new recovery points, so a crash only re-validates active segments (Kafka flushes
         rolled segments in the background; this blocks while the fsyncs run)."""
         self._check_open()
-        for pl in self._logs.values():
-            pl.flush(up_to=pl.active_segment.base_offset)
+        for pl in list(self._logs.values()):
+            if pl.closed:
+                continue
+            try:
+                pl.flush(up_to=pl.active_segment.base_offset)
+            except StorageError:  # a failed fsync took the dir offline
+                continue
         self.checkpoint()
 
     def checkpoint(self) -> None:
-        """Write every log dir's recovery-point and log-start-offset checkpoints."""
+        """Write every online log dir's recovery-point and log-start-offset checkpoints; a
+        dir whose checkpoints cannot be written is logged (full) or taken offline."""
         for log_dir in self.log_dirs:
-            self._write_checkpoints(log_dir)
+            if log_dir in self._offline:
+                continue
+            try:
+                self._write_checkpoints(log_dir)
+            except OSError as exc:
+                self._io_error(log_dir, "checkpoint", exc)
 
     def _write_checkpoints(self, log_dir: Path) -> None:
         in_dir = [tp for tp, d in self._dir_of.items() if d == log_dir]
@@ -249,14 +355,29 @@ class LogManager:
     # -- shutdown ---------------------------------------------------------------------------
 
     def close_all(self) -> None:
-        """Flush and close every log, write the checkpoints, then the clean-shutdown marker."""
+        """Flush and close every log, write the checkpoints, then the clean-shutdown marker.
+        Never raises for an I/O error (a full disk, a failed dir): every log is closed all the
+        same, and a dir where something could not be written gets no clean-shutdown marker,
+        so the next start recovers it."""
         if self._closed:
             return
-        for pl in self._logs.values():
-            pl.close()
+        unclean = set(self._offline)
+        for tp, pl in self._logs.items():
+            if not pl.close():
+                unclean.add(self._dir_of[tp])
         for log_dir in self.log_dirs:
-            self._write_checkpoints(log_dir)
-            _write_clean_shutdown_marker(log_dir / files.CLEAN_SHUTDOWN_FILE)
+            if log_dir in self._offline:
+                continue
+            try:
+                self._write_checkpoints(log_dir)
+                if log_dir in unclean:
+                    log.warning("log dir not closed cleanly; the next start recovers it",
+                                dir=str(log_dir))
+                else:
+                    _write_clean_shutdown_marker(log_dir / files.CLEAN_SHUTDOWN_FILE)
+            except OSError as exc:
+                log.warning("checkpoints or clean-shutdown marker not written; the next start "
+                            "recovers this log dir", dir=str(log_dir), error=str(exc))
         self._closed = True
 
     def _check_open(self) -> None:

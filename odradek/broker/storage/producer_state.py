@@ -39,6 +39,7 @@ int16 @51, baseSequence int32 @53; a control batch is read whole to learn its ma
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import struct
@@ -342,6 +343,26 @@ class ProducerStateManager:
             self.map_end_offset = prepared.end_offset
         return prepared.completed
 
+    def aborted_txns(self, prepared: PreparedAppend) -> list[AbortedTxn]:
+        """The `.txnindex` entries for the transactions the markers of `prepared` abort, with
+        the LSO each gets (`last_stable_offset_after` as `apply` and `complete_txn` would
+        leave it), computed without changing any state: they are written with the append,
+        before `apply` (see `PartitionLog.append`)."""
+        if not prepared.completed:
+            return []
+        ongoing = dict(self._ongoing)
+        ongoing.update(prepared.started)
+        order = sorted(ongoing)
+        found: list[AbortedTxn] = []
+        for txn in prepared.completed:
+            if txn.is_aborted:
+                lso = next((first for first in order if ongoing[first] != txn.producer_id),
+                           txn.last_offset + 1)
+                found.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
+            if ongoing.pop(txn.first_offset, None) is not None:
+                order.remove(txn.first_offset)
+        return found
+
     def last_stable_offset_after(self, txn: CompletedTxn) -> int:
         """The LSO once `txn` completes: the first open transaction of another producer, else
         the offset after its marker (the value stored in the aborted-txn index)."""
@@ -397,6 +418,14 @@ class ProducerStateManager:
             insort(self._snapshots, offset)
         self._last_snap_offset = offset
         return path
+
+    def delete_snapshot(self, offset: int) -> None:
+        """Delete the snapshot at `offset` (a roll that took it failed), ignoring I/O errors:
+        a snapshot left behind is still true, it describes the state at its offset."""
+        if offset in self._snapshots:
+            self._snapshots.remove(offset)
+            with contextlib.suppress(OSError):
+                files.snapshot_file(self.directory, offset).unlink(missing_ok=True)
 
     def delete_snapshots_before(self, offset: int) -> None:
         """Delete snapshot files below `offset` (their segments are gone)."""

@@ -8,9 +8,16 @@ first 43 header bytes matter, `BATCH_HEADER_PREFIX`):
     12 partitionLeaderEpoch int32 | 16 magic int8 (2) | 17 crc uint32 | 21 attributes int16 |
     23 lastOffsetDelta int32 | 27 baseTimestamp int64 | 35 maxTimestamp int64 | 43 ...
 
-Appends go through a single O_APPEND descriptor with `os.write` (no user-space buffering);
-reads use `os.pread` on the same descriptor. Offsets map to positions through the sparse
-`.index` and then a short scan of batch headers. `recover()` re-reads the whole file, checks
+Appends are written with `os.pwrite` at the segment's known size (no user-space buffering,
+no O_APPEND); reads use `os.pread` on the same descriptor. Offsets map to positions through
+the sparse `.index` and then a short scan of batch headers.
+
+An append lands whole or not at all: when any of its writes fails (the `.log` write, a short
+write, an index entry, an aborted-txn entry) the `.log` and the indexes are cut back to what
+they held before and the in-memory facts restored (`mark` / `rollback`, also used by
+`PartitionLog` to undo a multi-step append). Should a cut fail as well, the segment is `torn`:
+it is cut again before its next write, and nothing is written behind partial bytes (the next
+write goes to the known size anyway). `recover()` re-reads the whole file, checks
 every batch (framing, magic, CRC-32C, increasing offsets), rebuilds `.index` and `.timeindex`
 and cuts the file after the last good batch.
 
@@ -23,6 +30,8 @@ Not thread-safe: the broker calls it from its one event loop.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -54,6 +63,18 @@ class BatchMeta(NamedTuple):
     size: int
     last_offset: int
     max_timestamp: int
+
+
+class SegmentMark(NamedTuple):
+    """What an append may change, taken before it (`LogSegment.mark`) to undo it."""
+
+    size: int
+    index_entries: int
+    time_entries: int
+    next_offset: int | None
+    max_ts: tuple[int, int] | None
+    rolling_ts: int | None
+    bytes_since_index: int | None
 
 
 class BatchHeader(NamedTuple):
@@ -105,6 +126,8 @@ class LogSegment:
         self._max_ts: tuple[int, int] | None = None if self.size else (NO_TIMESTAMP, base_offset)
         self._rolling_ts: int | None = None if self.size else NO_TIMESTAMP
         self._bytes_since_index: int | None = None if self.size else 0
+        # A failed append could not be cut back off the `.log` (see the module docstring).
+        self._torn = False
 
     # -- opening ----------------------------------------------------------------------------
 
@@ -131,7 +154,7 @@ class LogSegment:
             files.txn_index_file(directory, base_offset, suffix),
         ):
             index_path.unlink(missing_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         segment = cls(
             directory,
             base_offset,
@@ -141,8 +164,13 @@ class LogSegment:
             now_ms=now_ms,
             suffix=suffix,
         )
-        segment.offset_index.create()
-        segment.time_index.create()
+        try:
+            segment.offset_index.create()
+            segment.time_index.create()
+        except BaseException:
+            with contextlib.suppress(OSError):
+                segment.delete()  # no half-made segment is left behind (a roll is undone)
+            raise
         return segment
 
     @classmethod
@@ -157,7 +185,7 @@ class LogSegment:
         suffix: str = "",
     ) -> LogSegment:
         """An existing segment; its indexes are read lazily (call `sanity_check()` first)."""
-        fd = os.open(files.log_file(directory, base_offset, suffix), os.O_RDWR | os.O_APPEND)
+        fd = os.open(files.log_file(directory, base_offset, suffix), os.O_RDWR)
         return cls(
             directory,
             base_offset,
@@ -244,32 +272,122 @@ class LogSegment:
 
     # -- writing ----------------------------------------------------------------------------
 
+    @property
+    def torn(self) -> bool:
+        """A failed write could not be cut back off one of the files (see the module
+        docstring); the next write cuts it first."""
+        return (
+            self._torn or self.offset_index.torn or self.time_index.torn or self.txn_index.torn
+        )
+
+    def mark(self) -> SegmentMark:
+        """What `rollback` restores: the sizes and the facts an append changes."""
+        return SegmentMark(
+            self.size,
+            self.offset_index.entries,
+            self.time_index.entries,
+            self._next_offset,
+            self._max_ts,
+            self._rolling_ts,
+            self._bytes_since_index,
+        )
+
+    def rollback(
+        self,
+        mark: SegmentMark,
+        *,
+        txn_index_from: int | None = None,
+        txn_index_existed: bool = True,
+    ) -> None:
+        """Undo every append since `mark`: cut the `.log` and the indexes back to it and
+        restore the in-memory facts; `txn_index_from`: also drop the aborted-txn entries whose
+        marker is at or after that offset (and the `.txnindex` file unless
+        `txn_index_existed`). Raises OSError when a file cannot be cut (the segment is then
+        `torn`)."""
+        self._next_offset = mark.next_offset
+        self._max_ts = mark.max_ts
+        self._rolling_ts = mark.rolling_ts
+        self._bytes_since_index = mark.bytes_since_index
+        cuts: list[Callable[[], None]] = []
+        if txn_index_from is not None:
+            cuts.append(lambda: self.txn_index.truncate_to(txn_index_from))
+            if not txn_index_existed:
+                cuts.append(self.txn_index.delete)
+        self._cut(mark.size, (mark.index_entries, mark.time_entries), cuts)
+
+    def _cut(
+        self,
+        size: int,
+        index_entries: tuple[int, int] | None,
+        more: Sequence[Callable[[], None]] = (),
+    ) -> None:
+        """Cut the `.log` to `size` bytes and the offset and time indexes to `index_entries`
+        (None: they gained nothing), then run `more`; each cut is tried even when another
+        failed, the first error raised (the segment stays `torn`)."""
+        self.size = size
+        failures: list[OSError] = []
+        self._torn = True
+        try:
+            os.ftruncate(self.fd, size)
+            self._torn = False
+        except OSError as exc:
+            failures.append(exc)
+        cuts = list(more)
+        if index_entries is not None:
+            offsets, times = index_entries
+            cuts[:0] = [
+                lambda: self.offset_index.truncate_to_entries(offsets),
+                lambda: self.time_index.truncate_to_entries(times),
+            ]
+        for cut in cuts:
+            try:
+                cut()
+            except OSError as exc:
+                failures.append(exc)
+        if failures:
+            raise failures[0]
+
     def append(self, data: memoryview | bytes, batches: Sequence[BatchMeta]) -> None:
-        """Write `data` (the concatenation of `batches`, offsets already assigned) in one
-        `os.write` and add index entries every `index_interval_bytes`."""
+        """Write `data` (the concatenation of `batches`, offsets already assigned) at the end of
+        the `.log` and add index entries every `index_interval_bytes`; all or nothing (see the
+        module docstring): on an error the segment is as it was before the call."""
         if not batches:
             return
         last_offset = batches[-1].last_offset
         if not self.can_convert_offset(last_offset):
             raise ValueError(f"offset {last_offset} does not fit segment {self.base_offset}")
-        position = self.size
-        if position == 0:
-            self._rolling_ts = max(b.max_timestamp for b in batches)
-        bytes_since = self._bytes_since_last_index_entry()
-        max_ts, max_ts_offset = self.max_timestamp_and_offset
-        _write_all(self.fd, data)
-        for batch in batches:
-            if batch.max_timestamp > max_ts:
-                max_ts, max_ts_offset = batch.max_timestamp, batch.last_offset
-            # A full index (the roll check runs once per request, which may add several
-            # entries here) just gets no more entries: the data is already written.
-            if bytes_since > self.index_interval_bytes and not self.offset_index.is_full:
-                self.offset_index.append(batch.last_offset, position)
-                if not self.time_index.is_full:
-                    self.time_index.maybe_append(max_ts, max_ts_offset)
-                bytes_since = 0
-            bytes_since += batch.size
-            position += batch.size
+        if self._torn:
+            os.ftruncate(self.fd, self.size)
+            self._torn = False
+        # What an error must restore: the facts below only change once everything is written
+        # (but the rolling timestamp), the index counts only once an entry is due.
+        position = start = self.size
+        rolling_ts = self._rolling_ts
+        indexed: tuple[int, int] | None = None
+        try:
+            if position == 0:
+                self._rolling_ts = max(b.max_timestamp for b in batches)
+            bytes_since = self._bytes_since_last_index_entry()
+            max_ts, max_ts_offset = self.max_timestamp_and_offset
+            _pwrite_all(self.fd, data, position)
+            for batch in batches:
+                if batch.max_timestamp > max_ts:
+                    max_ts, max_ts_offset = batch.max_timestamp, batch.last_offset
+                # A full index (the roll check runs once per request, which may add several
+                # entries here) just gets no more entries: the data is already written.
+                if bytes_since > self.index_interval_bytes and not self.offset_index.is_full:
+                    if indexed is None:
+                        indexed = (self.offset_index.entries, self.time_index.entries)
+                    self.offset_index.append(batch.last_offset, position)
+                    if not self.time_index.is_full:
+                        self.time_index.maybe_append(max_ts, max_ts_offset)
+                    bytes_since = 0
+                bytes_since += batch.size
+                position += batch.size
+        except BaseException:
+            self._rolling_ts = rolling_ts
+            self._cut(start, indexed)
+            raise
         self.size = position
         self._bytes_since_index = bytes_since
         self._max_ts = (max_ts, max_ts_offset)
@@ -591,24 +709,42 @@ class LogSegment:
         self.txn_index.flush()
 
     def close(self) -> None:
+        """Write the final time index entry and close every descriptor. On an OSError (e.g.
+        a full disk) every descriptor is released all the same, then the error raised."""
         if self._fd is None:
             return
-        if self.size and self._max_ts is not None:
-            # Only when known (as Kafka): an untouched segment already ends with its maximum.
-            max_ts, max_ts_offset = self._max_ts
-            self.time_index.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
+        try:
+            if self._torn:
+                os.ftruncate(self._fd, self.size)
+                self._torn = False
+            if self.size and self._max_ts is not None:
+                # Only when known (as Kafka): an untouched segment already ends with its maximum.
+                max_ts, max_ts_offset = self._max_ts
+                self.time_index.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
+        except BaseException:
+            self.release()
+            raise
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
         os.close(self._fd)
         self._fd = None
 
+    def release(self) -> None:
+        """Close every descriptor, writing nothing and ignoring errors (the log dir failed, or
+        the segment is about to be deleted)."""
+        for index in (self.offset_index, self.time_index, self.txn_index):
+            with contextlib.suppress(OSError):
+                index.close()
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
     def delete(self) -> None:
         """Close and remove all four files (the `.log` first: an index without its log is
         removed as an orphan on the next start)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self.release()
         self.log_path.unlink(missing_ok=True)
         self.offset_index.delete()
         self.time_index.delete()
@@ -632,10 +768,15 @@ def record_timestamps(batch: RecordBatch) -> list[tuple[int, int]]:
     ]
 
 
-def _write_all(fd: int, data: memoryview | bytes) -> None:
+def _pwrite_all(fd: int, data: memoryview | bytes, position: int) -> None:
+    """Write all of `data` at `position`, continuing after short writes."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        written = os.pwrite(fd, view, position)
+        if written <= 0:
+            raise OSError(errno.EIO, f"write of {len(view)} bytes at {position} made no progress")
+        position += written
+        view = view[written:]
 
 
 def _pread_all(fd: int, size: int, position: int) -> bytes:
@@ -659,5 +800,6 @@ __all__ = [
     "CorruptIndexError",
     "CorruptSegmentError",
     "LogSegment",
+    "SegmentMark",
     "record_timestamps",
 ]

@@ -13,6 +13,8 @@ CODES = [
     (errors.OffsetOutOfRangeError, ErrorCode.OFFSET_OUT_OF_RANGE),
     (errors.MessageTooLargeError, ErrorCode.MESSAGE_TOO_LARGE),
     (errors.LogClosedError, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+    (errors.AppendFailedError, ErrorCode.KAFKA_STORAGE_ERROR),
+    (errors.LogDirOfflineError, ErrorCode.KAFKA_STORAGE_ERROR),
     (errors.ProducerStateError, ErrorCode.UNKNOWN_SERVER_ERROR),
     (errors.InvalidProducerEpochError, ErrorCode.INVALID_PRODUCER_EPOCH),
     (errors.OutOfOrderSequenceError, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
@@ -42,6 +44,13 @@ def test_each_storage_exception_names_its_code(kind: type[errors.CodedError],
 ])
 def test_foreign_exceptions(exc: BaseException, code: ErrorCode) -> None:
     assert error_code_for(exc) == code
+
+
+def test_out_of_space_is_told_apart_from_other_io_errors() -> None:
+    assert errors.is_out_of_space(OSError(28, "No space left on device"))
+    assert errors.is_out_of_space(OSError(122, "Disk quota exceeded"))
+    assert not errors.is_out_of_space(OSError(5, "Input/output error"))
+    assert not errors.is_out_of_space(ValueError("not an OSError"))
 
 
 def test_families_and_builtin_bases_are_kept() -> None:
