@@ -44,6 +44,7 @@ from odradek.broker.cluster import MetadataError
 from odradek.broker.connection import CloseConnection, Connection
 from odradek.broker.context import ClientInfo
 from odradek.broker.dispatch import dispatch
+from odradek.broker.storage import faults
 from odradek.broker.storage.dir_lock import DirLock, LogDirLockedError, lock_log_dirs
 from odradek.config import BrokerConfig, Listener
 from odradek.wire import ProtocolError
@@ -320,6 +321,8 @@ async def serve(config: BrokerConfig) -> None:
     Start-up order, so that a broker that cannot start leaves no trace: bind every listener,
     then lock every log dir (`.lock`), and only then create, read or recover anything there.
     Failures raise `StartupError` (one line, a distinct exit code)."""
+    if faults.install_from_environment():  # a test hook, never set in production
+        log.warning("TEST HOOK: injected I/O faults are on", control=os.environ[faults.ENV])
     bound = _bind_all(config.listeners)
     try:
         locks = _lock(config)

@@ -1,6 +1,6 @@
 """Integration-test harness: a real broker process per test, driven by stock clients.
 
-`start_broker(data_dir, overrides=...)` runs `python -m odradek serve` with
+`start_broker(data_dir, overrides=..., env=...)` runs `python -m odradek serve` with
 `listeners=PLAINTEXT://127.0.0.1:0` and `log.dirs=<data_dir>`, reads its stderr in a thread
 and returns once the `listening` event names the bound port (deadline, no blind polling).
 `broker` is one such broker in the test's tmp_path. On a failed test every broker's stderr
@@ -34,13 +34,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture
 def start_broker(request: pytest.FixtureRequest) -> Iterator[StartBroker]:
-    """Factory: `start_broker(data_dir, overrides={"key": "value"})` -> a running broker."""
+    """Factory: `start_broker(data_dir, overrides={"key": "value"}, env={"VAR": "value"})`
+    -> a running broker (`env` is added to its environment)."""
     brokers: list[BrokerProcess] = []
     request.node.stash[_BROKERS] = brokers
 
-    def start(data_dir: Path, overrides: Mapping[str, str] | None = None) -> BrokerProcess:
+    def start(data_dir: Path, overrides: Mapping[str, str] | None = None,
+              env: Mapping[str, str] | None = None) -> BrokerProcess:
         data_dir.mkdir(parents=True, exist_ok=True)
-        broker = BrokerProcess(data_dir, overrides or {})
+        broker = BrokerProcess(data_dir, overrides or {}, env)
         brokers.append(broker)
         broker.start()
         return broker

@@ -84,9 +84,11 @@ def wait_until(predicate: Callable[[], T], timeout: float = TIMEOUT, what: str =
 class BrokerProcess:
     """One broker subprocess; restartable on the same port and data directory."""
 
-    def __init__(self, data_dir: Path, overrides: Mapping[str, str]) -> None:
+    def __init__(self, data_dir: Path, overrides: Mapping[str, str],
+                 env: Mapping[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.overrides = dict(overrides)
+        self.env = dict(env or {})  # added to the broker's environment (e.g. a test hook)
         self.port = 0
         self.proc: subprocess.Popen[str] | None = None
         self.returncodes: list[int] = []
@@ -128,6 +130,7 @@ class BrokerProcess:
         assert not self.running, "broker already running"
         env = {k: v for k, v in os.environ.items() if not k.startswith("ODRADEK_")}
         env["PYTHONUNBUFFERED"] = "1"
+        env.update(self.env)
         with self._cond:
             first_line = len(self._lines)
             self._lines.append(f"----- start: {shlex.join(self.command())}\n")
