@@ -318,10 +318,17 @@ class Cluster:
         self.check_new_topic(name, partitions, configs)
         clean = {k: v for k, v in configs.items() if v is not None}
         topic = Topic(name, topic_id or uuid.uuid4(), partitions, clean)
-        for p in range(partitions):
-            self._create_log(name, p, clean)
-        self._register(topic)
-        self._save()
+        try:
+            for p in range(partitions):
+                self._create_log(name, p, clean)
+            self._register(topic)
+            self._save()
+        except OSError as exc:  # e.g. a full disk: nothing of the topic stays
+            if self.topics.get(name) is topic:
+                self._unregister(topic)
+            self._undo(self._delete_logs, [name], True)
+            raise ClusterError(ErrorCode.KAFKA_STORAGE_ERROR,
+                               f"Cannot create topic '{name}': {exc}") from exc
         return topic
 
     async def create_topics(self, wanted: Sequence[NewTopic]) -> dict[str, Topic | OSError]:
@@ -351,7 +358,13 @@ class Cluster:
                 self._register(topic)
                 outcome[topic.name] = topic
             if done:
-                self._save()
+                try:
+                    self._save()
+                except OSError as exc:  # e.g. a full disk: none of them is created
+                    for topic in done:
+                        self._unregister(topic)
+                        outcome[topic.name] = exc
+                    self._undo(self._delete_logs, [t.name for t in done], True)
         finally:
             for want in wanted:
                 self.release(want.name)
@@ -481,10 +494,17 @@ class Cluster:
         topic = self.check_add_partitions(name, count)
         if validate_only:
             return
-        for p in range(topic.partitions, count):
-            self._create_log(name, p, topic.configs)
-        topic.partitions = count
-        self._save()
+        before = topic.partitions
+        try:
+            for p in range(before, count):
+                self._create_log(name, p, topic.configs)
+            topic.partitions = count
+            self._save()
+        except OSError as exc:
+            topic.partitions = before
+            self._undo(self._delete_partition_logs, name, range(before, count), True)
+            raise ClusterError(ErrorCode.KAFKA_STORAGE_ERROR,
+                               f"Cannot add partitions to topic '{name}': {exc}") from exc
 
     async def add_partitions_many(self, wanted: Sequence[tuple[str, int]]
                                   ) -> dict[str, OSError | None]:
@@ -512,10 +532,18 @@ class Cluster:
                 continue
             grown.append((topic, count))
             outcome[name] = None
+        before = {topic.name: topic.partitions for topic, _ in grown}
         for topic, count in grown:
             topic.partitions = count
         if grown:
-            self._save()
+            try:
+                self._save()
+            except OSError as exc:  # e.g. a full disk: no count changes
+                for topic, count in grown:
+                    topic.partitions = before[topic.name]
+                    self._undo(self._delete_partition_logs, topic.name,
+                               range(before[topic.name], count), True)
+                    outcome[topic.name] = exc
         return outcome
 
     def set_configs(self, name: str, configs: Mapping[str, str], validate_only: bool = False) -> None:
@@ -529,8 +557,13 @@ class Cluster:
             raise ClusterError(ErrorCode.INVALID_CONFIG, reason)
         if validate_only:
             return
-        topic.configs = dict(configs)
-        self._save()
+        before, topic.configs = topic.configs, dict(configs)
+        try:
+            self._save()
+        except OSError as exc:  # e.g. a full disk: the old configs stay
+            topic.configs = before
+            raise ClusterError(ErrorCode.KAFKA_STORAGE_ERROR,
+                               f"Cannot store the configs of topic '{name}': {exc}") from exc
         self._reconfigure_logs(name, topic.configs)
 
     def effective_config(self, name: str) -> Any:

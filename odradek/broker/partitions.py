@@ -59,6 +59,11 @@ class Partitions(Protocol):
         """False once the log dir failed (see `storage/manager.py`, log dir health)."""
         ...
 
+    def offline_partitions(self, topic: str, partitions: int) -> frozenset[int]:
+        """Which of the topic's first `partitions` partitions live in a failed log dir (none,
+        at the cost of one check, while every dir is online)."""
+        ...
+
 
 class LocalPartitions:
     """`Partitions` over this node's cluster metadata and log manager."""
@@ -117,3 +122,10 @@ class LocalPartitions:
 
     def is_log_dir_online(self, log_dir: Path) -> bool:
         return self._logs.is_online(log_dir)
+
+    def offline_partitions(self, topic: str, partitions: int) -> frozenset[int]:
+        if not self._logs.offline_dirs:
+            return frozenset()
+        return frozenset(p for p in range(partitions)
+                         if (d := self._logs.log_dir_of(topic, p)) is not None
+                         and not self._logs.is_online(d))

@@ -13,6 +13,9 @@
 - authorized operations: INT32_MIN unless requested; when requested, all operations are
   reported allowed (there is no authorizer), also on the error entries of unknown or illegal
   names (not on those of unknown topic ids), as from Kafka. Not implemented: racks, ACLs.
+- A partition whose log dir failed (see storage/manager.py) is answered as Kafka answers a
+  partition without a live replica: LEADER_NOT_AVAILABLE, leader -1, this node in
+  offline_replicas.
 """
 
 from __future__ import annotations
@@ -51,6 +54,13 @@ def _topic_entry(ctx: RequestContext, topic: Topic, ops: int) -> Resp.MetadataRe
         error_code=ErrorCode.NONE, partition_index=p, leader_id=node, leader_epoch=LEADER_EPOCH,
         replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
         for p in range(topic.partitions)]
+    for p in ctx.partitions.offline_partitions(topic.name, topic.partitions):
+        # Its only replica is in a failed log dir: no leader, as Kafka's metadata cache
+        # answers once the controller has moved leadership off an offline replica.
+        part = parts[p]
+        part.error_code = ErrorCode.LEADER_NOT_AVAILABLE
+        part.leader_id = -1
+        part.offline_replicas = [node]
     return Resp.MetadataResponseTopic(error_code=ErrorCode.NONE, name=topic.name,
                                       topic_id=topic.topic_id, is_internal=topic.internal,
                                       partitions=parts, topic_authorized_operations=ops)

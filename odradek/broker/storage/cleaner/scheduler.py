@@ -36,7 +36,7 @@ from odradek.broker.storage.cleaner.algorithm import (
     Step,
 )
 from odradek.broker.storage.cleaner.dirty import LogToClean, log_to_clean
-from odradek.broker.storage.errors import CheckpointError, LogClosedError
+from odradek.broker.storage.errors import CheckpointError, LogClosedError, is_out_of_space
 from odradek.broker.storage.log import PartitionLog
 from odradek.broker.storage.manager import LogManager, TopicPartition
 
@@ -178,9 +178,14 @@ class LogCleaner:
         self.in_progress = None
         if result is not None:
             if not plog.closed:
-                self._update_checkpoint(plog, result.next_dirty_offset)
+                try:
+                    self._update_checkpoint(plog, result.next_dirty_offset)
+                except OSError as exc:  # the cleaned segments stand; only progress is lost
+                    self._io_failure(tp, "cleaner checkpoint", exc)
             return
-        if isinstance(error, CleaningAbortedError | LogClosedError):
+        if isinstance(error, OSError):
+            self._io_failure(tp, "log cleaning", error)
+        elif isinstance(error, CleaningAbortedError | LogClosedError):
             log.info("log cleaning aborted", log=f"{tp[0]}-{tp[1]}", reason=str(error))
         elif isinstance(error, Exception):
             log.warning(
@@ -189,6 +194,17 @@ class LogCleaner:
                 error=repr(error),
             )
             self.uncleanable.add(tp)
+
+    def _io_failure(self, tp: TopicPartition, what: str, exc: OSError) -> None:
+        """As Kafka's cleaner: a full disk postpones cleaning (the half-written segment is
+        gone, the log untouched, the next pass tries again); any other I/O error fails the
+        log dir (LogManager.handle_dir_failure)."""
+        log_dir = self.manager.log_dir_of(*tp)
+        if is_out_of_space(exc) or log_dir is None:
+            log.warning(f"log dir full: {what} postponed", log=f"{tp[0]}-{tp[1]}",
+                        error=str(exc))
+        else:
+            self.manager.handle_dir_failure(log_dir, f"{what} of {tp[0]}-{tp[1]}: {exc}")
 
     def _update_checkpoint(self, plog: PartitionLog, offset: int) -> None:
         tp = (plog.topic, plog.partition)

@@ -22,10 +22,14 @@ from odradek.broker.cluster import TOMBSTONE_PREFIX
 from odradek.broker.storage.errors import AppendFailedError
 from odradek.config import BrokerConfig
 from odradek.wire import ApiKey, ErrorCode
+from odradek.wire._generated.alter_configs import AlterConfigsRequest
+from odradek.wire._generated.create_partitions import CreatePartitionsRequest
+from odradek.wire._generated.create_topics import CreateTopicsRequest
 from odradek.wire._generated.delete_topics import DeleteTopicsRequest
 from odradek.wire._generated.describe_log_dirs import DescribeLogDirsRequest
 from odradek.wire._generated.fetch import FetchRequest
 from odradek.wire._generated.list_offsets import ListOffsetsRequest
+from odradek.wire._generated.metadata import MetadataRequest
 from odradek.wire._generated.offset_commit import OffsetCommitRequest
 from odradek.wire._generated.produce import ProduceRequest
 from odradek.wire.records import build_batch, iter_batches
@@ -256,6 +260,55 @@ def test_closing_on_a_full_disk_raises_nothing_and_loses_nothing(
     again.close()
 
 
+def test_admin_changes_on_a_full_disk_are_refused_whole_and_work_once_space_is_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("t", 1, {})
+    meta = tmp_path / "data" / "topics.json"
+    before = meta.read_bytes()
+    disk = FullDisk(monkeypatch, tmp_path, suffix="topics.json.tmp")
+
+    create = CreateTopicsRequest(timeout_ms=1000, validate_only=False, topics=[
+        CreateTopicsRequest.CreatableTopic(name=n, num_partitions=2, replication_factor=1,
+                                           assignments=[], configs=[]) for n in ("a", "b")])
+    answers = call(broker, ApiKey.CREATE_TOPICS, 5, create).topics
+    assert [(a.name, a.error_code) for a in answers] == [
+        ("a", ErrorCode.KAFKA_STORAGE_ERROR), ("b", ErrorCode.KAFKA_STORAGE_ERROR)]
+    assert broker.cluster.get("a") is None and broker.cluster.get("b") is None
+    assert not (tmp_path / "data" / "a-0").exists()  # no orphaned partition logs
+
+    grow = CreatePartitionsRequest(timeout_ms=1000, validate_only=False, topics=[
+        CreatePartitionsRequest.CreatePartitionsTopic(name="t", count=3, assignments=None)])
+    result = call(broker, ApiKey.CREATE_PARTITIONS, 2, grow).results[0]
+    assert result.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert broker.cluster.get("t").partitions == 1  # type: ignore[union-attr]
+    assert not (tmp_path / "data" / "t-1").exists()
+
+    alter = AlterConfigsRequest(validate_only=False, resources=[
+        AlterConfigsRequest.AlterConfigsResource(resource_type=2, resource_name="t", configs=[
+            AlterConfigsRequest.AlterableConfig(name="retention.ms", value="1000")])])
+    response = call(broker, ApiKey.ALTER_CONFIGS, 2, alter).responses[0]
+    assert response.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert broker.cluster.get("t").configs == {}  # type: ignore[union-attr]
+    assert meta.read_bytes() == before
+    assert send(broker, "t", 0, b"still") == (ErrorCode.NONE, 0)  # the broker carries on
+
+    disk.on = False
+    answers = call(broker, ApiKey.CREATE_TOPICS, 5, create).topics
+    assert [(a.name, a.error_code) for a in answers] == [
+        ("a", ErrorCode.NONE), ("b", ErrorCode.NONE)]
+    assert call(broker, ApiKey.CREATE_PARTITIONS, 2, grow).results[0].error_code == (
+        ErrorCode.NONE)
+    assert call(broker, ApiKey.ALTER_CONFIGS, 2, alter).responses[0].error_code == (
+        ErrorCode.NONE)
+    broker.close()
+    again = open_broker(tmp_path)
+    assert sorted((t.name, t.partitions) for t in again.cluster) == [
+        ("a", 2), ("b", 2), ("t", 3)]
+    again.close()
+
+
 # -- a failed log dir ----------------------------------------------------------------------------
 
 
@@ -290,6 +343,16 @@ def test_a_failed_log_dir_answers_storage_errors_and_the_other_keeps_working(
     assert results[str(d1)].error_code == ErrorCode.NONE
     assert [(t.name, [p.partition_index for p in t.partitions])
             for t in results[str(d1)].topics] == [("t", [good])]
+
+    node = broker.config.get_int("node.id")
+    topics = MetadataRequest()
+    topics.topics = None
+    meta = call(broker, ApiKey.METADATA, 12, topics)
+    parts = {p.partition_index: p for t in meta.topics if t.name == "t" for p in t.partitions}
+    assert (parts[bad].error_code, parts[bad].leader_id, parts[bad].offline_replicas) == (
+        ErrorCode.LEADER_NOT_AVAILABLE, -1, [node])
+    assert (parts[good].error_code, parts[good].leader_id, parts[good].offline_replicas) == (
+        ErrorCode.NONE, node, [])
     broker.close()
 
     restarted = Broker(BrokerConfig({"log.dirs": f"{d1},{d2}"}))  # the dir is tried again

@@ -5,6 +5,7 @@ swap survives a crash at every step, and readers are not disturbed."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -777,6 +778,41 @@ def test_failed_clean_marks_the_log_uncleanable(
     assert ("c", 0) in cleaner.uncleanable
     monkeypatch.undo()
     assert cleaner.run_pass(10_000) is None  # skipped from now on
+    manager.close_all()
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EIO])
+def test_an_io_error_while_cleaning_postpones_on_a_full_disk_and_fails_the_dir_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    manager = make_manager(tmp_path)
+    plog = manager.create("c", 0, now_ms=0)
+    written = fill(plog, keys=3, rounds=20)
+    cleaner = LogCleaner(manager)
+    real_pwrite, real_write = os.pwrite, os.write
+
+    def failing(real: Callable[..., int]) -> Callable[..., int]:
+        def call(fd: int, data: Any, *rest: Any) -> int:
+            if os.readlink(f"/proc/self/fd/{fd}").endswith(".cleaned"):
+                raise OSError(code, os.strerror(code))
+            return real(fd, data, *rest)
+        return call
+
+    monkeypatch.setattr(os, "pwrite", failing(real_pwrite))
+    monkeypatch.setattr(os, "write", failing(real_write))
+    assert cleaner.run_pass(10_000) is None
+    monkeypatch.undo()
+    assert ("c", 0) not in cleaner.uncleanable
+    assert not [p for p in plog.directory.iterdir() if p.name.endswith(".cleaned")]
+    if code == errno.ENOSPC:  # nothing lost, the log online, and the next pass cleans
+        assert manager.is_online(tmp_path / "logs")
+        assert set(read_all(plog)) <= set(written)  # a group may be cleaned before the error
+        assert latest(read_all(plog)) == latest(written)
+        assert cleaner.run_pass(10_000) is not None
+        assert latest(read_all(plog)) == latest(written)
+    else:  # as Kafka's cleaner: the dir goes offline
+        assert not manager.is_online(tmp_path / "logs")
+        assert plog.offline
     manager.close_all()
 
 
