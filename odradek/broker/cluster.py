@@ -34,6 +34,7 @@ import anyio
 import anyio.lowlevel
 import structlog
 
+from odradek.broker import heap
 from odradek.broker.storage.files import atomic_write, fsync_dir
 from odradek.config import BrokerConfig, resolve_topic_config, validate_topic_configs
 from odradek.wire import ErrorCode
@@ -47,6 +48,22 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # deleted (a log costs 1-7 ms on a loaded machine: other clients wait well under 100 ms).
 YIELD_EVERY = 10
 TOMBSTONE_PREFIX = "topics.json.deleted-"
+
+
+class _Pace:
+    """Counts the partition logs one admin request creates: it yields to the event loop
+    every YIELD_EVERY and settles the heap (`heap.settle`) every `heap.SETTLE_EVERY`, so
+    that neither its work nor the collector's holds other clients."""
+
+    def __init__(self) -> None:
+        self.done = 0
+
+    async def step(self) -> None:
+        self.done += 1
+        if self.done % heap.SETTLE_EVERY == 0:
+            heap.settle()
+        if self.done % YIELD_EVERY == 0:
+            await anyio.lowlevel.checkpoint()
 
 
 class MetadataError(Exception):
@@ -192,16 +209,24 @@ class Cluster:
         for topic in topics:
             self._register(topic)
 
-    def _save(self) -> None:
+    def _save(self, *, drop_tombstones: bool = True) -> None:
+        """Rewrite topics.json; then (`drop_tombstones`) remove the tombstones of the
+        deletions it now holds (`delete_topics` removes its own, yielding in between)."""
         data = {"version": 1, "topics": {
             t.name: {"id": str(t.topic_id), "partitions": t.partitions, "configs": t.configs}
             for t in self.topics.values()}}
-        atomic_write(self._meta_path, json.dumps(data, indent=1, sort_keys=True).encode())
+        # Compact: the C encoder (indent= falls back to the Python one, 5x slower).
+        atomic_write(self._meta_path,
+                     json.dumps(data, separators=(",", ":"), sort_keys=True).encode())
         self._unsaved = False
-        for topic_id in list(self._tombstones):  # their deletions are in topics.json now
-            self._tombstones.discard(topic_id)
-            with contextlib.suppress(OSError):
-                self._tombstone_path(topic_id).unlink(missing_ok=True)
+        if drop_tombstones:
+            for topic_id in list(self._tombstones):  # their deletions are in topics.json now
+                self._drop_tombstone(topic_id)
+
+    def _drop_tombstone(self, topic_id: uuid.UUID) -> None:
+        self._tombstones.discard(topic_id)
+        with contextlib.suppress(OSError):
+            self._tombstone_path(topic_id).unlink(missing_ok=True)
 
     @property
     def unsaved(self) -> bool:
@@ -338,17 +363,14 @@ class Cluster:
         the others are still created. Every name is released or registered on return."""
         outcome: dict[str, Topic | OSError] = {}
         done: list[Topic] = []
-        budget = YIELD_EVERY
+        pace = _Pace()
         try:
             for want in wanted:
                 topic = Topic(want.name, uuid.uuid4(), want.partitions, dict(want.configs))
                 try:
                     for p in range(want.partitions):
                         self._create_log(topic.name, p, topic.configs)
-                        budget -= 1
-                        if budget <= 0:
-                            budget = YIELD_EVERY
-                            await anyio.lowlevel.checkpoint()
+                        await pace.step()
                 except OSError as exc:
                     self._undo(self._delete_logs, [topic.name], True)
                     outcome[topic.name] = exc
@@ -386,39 +408,42 @@ class Cluster:
         if topic is None:
             raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                "This server does not host this topic-partition.")
-        recorded, failed = self._record_deletions([topic])
-        if failed:
-            raise failed[name]
+        failed = self._write_tombstone(topic)
+        if failed is None:
+            recorded, unsynced = self._record_deletions([topic])
+            failed = unsynced.get(name)
+        if failed is not None:
+            raise failed
         self._delete_logs([name], True)
         self._save_after_deletion(recorded)
         return topic
 
+    def _write_tombstone(self, topic: Topic) -> ClusterError | None:
+        """Create the topic's tombstone (see the module docstring); the KAFKA_STORAGE_ERROR
+        that stops its deletion when it cannot be created."""
+        tombstone = self._tombstone_path(topic.topic_id)
+        try:
+            os.close(os.open(tombstone, os.O_WRONLY | os.O_CREAT, 0o644))
+        except OSError as exc:
+            return self._unrecorded(topic, tombstone, exc)
+        return None
+
     def _record_deletions(self, topics: Sequence[Topic]
                           ) -> tuple[list[Topic], dict[str, ClusterError]]:
-        """Write each topic's tombstone, then take the recorded ones out of memory (see the
-        module docstring). A topic whose tombstone cannot be written (or whose directory
-        cannot be synced) gets KAFKA_STORAGE_ERROR and is left as it was."""
-        created: list[tuple[Topic, Path]] = []
-        failed: dict[str, ClusterError] = {}
+        """Make the tombstones of `topics` (written by `_write_tombstone`) durable with one
+        fsync of their directory, then take the topics out of memory. Should the fsync fail,
+        every one of them gets KAFKA_STORAGE_ERROR and is left as it was."""
+        if not topics:
+            return [], {}
+        try:
+            fsync_dir(self._meta_path.parent)
+        except OSError as exc:
+            return [], {t.name: self._unrecorded(t, self._tombstone_path(t.topic_id), exc)
+                        for t in topics}
         for topic in topics:
-            tombstone = self._tombstone_path(topic.topic_id)
-            try:
-                os.close(os.open(tombstone, os.O_WRONLY | os.O_CREAT, 0o644))
-            except OSError as exc:
-                failed[topic.name] = self._unrecorded(topic, tombstone, exc)
-                continue
-            created.append((topic, tombstone))
-        if created:
-            try:
-                fsync_dir(self._meta_path.parent)
-            except OSError as exc:
-                for topic, tombstone in created:
-                    failed[topic.name] = self._unrecorded(topic, tombstone, exc)
-                created = []
-        for topic, _ in created:
             self._tombstones.add(topic.topic_id)
             self._unregister(topic)
-        return [topic for topic, _ in created], failed
+        return list(topics), {}
 
     @staticmethod
     def _unrecorded(topic: Topic, tombstone: Path, exc: OSError) -> ClusterError:
@@ -428,16 +453,19 @@ class Cluster:
         return ClusterError(ErrorCode.KAFKA_STORAGE_ERROR,
                             f"Cannot record the deletion of topic '{topic.name}': {exc}")
 
-    def _save_after_deletion(self, deleted: Sequence[Topic]) -> None:
+    def _save_after_deletion(self, deleted: Sequence[Topic], *,
+                             drop_tombstones: bool = True) -> bool:
         """Rewrite topics.json once the deleted topics' space is free; should that fail, the
         tombstones keep the deletions and the rewrite is retried (`save_if_pending`)."""
         try:
-            self._save()
+            self._save(drop_tombstones=drop_tombstones)
         except OSError as exc:
             self._unsaved = True
             log.warning("topics deleted, but topics.json not rewritten; their tombstones keep "
                         "the deletions, the rewrite is retried",
                         topics=[t.name for t in deleted], error=str(exc))
+            return False
+        return True
 
     def _unregister(self, topic: Topic) -> None:
         del self.topics[topic.name]
@@ -452,8 +480,18 @@ class Cluster:
         found = [t for t in (self.topics.get(n) for n in dict.fromkeys(names)) if t is not None]
         if not found:
             return {}
-        gone, failed = self._record_deletions(found)
-        outcome: dict[str, Topic | ClusterError] = dict(failed)
+        outcome: dict[str, Topic | ClusterError] = {}
+        written: list[Topic] = []
+        for i, topic in enumerate(found, 1):  # one file each: yield as log creation does
+            failed = self._write_tombstone(topic)
+            if failed is None:
+                written.append(topic)
+            else:
+                outcome[topic.name] = failed
+            if i % YIELD_EVERY == 0:
+                await anyio.lowlevel.checkpoint()
+        gone, unsynced = self._record_deletions(written)
+        outcome.update(unsynced)
         budget = YIELD_EVERY
         try:
             for topic in gone:
@@ -467,11 +505,17 @@ class Cluster:
                         budget = YIELD_EVERY
                         await anyio.lowlevel.checkpoint()
         finally:
+            saved = False
             if gone:
                 # Anything left, the log dirs' checkpoints once, the topics' committed
                 # offsets; then topics.json, now that their space is free.
                 self._delete_logs([t.name for t in gone], True)
-                self._save_after_deletion(gone)
+                saved = self._save_after_deletion(gone, drop_tombstones=False)
+        if saved:
+            for i, topic in enumerate(gone, 1):
+                self._drop_tombstone(topic.topic_id)
+                if i % YIELD_EVERY == 0:
+                    await anyio.lowlevel.checkpoint()
         outcome.update((t.name, t) for t in gone)
         return outcome
 
@@ -513,7 +557,7 @@ class Cluster:
         Returns per topic None, or the OSError that stopped its logs (those removed)."""
         outcome: dict[str, OSError | None] = {}
         grown: list[tuple[Topic, int]] = []
-        budget = YIELD_EVERY
+        pace = _Pace()
         for name, count in wanted:
             topic = self.topics[name]
             made = topic.partitions
@@ -521,10 +565,7 @@ class Cluster:
                 for p in range(topic.partitions, count):
                     self._create_log(name, p, topic.configs)
                     made = p + 1
-                    budget -= 1
-                    if budget <= 0:
-                        budget = YIELD_EVERY
-                        await anyio.lowlevel.checkpoint()
+                    await pace.step()
             except OSError as exc:
                 self._undo(self._delete_partition_logs, name, range(topic.partitions, made + 1),
                            True)

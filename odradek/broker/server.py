@@ -39,6 +39,7 @@ import anyio
 import anyio.abc
 import structlog
 
+from odradek.broker import heap
 from odradek.broker.broker import Broker
 from odradek.broker.cluster import MetadataError
 from odradek.broker.connection import CloseConnection, Connection
@@ -328,6 +329,7 @@ async def serve(config: BrokerConfig) -> None:
         locks = _lock(config)
         try:
             broker = _open_broker(config)
+            heap.settle()  # what start-up loaded lives as long as the process
             try:
                 await _run(broker, bound)
             finally:

@@ -1,6 +1,7 @@
 """Large admin requests against a real broker (issue #10, finding 13): one CreateTopics of
 thousands of partitions, and one of thousands of topics, are answered with everything
-created while a producer on another connection keeps its latency.
+created, and then one DeleteTopics of them all with everything gone, while a producer on
+another connection keeps its latency.
 
 The default run uses 2,000; `ODRADEK_SCALE_TESTS=1` runs Kafka's per-request maximum,
 10,000 (minutes on a loaded machine)."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -64,10 +66,10 @@ def big_admin(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 300_000})
 
 
-def run_beside_producer(broker: BrokerProcess, topics: list[NewTopic]) -> PacedProducer:
-    probe = topic_name("probe")
-    create_topic(broker.bootstrap, probe)
-    client = big_admin(broker.bootstrap)
+def beside_producer(broker: BrokerProcess, probe: str, what: str,
+                    action: Callable[[], None]) -> None:
+    """Run `action` (one big admin request) while a paced producer writes to `probe`; every
+    ack meanwhile must come within MAX_ACK_SECONDS."""
     with PacedProducer(broker.bootstrap, probe) as producer:
         # A first ack proves the producer is connected before the big request starts.
         deadline = time.monotonic() + TIMEOUT
@@ -76,27 +78,49 @@ def run_beside_producer(broker: BrokerProcess, topics: list[NewTopic]) -> PacedP
         assert producer.latencies, "producer never got an ack"
         before = len(producer.latencies)
         started = time.monotonic()
-        futures = client.create_topics(topics, request_timeout=300, operation_timeout=300)
-        for future in futures.values():
-            assert future.result(300) is None
+        action()
         took = time.monotonic() - started
     # After the producer thread is joined: an ack still waiting when the request ended counts.
     during = producer.latencies[before:]
-    print(f"\n{len(topics)} topics, {sum(t.num_partitions for t in topics)} partitions: "
-          f"{took:.1f} s; {len(during)} acks meanwhile, slowest {max(during, default=0):.3f} s")
+    print(f"\n{what}: {took:.1f} s; {len(during)} acks meanwhile, "
+          f"slowest {max(during, default=0):.3f} s")
     assert not producer.errors
     assert len(during) >= max(1, int(took / (PACE_SECONDS + MAX_ACK_SECONDS)) - 1)
     assert max(during, default=0) < MAX_ACK_SECONDS, sorted(during)[-5:]
+
+
+def create_then_delete_beside_producer(broker: BrokerProcess, topics: list[NewTopic]) -> None:
+    probe = topic_name("probe")
+    create_topic(broker.bootstrap, probe)
+    client = big_admin(broker.bootstrap)
+    size = f"{len(topics)} topics, {sum(t.num_partitions for t in topics)} partitions"
+
+    def create() -> None:
+        futures = client.create_topics(topics, request_timeout=300, operation_timeout=300)
+        for future in futures.values():
+            assert future.result(300) is None
+
+    def delete() -> None:
+        futures = client.delete_topics([t.topic for t in topics], request_timeout=300,
+                                       operation_timeout=300)
+        for future in futures.values():
+            assert future.result(300) is None
+
+    beside_producer(broker, probe, f"created {size}", create)
     listed = client.list_topics(timeout=120).topics
     for t in topics:
         assert t.topic in listed and len(listed[t.topic].partitions) == t.num_partitions
-    return producer
+    beside_producer(broker, probe, f"deleted {size}", delete)
+    listed = client.list_topics(timeout=120).topics
+    assert not [t.topic for t in topics if t.topic in listed]
+    assert not [d for d in os.listdir(broker.data_dir) if d.startswith(topics[0].topic)]
 
 
 def test_one_topic_of_many_partitions_beside_a_producer(broker: BrokerProcess) -> None:
-    run_beside_producer(broker, [NewTopic(topic_name("wide"), SIZE, 1)])
+    create_then_delete_beside_producer(broker, [NewTopic(topic_name("wide"), SIZE, 1)])
 
 
 def test_many_topics_beside_a_producer(broker: BrokerProcess) -> None:
     prefix = topic_name("many")
-    run_beside_producer(broker, [NewTopic(f"{prefix}-{i}", 1, 1) for i in range(SIZE)])
+    create_then_delete_beside_producer(
+        broker, [NewTopic(f"{prefix}-{i}", 1, 1) for i in range(SIZE)])

@@ -143,3 +143,18 @@ def test_large_requests_yield_to_other_tasks(broker: Broker, shape: str) -> None
     assert ticks[0] >= 400 // cluster_module.YIELD_EVERY
     assert ticks[1] >= 400 // cluster_module.YIELD_EVERY
     assert list(broker.cluster) == []
+
+
+def test_large_creations_settle_the_heap(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every heap.SETTLE_EVERY partition logs, the objects so far are frozen (`gc.freeze`),
+    so the collector's full passes stop walking every log of the broker."""
+    settled: list[int] = []
+    monkeypatch.setattr(cluster_module.heap, "settle",
+                        lambda: settled.append(len(broker.logs.logs())))
+    monkeypatch.setattr(cluster_module.heap, "SETTLE_EVERY", 50)
+    call(broker, ApiKey.CREATE_TOPICS, 7, create_request({"wide": 120, "b": 10, "c": 30}))
+    grow = CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+        name="c", count=80, assignments=None)])
+    assert call(broker, ApiKey.CREATE_PARTITIONS, 3, grow).results[0].error_code == (
+        ErrorCode.NONE)
+    assert settled == [50, 100, 150, 160 + 50]  # counted per request
