@@ -18,6 +18,9 @@ Limits, with Kafka's names and meanings:
   deadlock (it may overshoot by the requests in progress, as Kafka's non-strict pool does).
 - `max.connections` and `max.connections.per.ip`: a connection past either is closed right
   after `accept()`. (`max.connections.per.ip.overrides` is not implemented.)
+- `connections.max.idle.ms` (negative: never): a connection that has read and sent nothing
+  for that long is closed, checked ten times per period (at most every 10 s); one whose
+  request is being answered (a long poll, a join) is never idle.
 - When `accept()` fails for lack of descriptors (EMFILE/ENFILE), the server gives up the
   one spare descriptor it keeps, accepts the waiting connection and closes it (that client
   sees a close, not a hang), takes the spare back and backs off briefly; existing
@@ -32,6 +35,7 @@ import errno
 import os
 import signal
 import socket
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -127,10 +131,23 @@ def _open_spare() -> int | None:
         return None
 
 
+class _Activity:
+    """What the idle reaper knows of one connection."""
+
+    __slots__ = ("address", "busy", "last", "scope")
+
+    def __init__(self, address: str, scope: anyio.CancelScope) -> None:
+        self.address = address
+        self.scope = scope
+        self.last = time.monotonic()  # of the last bytes read or sent
+        self.busy = False  # a request is being answered: never idle
+
+
 class Server:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.connections = 0
+        self._activity: dict[int, _Activity] = {}  # by id(), for `reap_idle`
         self.per_ip: defaultdict[str, int] = defaultdict(int)
         self.memory = RequestMemory(broker.config.get_int("queued.max.request.bytes"))
         self._recv_buf = memoryview(bytearray(_RECV_SIZE))  # shared: see the module docstring
@@ -184,8 +201,37 @@ class Server:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             tg.start_soon(self.serve_connection, sock, ip, f"{ip}:{addr[1]}", listener.name)
 
+    async def reap_idle(self, max_idle_ms: int) -> None:
+        """`connections.max.idle.ms`, as Kafka's selector applies it: a connection with no
+        bytes read or sent for that long, and no request being answered, is closed."""
+        max_idle_s = max_idle_ms / 1000
+        every = min(max(max_idle_s / 10, 0.01), 10.0)
+        while True:
+            await anyio.sleep(every)
+            now = time.monotonic()
+            for activity in list(self._activity.values()):
+                if not activity.busy and now - activity.last >= max_idle_s:
+                    log.info("closing idle connection", client=activity.address,
+                             idle_ms=int((now - activity.last) * 1000))
+                    activity.scope.cancel()
+
     async def serve_connection(self, sock: socket.socket, ip: str, address: str,
                                listener: str) -> None:
+        with anyio.CancelScope() as scope:
+            activity = _Activity(address, scope)
+            self._activity[id(activity)] = activity
+            try:
+                await self._serve(sock, address, listener, activity)
+            finally:
+                del self._activity[id(activity)]
+                self.connections -= 1
+                self.per_ip[ip] -= 1
+                if not self.per_ip[ip]:
+                    del self.per_ip[ip]
+                sock.close()
+
+    async def _serve(self, sock: socket.socket, address: str, listener: str,
+                     activity: _Activity) -> None:
         conn = Connection(self.broker.config.get_int("socket.request.max.bytes"))
         client = ClientInfo(address=address, listener=listener)
         memory = self.memory
@@ -203,6 +249,7 @@ class Server:
                         await anyio.wait_readable(sock)
                 if n == 0:
                     return
+                activity.last = time.monotonic()
                 # No await between the read and this: the shared buffer is not reused yet.
                 conn.receive_data(buf[:n])
                 held = conn.reserved_bytes
@@ -210,6 +257,7 @@ class Server:
                     memory.charge(held - charged)
                     charged = held
                 while (request := conn.next_request()) is not None:
+                    activity.busy = True
                     out = await dispatch(self.broker.context(client, request), request)
                     del request  # the frame is freed here, before the response is sent
                     held = conn.reserved_bytes
@@ -217,6 +265,8 @@ class Server:
                     charged = held
                     if out is not None:
                         await send_all(sock, out)
+                    activity.busy = False
+                    activity.last = time.monotonic()
         except (ProtocolError, CloseConnection) as e:
             log.warning("closing connection", reason=str(e), client=address)
         except (ConnectionError, TimeoutError):
@@ -226,11 +276,6 @@ class Server:
         finally:
             if charged:
                 memory.charge(-charged)
-            self.connections -= 1
-            self.per_ip[ip] -= 1
-            if not self.per_ip[ip]:
-                del self.per_ip[ip]
-            sock.close()
 
 
 async def _watch_signals(scope: anyio.CancelScope, *,
@@ -349,6 +394,9 @@ async def _run(broker: Broker, bound: list[tuple[socket.socket, Listener]]) -> N
     async with anyio.create_task_group() as tg:
         await tg.start(_watch_signals, tg.cancel_scope)
         await broker.start(tg)
+        max_idle_ms = broker.config.get_int("connections.max.idle.ms")
+        if max_idle_ms >= 0:  # negative: never, as in Kafka
+            tg.start_soon(server.reap_idle, max_idle_ms)
         for sock, lst in bound:
             tg.start_soon(server.accept_loop, sock, lst, tg)
             log.info("listening", listener=lst.name, host=lst.host, port=lst.port,

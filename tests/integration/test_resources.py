@@ -10,10 +10,13 @@ from __future__ import annotations
 import resource
 import socket
 import struct
+import time
 from pathlib import Path
 
 import pytest
-from it_support import BrokerProcess, StartBroker, wait_until
+from it_support import BrokerProcess, StartBroker, create_topic, wait_until
+
+from odradek.wire._generated.fetch import FetchRequest
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -162,3 +165,53 @@ def test_accept_out_of_descriptors_recovers(tmp_path: Path) -> None:
         for s in socks:
             s.close()
         broker.stop()
+
+
+def _long_poll_fetch(topic: str, max_wait_ms: int) -> bytes:
+    """A Fetch v11 frame (header v1) for partition 0 of `topic` at offset 0 that waits up to
+    `max_wait_ms` for a first byte."""
+    req = FetchRequest(
+        replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20,
+        isolation_level=0, session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
+        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
+            FetchRequest.FetchPartition(partition=0, current_leader_epoch=-1, fetch_offset=0,
+                                        log_start_offset=-1, partition_max_bytes=1 << 20)])])
+    body = b"".join(bytes(p) for p in req.encode(11))
+    header = struct.pack(">hhih", 1, 11, 9, 1) + b"r"
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def test_connections_max_idle_ms_closes_idle_connections_only(
+    start_broker: StartBroker, tmp_path: Path
+) -> None:
+    broker = start_broker(tmp_path / "data", {"connections.max.idle.ms": "600"})
+    create_topic(broker.bootstrap, "quiet")
+    idle, active = _connect(broker), _connect(broker)
+    assert _served(idle)
+    started = time.monotonic()
+    while time.monotonic() - started < 2.0:  # a request every 200 ms keeps it open
+        assert _served(active)
+        time.sleep(0.2)
+    assert not _served(idle)  # no bytes for over 600 ms: closed by the broker
+    # A request being answered is not idle time: a 1.5 s long poll gets its answer.
+    polling = _connect(broker)
+    sent = time.monotonic()
+    polling.sendall(_long_poll_fetch("quiet", 1500))
+    head = _read(polling, 4)
+    assert len(head) == 4
+    answer = _read(polling, struct.unpack(">i", head)[0])
+    assert struct.unpack(">i", answer[:4])[0] == 9
+    assert time.monotonic() - sent >= 1.4
+    assert "closing idle connection" in broker.stderr_text()
+    for sock in (idle, active, polling):
+        sock.close()
+
+
+def test_negative_connections_max_idle_ms_never_closes(
+    start_broker: StartBroker, tmp_path: Path
+) -> None:
+    broker = start_broker(tmp_path / "data", {"connections.max.idle.ms": "-1"})
+    with _connect(broker) as sock:
+        assert _served(sock)
+        time.sleep(1.0)
+        assert _served(sock)
