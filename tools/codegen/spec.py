@@ -18,7 +18,7 @@ SPECS_ROOT = Path(__file__).resolve().parent / "specs"
 # The snapshots the committed code in odradek/wire/_generated/ is generated from, newest
 # first: each message takes every version the newest snapshot has from there, and only the
 # versions it lacks from the older ones (tools/codegen/union.py).
-PINNED_SPEC_DIRS = (SPECS_ROOT / "kafka-trunk-1eb7644349c",)
+PINNED_SPEC_DIRS = (SPECS_ROOT / "kafka-4.4.0", SPECS_ROOT / "kafka-trunk-1eb7644349c")
 
 PRIMITIVES = {
     "bool",

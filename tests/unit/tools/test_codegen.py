@@ -51,14 +51,18 @@ def test_every_generated_module_is_stamped_with_the_specs_sources_newest_first()
             assert ref in first and version in first and where in first, module.name
 
 
-def test_every_api_key_0_to_87_is_generated() -> None:
+def test_every_api_key_0_to_94_is_generated() -> None:
     from odradek.wire import API_SPECS
 
-    assert sorted(API_SPECS) == list(range(88))
+    assert sorted(API_SPECS) == list(range(95))
 
 
 def test_unstable_latest_versions_are_recorded() -> None:
-    from odradek.wire import API_SPECS
+    from odradek.wire import API_SPECS, ApiKey
 
     for spec in API_SPECS.values():
         assert spec.max_stable_version == spec.max_version - spec.latest_version_unstable
+    # Kafka 4.4 marks InitProducerId v6 (KIP-939's two-phase commit) unstable.
+    init = API_SPECS[ApiKey.INIT_PRODUCER_ID]
+    assert (init.max_version, init.latest_version_unstable, init.max_stable_version) == (6, True, 5)
+    assert [s.name for s in API_SPECS.values() if s.latest_version_unstable] == ["InitProducerId"]

@@ -34,6 +34,9 @@ def test_the_advertised_ranges_are_the_pinned_ones() -> None:
 def test_no_unstable_version_is_advertised() -> None:
     for key, _low, high in advertised():
         assert high <= API_SPECS[key].max_stable_version, key
+    # InitProducerId v6 is unstable in Kafka 4.4's specs: the handler's 0-5 stays 0-5.
+    assert API_SPECS[ApiKey.INIT_PRODUCER_ID].latest_version_unstable
+    assert HANDLERS[ApiKey.INIT_PRODUCER_ID].max_version == 5
 
 
 def test_api_versions_answers_with_the_pinned_ranges_at_every_version(tmp_path: Path) -> None:
