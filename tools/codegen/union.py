@@ -147,7 +147,7 @@ def merge(
     only_old = sorted(set(old.version_list) - new_versions)
     if not only_old:
         return new
-    if only_old[-1] >= new.valid.lo or only_old[-1] + 1 != new.valid.lo:
+    if only_old[-1] + 1 != new.valid.lo:
         raise UnionError(
             f"{new.name}: versions {only_old} of the older specs do not sit right below "
             f"the newer {new.version_list}"

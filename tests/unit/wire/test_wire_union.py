@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from odradek.wire.primitives import Struct
 from tools.codegen.generate import generate
 from tools.codegen.spec import PINNED_SPEC_DIRS, FieldSpec, MessageSpec, StructSpec, snake
-from tools.codegen.union import Layout, identity, layout, load_snapshot
+from tools.codegen.union import Layout, identity, layout, load_snapshot, load_union
 
 NEW_DIR, OLD_DIR = PINNED_SPEC_DIRS
 OLD_PACKAGE = "odradek_wire_of_the_older_snapshot"
@@ -159,6 +159,14 @@ def test_versions_both_snapshots_have_differ_only_as_listed() -> None:
             if v in new.valid and (kind := classify(layout(old, v), layout(new, v))):
                 changes[(name, v)] = kind
     assert changes == SHARED_VERSION_CHANGES
+
+
+def test_the_union_notes_only_the_apis_4_4_removed() -> None:
+    """Widening 4.4's messages to the older versions dropped or renamed no field."""
+    removed = ["ControlledShutdown", "LeaderAndIsr", "StopReplica", "UpdateMetadata"]
+    expected = [f"{api}{kind}: removed from the newer specs; all versions from the older"
+                for api in removed for kind in ("Request", "Response")]
+    assert sorted(load_union(PINNED_SPEC_DIRS).notes) == sorted(expected)
 
 
 def test_the_union_keeps_every_older_version_and_field() -> None:
