@@ -70,13 +70,13 @@ from odradek.wire.headers import request_header_version, response_header_version
 from odradek.wire.records import Record, build_batch, iter_batches
 from odradek.wire.registry import api_classes
 from tools.codegen.spec import (
-    PINNED_SPEC_DIR,
+    PINNED_SPEC_DIRS,
     FieldSpec,
     MessageSpec,
     StructSpec,
-    load_message,
     snake,
 )
+from tools.codegen.union import load_union
 
 HOST: Final = "127.0.0.1"
 LISTENING: Final = re.compile(r'listening.*\bport=(\d+)|"event": "listening".*"port": (\d+)')
@@ -115,9 +115,14 @@ REFUSED_DEFECTS: Final = frozenset({
 
 
 @cache
+def _union_messages() -> dict[str, MessageSpec]:
+    """The messages the generated code was made from (the union of the pinned snapshots)."""
+    return {m.name: m for m in load_union(PINNED_SPEC_DIRS).messages}
+
+
+@cache
 def request_spec(api_key: int) -> MessageSpec:
-    spec = API_SPECS[api_key]
-    return load_message(PINNED_SPEC_DIR / "message" / f"{spec.request_class}.json")
+    return _union_messages()[API_SPECS[api_key].request_class]
 
 
 @cache

@@ -2,26 +2,31 @@
 
 from __future__ import annotations
 
-import csv
 import re
+import shutil
 import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from tools.codegen.emit import emit_module, stamp
-from tools.codegen.spec import MessageSpec, SpecSource, load_message, snake
+from tools.codegen.spec import MessageSpec, snake
+from tools.codegen.union import ErrorRow, load_union
 
 
 def api_module_name(msg_name: str) -> str:
     return snake(re.sub(r"(Request|Response)$", "", msg_name))
 
 
-def generate(spec_dir: Path, out: Path) -> None:
-    """Write every module into `out` from the snapshot in `spec_dir` (which has `source.json`)."""
-    stamp_line = stamp(SpecSource.load(spec_dir))
+def generate(spec_dirs: Sequence[Path], out: Path) -> None:
+    """Write every module into `out` from the union of the snapshots in `spec_dirs`, newest
+    first (each folder has a `source.json`); see tools/codegen/union.py."""
+    specs = load_union(spec_dirs)
+    stamp_line = stamp(specs.sources)
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.py"):
         old.unlink()
-    messages = [load_message(p) for p in sorted((spec_dir / "message").glob("*.json"))]
+    messages = specs.messages
     by_api: dict[int, dict[str, MessageSpec]] = {}
     headers: list[MessageSpec] = []
     data: list[MessageSpec] = []
@@ -43,17 +48,19 @@ def generate(spec_dir: Path, out: Path) -> None:
         api_rows.append((key, req, resp, module))
     files["header.py"] = emit_module(sorted(headers, key=lambda m: m.name), stamp_line)
     files["data.py"] = emit_module(sorted(data, key=lambda m: m.name), stamp_line)
-    internal = [load_message(p) for p in sorted((spec_dir / "internal").glob("*.json"))]
-    files["internal.py"] = emit_module(internal, stamp_line)
+    files["internal.py"] = emit_module(specs.internal, stamp_line)
     files["api_keys.py"] = emit_api_keys(api_rows, stamp_line)
-    files["error_codes.py"] = emit_error_codes(spec_dir / "errors.tsv", stamp_line)
+    files["error_codes.py"] = emit_error_codes(specs.errors, stamp_line)
     files["__init__.py"] = (
         stamp_line + '"""Generated Kafka protocol messages; import modules lazily, per API."""\n'
     )
     for name, text in files.items():
         (out / name).write_text(text)
     # Normalise layout so regeneration is byte-stable and diffs stay readable.
-    subprocess.run(["ruff", "format", "--quiet", "--line-length", "100", str(out)], check=True)
+    # The ruff beside this Python (the checkout's .venv) when PATH does not lead to one.
+    ruff = shutil.which("ruff") or shutil.which("ruff", path=str(Path(sys.executable).parent))
+    cmd = [ruff or "ruff", "format", "--quiet", "--line-length", "100", str(out)]
+    subprocess.run(cmd, check=True)
 
 
 def emit_api_keys(rows: list[tuple[int, MessageSpec, MessageSpec, str]], stamp_line: str) -> str:
@@ -78,7 +85,8 @@ def emit_api_keys(rows: list[tuple[int, MessageSpec, MessageSpec, str]], stamp_l
         "    response_class: str",
         "    min_version: int",
         "    max_version: int",
-        "    max_stable_version: int",
+        "    max_stable_version: int  # max_version, or the one below it when that is unstable",
+        "    latest_version_unstable: bool  # the specs mark max_version unstable",
         "    flexible_min_version: int | None",
         "    listeners: tuple[str, ...]",
         "\n",
@@ -92,13 +100,14 @@ def emit_api_keys(rows: list[tuple[int, MessageSpec, MessageSpec, str]], stamp_l
         base = re.sub(r"Request$", "", req.name)
         lines.append(
             f"    {key}: ApiSpec({key}, {base!r}, {module!r}, {req.name!r}, {resp.name!r}, "
-            f"{req.valid.lo}, {hi}, {stable}, {flex}, {tuple(req.listeners)!r}),"
+            f"{req.valid.lo}, {hi}, {stable}, {req.latest_unstable}, {flex}, "
+            f"{tuple(req.listeners)!r}),"
         )
     lines.append("}\n")
     return "\n".join(lines)
 
 
-def emit_error_codes(path: Path, stamp_line: str) -> str:
+def emit_error_codes(rows: list[ErrorRow], stamp_line: str) -> str:
     lines = [
         stamp_line,
         "from __future__ import annotations\n",
@@ -111,7 +120,6 @@ def emit_error_codes(path: Path, stamp_line: str) -> str:
         "        obj.retriable = retriable",
         "        return obj\n",
     ]
-    with path.open() as fh:
-        for row in csv.DictReader(fh, delimiter="\t"):
-            lines.append(f"    {row['name']} = ({row['code']}, {row['retriable'] == 'yes'})")
+    for row in rows:
+        lines.append(f"    {row.name} = ({row.code}, {row.retriable == 'yes'})")
     return "\n".join(lines) + "\n"

@@ -3,7 +3,7 @@
 Only names, types, versions and defaults are kept; the specs' `about` prose is dropped on load.
 The specs themselves are pinned in the repo, one folder per Kafka snapshot, under
 `tools/codegen/specs/` (see its README); `source.json` in a snapshot folder says where it
-came from.
+came from. The generator reads the union of the pinned snapshots (`tools/codegen/union.py`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS_ROOT = Path(__file__).resolve().parent / "specs"
-# The snapshot the committed code in odradek/wire/_generated/ is generated from.
-PINNED_SPEC_DIR = SPECS_ROOT / "kafka-trunk-1eb7644349c"
+# The snapshots the committed code in odradek/wire/_generated/ is generated from, newest
+# first: each message takes every version the newest snapshot has from there, and only the
+# versions it lacks from the older ones (tools/codegen/union.py).
+PINNED_SPEC_DIRS = (SPECS_ROOT / "kafka-4.4.0", SPECS_ROOT / "kafka-trunk-1eb7644349c")
 
 PRIMITIVES = {
     "bool",
@@ -56,6 +58,11 @@ class Versions:
 
     def __contains__(self, v: int) -> bool:
         return not self.empty and v >= self.lo and (self.hi is None or v <= self.hi)
+
+    def shifted(self, by: int) -> Versions:
+        if self.empty:
+            return self
+        return Versions(self.lo + by, None if self.hi is None else self.hi + by)
 
 
 @dataclass
@@ -102,6 +109,9 @@ class MessageSpec:
     listeners: list[str]
     latest_unstable: bool
     structs: dict[str, StructSpec] = field(default_factory=dict)  # every struct, by name
+    # Internal records (coordinator-key/-value specs): the record type, which Kafka writes
+    # as the key's int16 version prefix; None for everything else.
+    record_type: int | None = None
 
     @property
     def version_list(self) -> list[int]:
@@ -114,8 +124,8 @@ class SpecSource:
     """Where a spec snapshot came from: its `source.json`, and the folder it sits in."""
 
     repository: str  # e.g. apache/kafka
-    commit: str
-    version: str  # Kafka's version at that commit, e.g. 4.0.0-SNAPSHOT
+    ref: str  # the commit the files were taken at, or the release (its jars) they came from
+    version: str  # Kafka's version there, e.g. 4.0.0-SNAPSHOT
     path: str  # the snapshot folder, relative to the repo root when inside it
 
     @classmethod
@@ -125,12 +135,13 @@ class SpecSource:
             raise FileNotFoundError(f"{meta} is missing: it names the snapshot for the stamp")
         raw = json.loads(meta.read_text())
         assert isinstance(raw, dict), meta
-        for key in ("repository", "commit", "version"):
+        ref_key = "commit" if "commit" in raw else "release"
+        for key in ("repository", ref_key, "version"):
             if not isinstance(raw.get(key), str) or not raw[key]:
                 raise ValueError(f"{meta}: {key!r} must be a non-empty string")
         where = spec_dir.resolve()
         path = where.relative_to(ROOT) if where.is_relative_to(ROOT) else where
-        return cls(raw["repository"], raw["commit"], raw["version"], path.as_posix())
+        return cls(raw["repository"], raw[ref_key], raw["version"], path.as_posix())
 
 
 def load_json_with_comments(path: Path) -> dict[str, object]:
@@ -171,7 +182,24 @@ def _parse_field(
     return f
 
 
+def _shift_fields(fields: list[FieldSpec], by: int, seen: set[int]) -> None:
+    for f in fields:
+        f.versions = f.versions.shifted(by)
+        f.nullable = f.nullable.shifted(by)
+        f.tagged = f.tagged.shifted(by)
+        if f.flexible_override is not None:
+            f.flexible_override = f.flexible_override.shifted(by)
+        if f.struct is not None and id(f.struct) not in seen:
+            seen.add(id(f.struct))
+            _shift_fields(f.struct.fields, by, seen)
+
+
 def load_message(path: Path) -> MessageSpec:
+    """One spec file. Kafka 4's coordinator-key specs (internal records) number their only
+    version 0 and carry the record type as `apiKey`; older snapshots numbered that version
+    by the record type itself, which is also the int16 prefix written before the key. Keys
+    are renumbered to the older convention here, so that in every snapshot a key's version
+    is the prefix it is written with (GroupMetadataKey is version 2 in both)."""
     raw = load_json_with_comments(path)
     structs: dict[str, StructSpec] = {}
     pending: list[FieldSpec] = []
@@ -181,17 +209,32 @@ def load_message(path: Path) -> MessageSpec:
         structs[st.name] = st
     for f in pending:
         f.struct = structs[f.element_type]
-    api_key = raw.get("apiKey")
+    kind = str(raw["type"])
+    key = raw.get("apiKey")
+    api_key = int(key) if key is not None else None  # type: ignore[call-overload]
+    record_type = None
+    valid = Versions.parse(str(raw["validVersions"]))
+    # Removed apis (Kafka 4 keeps their files with "validVersions": "none") have no
+    # flexibleVersions.
+    flexible = Versions.parse(raw.get("flexibleVersions"))  # type: ignore[arg-type]
+    if kind.startswith("coordinator-"):
+        record_type, api_key = api_key, None
+        assert record_type is not None, path
+        if kind == "coordinator-key":
+            assert (valid.lo, valid.hi) == (0, 0) and flexible.empty, path
+            valid = valid.shifted(record_type)
+            _shift_fields(fields, record_type, set())
     return MessageSpec(
         name=str(raw["name"]),
-        type=str(raw["type"]),
-        api_key=int(api_key) if api_key is not None else None,  # type: ignore[call-overload]
-        valid=Versions.parse(str(raw["validVersions"])),
-        flexible=Versions.parse(str(raw["flexibleVersions"])),
+        type=kind,
+        api_key=api_key,
+        valid=valid,
+        flexible=flexible,
         fields=fields,
         listeners=list(raw.get("listeners", [])),  # type: ignore[call-overload]
         latest_unstable=bool(raw.get("latestVersionUnstable", False)),
         structs=structs,
+        record_type=record_type,
     )
 
 

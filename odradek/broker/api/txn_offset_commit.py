@@ -69,7 +69,8 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
         else:
             member_id = request.member_id if v >= 3 else ""
             instance_id = request.group_instance_id if v >= 3 else None
-            generation_id = request.generation_id if v >= 3 else -1
+            # Called GenerationId before Kafka 4 (KIP-848 reuses it for the member epoch).
+            generation_id = request.generation_id_or_member_epoch if v >= 3 else -1
             committed = await ctx.groups.wait(lambda g: g.commit_txn_offsets(
                 request.group_id, request.producer_id, request.producer_epoch, member_id,
                 instance_id, generation_id, offsets))

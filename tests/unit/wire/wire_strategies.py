@@ -13,6 +13,7 @@ import inspect
 import pkgutil
 from collections.abc import Callable
 from functools import cache
+from types import ModuleType
 from typing import Any
 
 from hypothesis import strategies as st
@@ -20,16 +21,16 @@ from hypothesis import strategies as st
 import odradek.wire._generated as generated
 from odradek.wire.primitives import Struct
 from tools.codegen.spec import (
-    PINNED_SPEC_DIR,
+    PINNED_SPEC_DIRS,
     FieldSpec,
     MessageSpec,
     StructSpec,
-    load_message,
     snake,
 )
+from tools.codegen.union import load_union
 
 # The specs the committed code is generated from, pinned in the repo (so these tests never skip).
-SPEC_DIR = PINNED_SPEC_DIR
+SPEC_DIRS = PINNED_SPEC_DIRS
 
 INT_RANGES: dict[str, tuple[int, int]] = {
     "int8": (-(2**7), 2**7 - 1),
@@ -52,18 +53,22 @@ BYTES = st.binary(max_size=16) | st.binary(min_size=127, max_size=300)
 
 @cache
 def all_specs() -> dict[str, MessageSpec]:
-    paths = sorted((SPEC_DIR / "message").glob("*.json")) + sorted(
-        (SPEC_DIR / "internal").glob("*.json")
-    )
-    return {m.name: m for m in (load_message(p) for p in paths)}
+    """The union of the pinned snapshots, as the generator reads it: messages and records."""
+    union = load_union(SPEC_DIRS)
+    return {m.name: m for m in union.messages + union.internal}
 
 
 @cache
 def all_classes() -> dict[str, type[Struct]]:
     """Every generated top-level message class (with MIN_VERSION), by spec name."""
+    return classes_in(generated)
+
+
+def classes_in(package: ModuleType) -> dict[str, type[Struct]]:
+    """Every top-level message class (with MIN_VERSION) of a package of generated modules."""
     out: dict[str, type[Struct]] = {}
-    for info in pkgutil.iter_modules(generated.__path__):
-        mod = importlib.import_module(f"odradek.wire._generated.{info.name}")
+    for info in pkgutil.iter_modules(package.__path__):
+        mod = importlib.import_module(f"{package.__name__}.{info.name}")
         for name, obj in vars(mod).items():
             if (
                 inspect.isclass(obj)
