@@ -7,6 +7,7 @@ The broker's memory is its resident set size (VmRSS in /proc/PID/status).
 
 from __future__ import annotations
 
+import os
 import resource
 import socket
 import struct
@@ -72,16 +73,20 @@ def _raise_nofile(need: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
 
 
+# ODRADEK_SCALE_TESTS=1: the 10,000 of issue #10 (the client needs as many descriptors).
+IDLE_CONNECTIONS = 10_000 if os.environ.get("ODRADEK_SCALE_TESTS") == "1" else 2_000
+
+
 def test_idle_connections_and_announced_frames_hold_little_memory(
         start_broker: StartBroker, tmp_path: Path) -> None:
-    _raise_nofile(2300)
+    _raise_nofile(IDLE_CONNECTIONS + 300)
     broker = start_broker(tmp_path / "data")
     with _connect(broker) as first:
         assert _served(first)
     base = _rss_mib(broker)
     socks: list[socket.socket] = []
     try:
-        for i in range(2000):
+        for i in range(IDLE_CONNECTIONS):
             socks.append(_connect(broker))
             if i % 250 == 249:  # served in accept order: every earlier one is being served
                 assert _served(socks[-1])
@@ -90,7 +95,9 @@ def test_idle_connections_and_announced_frames_hold_little_memory(
             s.sendall(struct.pack(">i", 100 << 20) + b"\0" * 100)
         assert _served(socks[-1])
         held = _rss_mib(broker) - base
-        assert held < 120, f"2,000 idle connections hold {held:.0f} MiB"
+        print(f"\n{IDLE_CONNECTIONS} idle connections hold {held:.1f} MiB")
+        # 60 KiB each at most (a task, a socket, a frame decoder; no buffer while idle).
+        assert held < IDLE_CONNECTIONS * 0.06, f"{IDLE_CONNECTIONS} idle connections hold {held:.0f} MiB"
     finally:
         for s in socks:
             s.close()
