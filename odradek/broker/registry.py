@@ -44,6 +44,7 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.CREATE_PARTITIONS: HandlerEntry("create_partitions", 0, 3),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: HandlerEntry("incremental_alter_configs", 0, 1),
     ApiKey.DESCRIBE_CLUSTER: HandlerEntry("describe_cluster", 0, 1),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: HandlerEntry("describe_topic_partitions", 0, 0),
     ApiKey.FIND_COORDINATOR: HandlerEntry("find_coordinator", 0, 6),
     ApiKey.JOIN_GROUP: HandlerEntry("join_group", 0, 9),
     ApiKey.SYNC_GROUP: HandlerEntry("sync_group", 0, 5),

@@ -196,6 +196,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("max.connections", _T.INT, INT_MAX, at_least(0), dynamic=True),
     _b("max.connections.per.ip", _T.INT, INT_MAX, at_least(0), dynamic=True),
     _b("connections.max.idle.ms", _T.LONG, 600_000),
+    _b("max.request.partition.size.limit", _T.INT, 2000, at_least(1)),
     # Memory for requests being read, across connections; -1 = unbounded (Kafka's default).
     _b("queued.max.request.bytes", _T.LONG, -1),
     _b("fetch.max.bytes", _T.INT, 57_671_680, at_least(1024)),
