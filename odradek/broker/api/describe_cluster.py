@@ -1,4 +1,4 @@
-"""DescribeCluster (key 60), versions 0-1.
+"""DescribeCluster (key 60), versions 0-2.
 
 - The cluster id, this node as controller, and this node as the only broker with the
   advertised endpoint of the listener the client connected to (rack null).
@@ -6,6 +6,8 @@
   and any other value UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker answers (this node has no
   separate controller listener). In v0 those cases would be INVALID_REQUEST, but v0 cannot
   carry an endpoint type.
+- include_fenced_brokers (v2, KIP-1073) changes nothing: this node is never fenced, so its
+  entry has is_fenced false either way.
 - cluster_authorized_operations: INT32_MIN unless requested; when requested, every cluster
   operation (there is no authorizer).
 Not implemented: racks, ACLs.

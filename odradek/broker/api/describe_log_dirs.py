@@ -1,4 +1,4 @@
-"""DescribeLogDirs (key 35), versions 0-4.
+"""DescribeLogDirs (key 35), versions 0-5.
 
 - One result per log dir (`log.dirs`), named by its absolute path, listing the requested
   partitions it holds (null topics = every partition): size in bytes (sum of its segment
@@ -9,7 +9,8 @@
   system cannot be read gets KAFKA_STORAGE_ERROR.
 - A log dir that failed (offline, see `storage/manager.py`) gets KAFKA_STORAGE_ERROR and no
   topics, as Kafka's ReplicaManager.describeLogDirs answers an offline dir.
-- Top-level error_code (v3+) is NONE.
+- Top-level error_code (v3+) is NONE; is_cordoned (v5, KIP-1066) is always false (no dir
+  is cordoned: cordoning is not implemented).
 Not implemented: authorization (CLUSTER_AUTHORIZATION_FAILED), future (moving) replicas.
 """
 

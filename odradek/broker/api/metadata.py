@@ -1,4 +1,4 @@
-"""Metadata (key 3), versions 0-12.
+"""Metadata (key 3), versions 0-13.
 
 - This node is the only broker, the controller, and the leader (epoch 0) and only replica/ISR
   of every partition; the advertised endpoint is that of the listener the client used.
@@ -10,6 +10,8 @@
   (always for v0-3): the topic is created synchronously and returned ready, not
   LEADER_NOT_AVAILABLE. Internal topic names and illegal names are never auto-created; the
   error entry of an internal name is flagged is_internal, as Kafka flags it.
+- v13: the top-level error_code is NONE (Kafka sets it only to ask a client to
+  re-bootstrap, KIP-1102, which one node never needs).
 - authorized operations: INT32_MIN unless requested; when requested, all operations are
   reported allowed (there is no authorizer), also on the error entries of unknown or illegal
   names (not on those of unknown topic ids), as from Kafka. Not implemented: racks, ACLs.

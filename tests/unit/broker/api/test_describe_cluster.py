@@ -23,7 +23,7 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
     b.close()
 
 
-@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("version", [0, 1, 2])
 def test_this_node_is_the_cluster(broker: Broker, version: int) -> None:
     r = call(broker, KEY, version, DescribeClusterRequest())
     assert (r.error_code, r.error_message) == (ErrorCode.NONE, None)
@@ -34,6 +34,10 @@ def test_this_node_is_the_cluster(broker: Broker, version: int) -> None:
     assert r.cluster_authorized_operations == -(2**31)
     if version >= 1:
         assert r.endpoint_type == 1
+    if version >= 2:
+        assert b.is_fenced is False
+        fenced_too = DescribeClusterRequest(include_fenced_brokers=True)
+        assert [x.broker_id for x in call(broker, KEY, 2, fenced_too).brokers] == [b.broker_id]
 
 
 def test_endpoint_of_the_clients_listener(broker: Broker) -> None:

@@ -43,7 +43,7 @@ def placed(response) -> dict[tuple[str, int], tuple[str, int]]:  # type: ignore[
     return out
 
 
-@pytest.mark.parametrize("version", range(5))
+@pytest.mark.parametrize("version", range(6))
 def test_all_partitions_in_their_dirs(broker: Broker, tmp_path: Path, version: int) -> None:
     produce(broker, "t", 1, [1, 2, 3])
     r = describe(broker, version, None)
@@ -63,6 +63,8 @@ def test_all_partitions_in_their_dirs(broker: Broker, tmp_path: Path, version: i
             assert x.total_bytes > 0 and 0 <= x.usable_bytes <= x.total_bytes
     if version >= 3:
         assert r.error_code == ErrorCode.NONE
+    if version >= 5:
+        assert [x.is_cordoned for x in r.results] == [False, False]
 
 
 def test_only_requested_partitions(broker: Broker) -> None:

@@ -26,7 +26,7 @@ NOT_REQUESTED = -(2**31)
 # With no authorizer Kafka reports AclEntry.supportedOperations of the resource type.
 TOPIC_OPS = 1 << 3 | 1 << 4 | 1 << 5 | 1 << 6 | 1 << 7 | 1 << 8 | 1 << 10 | 1 << 11
 CLUSTER_OPS = 1 << 5 | 1 << 7 | 1 << 8 | 1 << 9 | 1 << 10 | 1 << 11 | 1 << 12
-ALL_VERSIONS = range(13)
+ALL_VERSIONS = range(14)
 LISTENERS = {
     "listeners": "PLAINTEXT://0.0.0.0:9092,INTERNAL://0.0.0.0:9093",
     "advertised.listeners": "PLAINTEXT://kafka.example:19092,INTERNAL://10.0.0.7:9093",
@@ -82,7 +82,7 @@ def test_all_topics(broker: Broker, version: int) -> None:
         (ErrorCode.NONE, "a", False, 1), (ErrorCode.NONE, "b", False, 2)]
 
 
-@pytest.mark.parametrize("version", range(1, 13))
+@pytest.mark.parametrize("version", range(1, 14))
 def test_an_empty_list_asks_for_no_topic_from_v1(broker: Broker, version: int) -> None:
     response = metadata(broker, version, [])
     assert response.topics == []
@@ -106,7 +106,7 @@ def test_named_topics_in_request_order(broker: Broker, version: int) -> None:
 # -- brokers, controller, cluster id ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 9, 12])  # controller_id v1+, cluster_id v2+
+@pytest.mark.parametrize("version", [0, 1, 2, 9, 12, 13])  # controller_id v1+, cluster_id v2+
 @pytest.mark.parametrize(("listener", "endpoint"), [
     ("PLAINTEXT", ("kafka.example", 19092)), ("INTERNAL", ("10.0.0.7", 9093)),
     ("OTHER", ("kafka.example", 19092))])  # an unknown listener: the first one's
