@@ -429,6 +429,37 @@ def _iter_decompressed(block: memoryview, codec: int, count: int, pos: int) -> I
     yield from _iter_records(data, 0, len(data), count, pos)
 
 
+# What a record walker found wrong, as a code: the C walkers (odradek/wire/_speedups.c) return
+# these same numbers, and `_walk_error` makes the one exception for each, whichever walker ran.
+_WALK_BAD_LENGTH: Final = 1  # arg: the declared length, less than a record's 6-byte minimum
+_WALK_TOO_MANY: Final = 2  # more records than the header's recordsCount
+_WALK_BAD_VARINT: Final = 3  # arg: where the varint starts (over 5 bytes, or over 32 bits)
+_WALK_TRUNCATED: Final = 4  # a field's varint runs off the end of the data
+_WALK_BAD_DELTA: Final = 5  # arg: the offsetDelta, which is not the record's index
+_WALK_KEY_TOO_LONG: Final = 6
+_WALK_FIELDS_TOO_LONG: Final = 7
+
+
+def _walk_error(code: int, index: int, count: int, arg: int) -> RecordBatchError:
+    """The exception for walker code `code` at record `index` of a batch of `count`."""
+    if code == _WALK_BAD_LENGTH:
+        return InvalidRecordError(f"record {index} declares a length of {arg} bytes")
+    if code == _WALK_TOO_MANY:
+        return InvalidRecordError(f"record batch declares {count} records but holds more")
+    if code == _WALK_BAD_VARINT:
+        return _bad_varint(arg, 0)
+    if code == _WALK_TRUNCATED:
+        return InvalidRecordError(f"record {index} is truncated")
+    if code == _WALK_BAD_DELTA:
+        return InvalidRecordError(
+            f"record {index} has offsetDelta {arg}: the deltas must be 0..{count - 1}")
+    if code == _WALK_KEY_TOO_LONG:
+        return InvalidRecordError(f"record {index} has a key longer than the record")
+    if code == _WALK_FIELDS_TOO_LONG:
+        return InvalidRecordError(f"record {index} has fields longer than the record")
+    raise AssertionError(f"unknown record walker code {code}")
+
+
 def _step_records_as_walk(data: Buffer, pos: int, end: int, index: int, count: int,
                           keyless: list[int] | None) -> tuple[int, int, int]:
     """`_walk_records` for a topic that needs no keys: only each record's length is read (the
@@ -452,12 +483,12 @@ def _step_records_as_walk(data: Buffer, pos: int, end: int, index: int, count: i
             if pos > end:
                 return index, rec_start, end - rec_start + 1
         if length < 6:  # attributes, three varints and two lengths take at least 6 bytes
-            raise InvalidRecordError(f"record {index} declares a length of {length} bytes")
+            raise _walk_error(_WALK_BAD_LENGTH, index, count, length)
         pos += length
         if pos > end:
             return index, rec_start, pos - rec_start
         if index >= count:
-            raise InvalidRecordError(f"record batch declares {count} records but holds more")
+            raise _walk_error(_WALK_TOO_MANY, index, count, 0)
         index += 1
     return index, pos, 1
 
@@ -489,11 +520,11 @@ def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
         length = (b >> 1) ^ -(b & 1)
         rec_end = pos + length
         if length < 6:  # attributes, three varints and two lengths take at least 6 bytes
-            raise InvalidRecordError(f"record {index} declares a length of {length} bytes")
+            raise _walk_error(_WALK_BAD_LENGTH, index, count, length)
         if rec_end > end:
             return index, rec_start, rec_end - rec_start
         if index >= count:
-            raise InvalidRecordError(f"record batch declares {count} records but holds more")
+            raise _walk_error(_WALK_TOO_MANY, index, count, 0)
         try:
             pos += 1  # attributes
             while data[pos] & 0x80:  # timestampDelta, skipped
@@ -510,8 +541,7 @@ def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
                 b = (b << 1) ^ (b >> 31)
             delta = (b >> 1) ^ -(b & 1)
             if check_deltas and delta != index:
-                raise InvalidRecordError(
-                    f"record {index} has offsetDelta {delta}: the deltas must be 0..{count - 1}")
+                raise _walk_error(_WALK_BAD_DELTA, index, count, delta)
             if keyless is not None:
                 b = data[pos]
                 if b < 0x80:
@@ -522,11 +552,11 @@ def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
                 if key_length < 0:
                     keyless.append(index)
                 elif pos + key_length > rec_end:
-                    raise InvalidRecordError(f"record {index} has a key longer than the record")
+                    raise _walk_error(_WALK_KEY_TOO_LONG, index, count, 0)
         except IndexError:  # a varint running past the end of the buffer
-            raise InvalidRecordError(f"record {index} is truncated") from None
+            raise _walk_error(_WALK_TRUNCATED, index, count, 0) from None
         if pos > rec_end:
-            raise InvalidRecordError(f"record {index} has fields longer than the record")
+            raise _walk_error(_WALK_FIELDS_TOO_LONG, index, count, 0)
         pos = rec_end
         index += 1
     return index, pos, 1
