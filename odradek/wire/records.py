@@ -42,16 +42,22 @@ fewer records for the log cleaner (`rewrite_batch`).
 
 from __future__ import annotations
 
+import os
 import struct
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, Protocol
 
 import crc32c
 
 from odradek.wire.compression import compress, decompress, decompress_stream
 from odradek.wire.exceptions import InvalidRecordError, RecordBatchError
+
+try:  # the optional C extension (setup.py); records.py works the same without it, slower
+    from odradek.wire import _speedups
+except ImportError:
+    _speedups = None  # type: ignore[assignment]
 
 __all__ = [
     "ATTRIBUTES_OFFSET",
@@ -82,6 +88,7 @@ __all__ = [
     "iter_batches",
     "read_header",
     "recompress_batch",
+    "record_walker",
     "rewrite_batch",
     "set_base_offset",
     "set_max_timestamp",
@@ -358,16 +365,18 @@ class RecordBatch:
         start = self._pos + BATCH_HEADER_SIZE
         end = self._pos + self.size
         codec = self.compression
+        walkers = _walkers
         if codec == 0:
-            # Indexing bytes is much faster than indexing a memoryview: one transient copy of
-            # the records (a memcpy) costs less than the per-record reads it speeds up. Offset
-            # deltas are not checked here: Kafka stores an uncompressed batch as sent.
-            records = bytes(self._buf[start:end])
+            # The C walkers read the batch where it is. For the Python ones, indexing bytes is
+            # much faster than indexing a memoryview: one transient copy of the records (a
+            # memcpy) costs less than the per-record reads it speeds up. Offset deltas are not
+            # checked here: Kafka stores an uncompressed batch as sent.
+            records: Buffer = (self._buf[start:end] if walkers.in_place
+                               else bytes(self._buf[start:end]))
             if keyless is None:
-                index, pos, _ = _step_records_as_walk(records, 0, len(records), 0, count, None)
+                index, pos, _ = walkers.step(records, 0, len(records), 0, count, None)
             else:
-                index, pos, _ = _walk_records(records, 0, len(records), 0, count, keyless,
-                                              check_deltas=False)
+                index, pos, _ = walkers.walk(records, 0, len(records), 0, count, keyless, False)
             pos += start
             if pos != end:
                 raise InvalidRecordError(
@@ -383,7 +392,8 @@ class RecordBatch:
                 if have < need:
                     continue
                 data = pending[0] if len(pending) == 1 else b"".join(pending)
-                index, pos, need = _walk_records(data, 0, len(data), index, count, keyless)
+                index, pos, need = walkers.walk(data, 0, len(data), index, count, keyless,
+                                                True)
                 rest = data[pos:] if pos else data
                 pending = [rest] if rest else []
                 have = len(rest)
@@ -560,6 +570,60 @@ def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
         pos = rec_end
         index += 1
     return index, pos, 1
+
+
+def _step_records_c(data: Buffer, pos: int, end: int, index: int, count: int,
+                    keyless: list[int] | None) -> tuple[int, int, int]:
+    """`_step_records_as_walk` in C: the same results and exceptions (for end = len(data)).
+    `keyless` is not read, as there."""
+    index, pos, need, code, arg = _speedups.step_lengths(data, pos, end, index, count)
+    if code:
+        raise _walk_error(code, index, count, arg)
+    return index, pos, need
+
+
+def _walk_records_c(data: Buffer, pos: int, end: int, index: int, count: int,
+                    keyless: list[int] | None, check_deltas: bool = True) -> tuple[int, int, int]:
+    """`_walk_records` in C: the same results, exceptions and `keyless` (for end = len(data))."""
+    index, pos, need, code, arg = _speedups.walk_records(data, pos, end, index, count, keyless,
+                                                         check_deltas)
+    if code:
+        raise _walk_error(code, index, count, arg)
+    return index, pos, need
+
+
+class _StepFn(Protocol):
+    def __call__(self, data: Buffer, pos: int, end: int, index: int, count: int,
+                 keyless: list[int] | None, /) -> tuple[int, int, int]: ...
+
+
+class _WalkFn(Protocol):
+    def __call__(self, data: Buffer, pos: int, end: int, index: int, count: int,
+                 keyless: list[int] | None, check_deltas: bool = True, /
+                 ) -> tuple[int, int, int]: ...
+
+
+class _Walkers(NamedTuple):
+    """One implementation of the record walks `check_records` makes."""
+
+    name: str  # "c" or "python"
+    step: _StepFn  # as _step_records_as_walk
+    walk: _WalkFn  # as _walk_records
+    in_place: bool  # reads a memoryview as fast as bytes (else check_records copies first)
+
+
+_PY_WALKERS: Final = _Walkers("python", _step_records_as_walk, _walk_records, in_place=False)
+_C_WALKERS: Final = (_Walkers("c", _step_records_c, _walk_records_c, in_place=True)
+                     if _speedups is not None else None)
+# Chosen once, at import: the C walkers when they were built (setup.py builds them where there
+# is a compiler) unless ODRADEK_NO_SPEEDUPS=1 asks for the Python ones (to compare them).
+_walkers: _Walkers = (_C_WALKERS if _C_WALKERS is not None
+                      and os.environ.get("ODRADEK_NO_SPEEDUPS") != "1" else _PY_WALKERS)
+
+
+def record_walker() -> str:
+    """Which record walkers `RecordBatch.check_records` uses: "c" or "python"."""
+    return _walkers.name
 
 
 def _bad_varint(where: int, batch_pos: int) -> RecordBatchError:
