@@ -48,7 +48,8 @@
 #include <Python.h>
 #include <stdint.h>
 
-/* Must equal records.py's _WALK_* constants (a test compares them). */
+/* Must equal records.py's _WALK_* constants: tests/unit/wire/test_speedups.py has a case
+ * for each, with the exception it must give. */
 enum {
     WALK_OK = 0,
     WALK_BAD_LENGTH = 1,
