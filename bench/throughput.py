@@ -150,8 +150,10 @@ def main() -> None:
     rounds: dict[str, list[dict[str, float]]] = {t: [] for t in targets}
     overrides = {"num.partitions": str(args.procs)}
     with tempfile.TemporaryDirectory() as work:
-        for _ in range(args.rounds):
-            for target in targets:
+        for i in range(args.rounds):
+            # Each round starts with the next broker: none always runs first (cold caches)
+            # or last (after the others' page cache and heat).
+            for target in targets[i % len(targets):] + targets[:i % len(targets)]:
                 if target in baselines:
                     broker = OdradekBroker(Path(tempfile.mkdtemp(dir=work)),
                                            Path(work) / f"broker-{target}.log", overrides,
@@ -185,6 +187,12 @@ def main() -> None:
               f"(CPU {ours['produce_cpu_s_gb'] / other['produce_cpu_s_gb']:.2f}), "
               f"consume {ours['consume_mb_s'] / other['consume_mb_s']:.2f} "
               f"(CPU {ours['consume_cpu_s_gb'] / other['consume_cpu_s_gb']:.2f})")
+        if args.rounds > 1:  # within a round the brokers ran minutes apart, not hours
+            paired = [a["produce_cpu_s_gb"] / b["produce_cpu_s_gb"]
+                      for a, b in zip(rounds["odradek"], rounds[name], strict=True)]
+            print(f"  produce CPU odradek/{name} round by round: "
+                  + ", ".join(f"{x:.2f}" for x in paired)
+                  + f"; median {statistics.median(paired):.2f}")
 
 
 if __name__ == "__main__":
