@@ -6,11 +6,12 @@ process, from /proc) for produce (acks=all) and consume, against Odradek and, in
 - with `--reference`, a real Apache Kafka 4.1 broker started from Maven Central jars (the
   compat matrix's launcher: run `bash compat_tests/setup.sh` once), with ratios;
 - with `--baseline PATH`, the Odradek of another checkout (e.g. `git worktree add /tmp/base
-  <commit>`), to show what a change does to the data path; `--rounds N` alternates the
-  brokers N times and reports the median.
+  <commit>`), to show what a change does to the data path; repeat it for more checkouts
+  (each row is named by its folder); `--rounds N` alternates the brokers N times and reports
+  the median.
 
     python -m bench.throughput [--records 200000] [--size 1024] [--procs 2] [--reference]
-                               [--baseline PATH] [--rounds 1]
+                               [--baseline PATH ...] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -134,21 +135,29 @@ def main() -> None:
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--reference", action="store_true",
                     help="also run against Apache Kafka 4.1 (jars from compat_tests/setup.sh)")
-    ap.add_argument("--baseline", type=Path,
-                    help="also run the Odradek of this checkout (a worktree of another commit)")
+    ap.add_argument("--baseline", type=Path, action="append", default=[],
+                    help="also run the Odradek of this checkout (a worktree of another "
+                         "commit); repeatable")
     ap.add_argument("--rounds", type=int, default=1, help="alternate the brokers this often")
     args = ap.parse_args()
-    targets = ["odradek"] + (["baseline"] if args.baseline else []) + (
-        ["kafka"] if args.reference else [])
+    baselines: dict[str, Path] = {}
+    for path in args.baseline:
+        name = path.resolve().name
+        while name in baselines or name in ("odradek", "kafka"):
+            name += "'"
+        baselines[name] = path.resolve()
+    targets = ["odradek", *baselines] + (["kafka"] if args.reference else [])
     rounds: dict[str, list[dict[str, float]]] = {t: [] for t in targets}
     overrides = {"num.partitions": str(args.procs)}
     with tempfile.TemporaryDirectory() as work:
-        for _ in range(args.rounds):
-            for target in targets:
-                if target == "baseline":
+        for i in range(args.rounds):
+            # Each round starts with the next broker: none always runs first (cold caches)
+            # or last (after the others' page cache and heat).
+            for target in targets[i % len(targets):] + targets[:i % len(targets)]:
+                if target in baselines:
                     broker = OdradekBroker(Path(tempfile.mkdtemp(dir=work)),
-                                           Path(work) / "broker-baseline.log", overrides,
-                                           source=args.baseline.resolve())
+                                           Path(work) / f"broker-{target}.log", overrides,
+                                           source=baselines[target])
                 else:
                     broker = make_broker(target, Path(work), overrides)
                 broker.start()
@@ -162,18 +171,28 @@ def main() -> None:
             for t, rs in rounds.items()]
     print(f"{args.records} records x {args.size} B, {args.procs} producer and consumer processes, "
           f"median of {args.rounds} round(s); CPU: broker process user+system s per GB")
-    print(f"{'broker':10} {'produce MB/s':>13} {'CPU s/GB':>9} {'consume MB/s':>13} "
+    print(f"{'broker':14} {'produce MB/s':>13} {'CPU s/GB':>9} {'consume MB/s':>13} "
           f"{'CPU s/GB':>9} {'errors':>7}")
     for name, r in rows:
-        print(f"{name:10} {r['produce_mb_s']:13.1f} {r['produce_cpu_s_gb']:9.2f} "
+        print(f"{name:14} {r['produce_mb_s']:13.1f} {r['produce_cpu_s_gb']:9.2f} "
               f"{r['consume_mb_s']:13.1f} {r['consume_cpu_s_gb']:9.2f} {r['errors']:7.0f}  "
               f"consumed {r['consumed']:.0f}/{r['expected']:.0f}")
+    if args.rounds > 1:  # the spread: one change's effect is often smaller than it
+        for name, rs in rounds.items():
+            print(f"{name:14} produce CPU s/GB by round: "
+                  + ", ".join(f"{r['produce_cpu_s_gb']:.2f}" for r in rs))
     ours = rows[0][1]
     for name, other in rows[1:]:
         print(f"ratio odradek/{name}: produce {ours['produce_mb_s'] / other['produce_mb_s']:.2f} "
               f"(CPU {ours['produce_cpu_s_gb'] / other['produce_cpu_s_gb']:.2f}), "
               f"consume {ours['consume_mb_s'] / other['consume_mb_s']:.2f} "
               f"(CPU {ours['consume_cpu_s_gb'] / other['consume_cpu_s_gb']:.2f})")
+        if args.rounds > 1:  # within a round the brokers ran minutes apart, not hours
+            paired = [a["produce_cpu_s_gb"] / b["produce_cpu_s_gb"]
+                      for a, b in zip(rounds["odradek"], rounds[name], strict=True)]
+            print(f"  produce CPU odradek/{name} round by round: "
+                  + ", ".join(f"{x:.2f}" for x in paired)
+                  + f"; median {statistics.median(paired):.2f}")
 
 
 if __name__ == "__main__":

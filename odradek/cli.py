@@ -68,10 +68,13 @@ def _serve(args: argparse.Namespace) -> int:
     log = structlog.get_logger("odradek.cli")
     for key in sorted(config.unknown):
         log.warning("unknown config ignored", key=key)
+    from odradek.wire.records import record_walker  # "python": the C extension was not built
+
     if args.config is not None:
-        log.info("starting", version=__version__, config_file=str(args.config))
+        log.info("starting", version=__version__, config_file=str(args.config),
+                 record_walker=record_walker())
     else:
-        log.info("starting", version=__version__)
+        log.info("starting", version=__version__, record_walker=record_walker())
 
     from odradek.broker.server import StartupError, serve  # lazily: --version stays fast
 

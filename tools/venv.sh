@@ -3,8 +3,12 @@
 #
 #   venv_ensure EXTRAS   make .venv/bin/python work, with this checkout installed editable
 #                        with EXTRAS (a comma list: "fast", "test,fast"). Installs again when
-#                        pyproject.toml changed since the last install, when the checkout
-#                        moved, or when EXTRAS adds extras.
+#                        a build input (VENV_BUILD_INPUTS) changed since the last install,
+#                        when the checkout moved, or when EXTRAS adds extras.
+#
+# The editable install also compiles the optional C extension (setup.py) into the source
+# tree: hence the C sources among the build inputs. Without a C compiler or Python's headers
+# it is skipped with a warning and Odradek runs on its Python fallback.
 #
 # The first time it needs python3 >= 3.11 on PATH (or create .venv yourself with another
 # interpreter, e.g. `python3.12 -m venv .venv`, and it is used as it is). Without the standard
@@ -15,7 +19,8 @@ VENV_WHO=${VENV_WHO:-venv}
 VENV_FD=${VENV_FD:-2}
 VENV_DIR=$PWD/.venv
 VENV_PY=$VENV_DIR/bin/python
-VENV_STAMP=$VENV_DIR/.odradek-install  # "<cksum of pyproject.toml> <extras> <checkout path>"
+VENV_STAMP=$VENV_DIR/.odradek-install  # "<cksum of the build inputs> <extras> <checkout path>"
+VENV_BUILD_INPUTS=(pyproject.toml setup.py odradek/wire/_speedups.c)
 
 venv_say() { echo "$VENV_WHO: $*" >&"$VENV_FD"; }
 
@@ -53,7 +58,7 @@ venv_ensure() {
     if ! "$VENV_PY" -m pip --version >/dev/null 2>&1; then
         venv_pip || return 1
     fi
-    sum=$(cksum < pyproject.toml) && sum=${sum%% *}
+    sum=$(cat "${VENV_BUILD_INPUTS[@]}" | cksum) && sum=${sum%% *}
     if [ -f "$VENV_STAMP" ]; then
         read -r old_sum old_extras old_path < "$VENV_STAMP"
     fi
@@ -63,7 +68,7 @@ venv_ensure() {
     elif [ "$old_path" != "$PWD" ]; then
         reason="the checkout moved from $old_path"
     elif [ "$old_sum" != "$sum" ]; then
-        reason="pyproject.toml changed"
+        reason="${VENV_BUILD_INPUTS[*]}: one changed"
     elif [ "$extras" != "$old_extras" ]; then
         reason="new extras"
     else

@@ -42,16 +42,22 @@ fewer records for the log cleaner (`rewrite_batch`).
 
 from __future__ import annotations
 
+import os
 import struct
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, Protocol
 
 import crc32c
 
 from odradek.wire.compression import compress, decompress, decompress_stream
 from odradek.wire.exceptions import InvalidRecordError, RecordBatchError
+
+try:  # the optional C extension (setup.py); records.py works the same without it, slower
+    from odradek.wire import _speedups
+except ImportError:
+    _speedups = None  # type: ignore[assignment]
 
 __all__ = [
     "ATTRIBUTES_OFFSET",
@@ -82,6 +88,7 @@ __all__ = [
     "iter_batches",
     "read_header",
     "recompress_batch",
+    "record_walker",
     "rewrite_batch",
     "set_base_offset",
     "set_max_timestamp",
@@ -358,16 +365,18 @@ class RecordBatch:
         start = self._pos + BATCH_HEADER_SIZE
         end = self._pos + self.size
         codec = self.compression
+        walkers = _walkers
         if codec == 0:
-            # Indexing bytes is much faster than indexing a memoryview: one transient copy of
-            # the records (a memcpy) costs less than the per-record reads it speeds up. Offset
-            # deltas are not checked here: Kafka stores an uncompressed batch as sent.
-            records = bytes(self._buf[start:end])
+            # The C walkers read the batch where it is. For the Python ones, indexing bytes is
+            # much faster than indexing a memoryview: one transient copy of the records (a
+            # memcpy) costs less than the per-record reads it speeds up. Offset deltas are not
+            # checked here: Kafka stores an uncompressed batch as sent.
+            records: Buffer = (self._buf[start:end] if walkers.in_place
+                               else bytes(self._buf[start:end]))
             if keyless is None:
-                index, pos, _ = _step_records_as_walk(records, 0, len(records), 0, count, None)
+                index, pos, _ = walkers.step(records, 0, len(records), 0, count, None)
             else:
-                index, pos, _ = _walk_records(records, 0, len(records), 0, count, keyless,
-                                              check_deltas=False)
+                index, pos, _ = walkers.walk(records, 0, len(records), 0, count, keyless, False)
             pos += start
             if pos != end:
                 raise InvalidRecordError(
@@ -383,7 +392,8 @@ class RecordBatch:
                 if have < need:
                     continue
                 data = pending[0] if len(pending) == 1 else b"".join(pending)
-                index, pos, need = _walk_records(data, 0, len(data), index, count, keyless)
+                index, pos, need = walkers.walk(data, 0, len(data), index, count, keyless,
+                                                True)
                 rest = data[pos:] if pos else data
                 pending = [rest] if rest else []
                 have = len(rest)
@@ -429,6 +439,37 @@ def _iter_decompressed(block: memoryview, codec: int, count: int, pos: int) -> I
     yield from _iter_records(data, 0, len(data), count, pos)
 
 
+# What a record walker found wrong, as a code: the C walkers (odradek/wire/_speedups.c) return
+# these same numbers, and `_walk_error` makes the one exception for each, whichever walker ran.
+_WALK_BAD_LENGTH: Final = 1  # arg: the declared length, less than a record's 6-byte minimum
+_WALK_TOO_MANY: Final = 2  # more records than the header's recordsCount
+_WALK_BAD_VARINT: Final = 3  # arg: where the varint starts (over 5 bytes, or over 32 bits)
+_WALK_TRUNCATED: Final = 4  # a field's varint runs off the end of the data
+_WALK_BAD_DELTA: Final = 5  # arg: the offsetDelta, which is not the record's index
+_WALK_KEY_TOO_LONG: Final = 6
+_WALK_FIELDS_TOO_LONG: Final = 7
+
+
+def _walk_error(code: int, index: int, count: int, arg: int) -> RecordBatchError:
+    """The exception for walker code `code` at record `index` of a batch of `count`."""
+    if code == _WALK_BAD_LENGTH:
+        return InvalidRecordError(f"record {index} declares a length of {arg} bytes")
+    if code == _WALK_TOO_MANY:
+        return InvalidRecordError(f"record batch declares {count} records but holds more")
+    if code == _WALK_BAD_VARINT:
+        return _bad_varint(arg, 0)
+    if code == _WALK_TRUNCATED:
+        return InvalidRecordError(f"record {index} is truncated")
+    if code == _WALK_BAD_DELTA:
+        return InvalidRecordError(
+            f"record {index} has offsetDelta {arg}: the deltas must be 0..{count - 1}")
+    if code == _WALK_KEY_TOO_LONG:
+        return InvalidRecordError(f"record {index} has a key longer than the record")
+    if code == _WALK_FIELDS_TOO_LONG:
+        return InvalidRecordError(f"record {index} has fields longer than the record")
+    raise AssertionError(f"unknown record walker code {code}")
+
+
 def _step_records_as_walk(data: Buffer, pos: int, end: int, index: int, count: int,
                           keyless: list[int] | None) -> tuple[int, int, int]:
     """`_walk_records` for a topic that needs no keys: only each record's length is read (the
@@ -452,12 +493,12 @@ def _step_records_as_walk(data: Buffer, pos: int, end: int, index: int, count: i
             if pos > end:
                 return index, rec_start, end - rec_start + 1
         if length < 6:  # attributes, three varints and two lengths take at least 6 bytes
-            raise InvalidRecordError(f"record {index} declares a length of {length} bytes")
+            raise _walk_error(_WALK_BAD_LENGTH, index, count, length)
         pos += length
         if pos > end:
             return index, rec_start, pos - rec_start
         if index >= count:
-            raise InvalidRecordError(f"record batch declares {count} records but holds more")
+            raise _walk_error(_WALK_TOO_MANY, index, count, 0)
         index += 1
     return index, pos, 1
 
@@ -489,11 +530,11 @@ def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
         length = (b >> 1) ^ -(b & 1)
         rec_end = pos + length
         if length < 6:  # attributes, three varints and two lengths take at least 6 bytes
-            raise InvalidRecordError(f"record {index} declares a length of {length} bytes")
+            raise _walk_error(_WALK_BAD_LENGTH, index, count, length)
         if rec_end > end:
             return index, rec_start, rec_end - rec_start
         if index >= count:
-            raise InvalidRecordError(f"record batch declares {count} records but holds more")
+            raise _walk_error(_WALK_TOO_MANY, index, count, 0)
         try:
             pos += 1  # attributes
             while data[pos] & 0x80:  # timestampDelta, skipped
@@ -510,8 +551,7 @@ def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
                 b = (b << 1) ^ (b >> 31)
             delta = (b >> 1) ^ -(b & 1)
             if check_deltas and delta != index:
-                raise InvalidRecordError(
-                    f"record {index} has offsetDelta {delta}: the deltas must be 0..{count - 1}")
+                raise _walk_error(_WALK_BAD_DELTA, index, count, delta)
             if keyless is not None:
                 b = data[pos]
                 if b < 0x80:
@@ -522,14 +562,68 @@ def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
                 if key_length < 0:
                     keyless.append(index)
                 elif pos + key_length > rec_end:
-                    raise InvalidRecordError(f"record {index} has a key longer than the record")
+                    raise _walk_error(_WALK_KEY_TOO_LONG, index, count, 0)
         except IndexError:  # a varint running past the end of the buffer
-            raise InvalidRecordError(f"record {index} is truncated") from None
+            raise _walk_error(_WALK_TRUNCATED, index, count, 0) from None
         if pos > rec_end:
-            raise InvalidRecordError(f"record {index} has fields longer than the record")
+            raise _walk_error(_WALK_FIELDS_TOO_LONG, index, count, 0)
         pos = rec_end
         index += 1
     return index, pos, 1
+
+
+def _step_records_c(data: Buffer, pos: int, end: int, index: int, count: int,
+                    keyless: list[int] | None) -> tuple[int, int, int]:
+    """`_step_records_as_walk` in C: the same results and exceptions (for end = len(data)).
+    `keyless` is not read, as there."""
+    index, pos, need, code, arg = _speedups.step_lengths(data, pos, end, index, count)
+    if code:
+        raise _walk_error(code, index, count, arg)
+    return index, pos, need
+
+
+def _walk_records_c(data: Buffer, pos: int, end: int, index: int, count: int,
+                    keyless: list[int] | None, check_deltas: bool = True) -> tuple[int, int, int]:
+    """`_walk_records` in C: the same results, exceptions and `keyless` (for end = len(data))."""
+    index, pos, need, code, arg = _speedups.walk_records(data, pos, end, index, count, keyless,
+                                                         check_deltas)
+    if code:
+        raise _walk_error(code, index, count, arg)
+    return index, pos, need
+
+
+class _StepFn(Protocol):
+    def __call__(self, data: Buffer, pos: int, end: int, index: int, count: int,
+                 keyless: list[int] | None, /) -> tuple[int, int, int]: ...
+
+
+class _WalkFn(Protocol):
+    def __call__(self, data: Buffer, pos: int, end: int, index: int, count: int,
+                 keyless: list[int] | None, check_deltas: bool = True, /
+                 ) -> tuple[int, int, int]: ...
+
+
+class _Walkers(NamedTuple):
+    """One implementation of the record walks `check_records` makes."""
+
+    name: str  # "c" or "python"
+    step: _StepFn  # as _step_records_as_walk
+    walk: _WalkFn  # as _walk_records
+    in_place: bool  # reads a memoryview as fast as bytes (else check_records copies first)
+
+
+_PY_WALKERS: Final = _Walkers("python", _step_records_as_walk, _walk_records, in_place=False)
+_C_WALKERS: Final = (_Walkers("c", _step_records_c, _walk_records_c, in_place=True)
+                     if _speedups is not None else None)
+# Chosen once, at import: the C walkers when they were built (setup.py builds them where there
+# is a compiler) unless ODRADEK_NO_SPEEDUPS=1 asks for the Python ones (to compare them).
+_walkers: _Walkers = (_C_WALKERS if _C_WALKERS is not None
+                      and os.environ.get("ODRADEK_NO_SPEEDUPS") != "1" else _PY_WALKERS)
+
+
+def record_walker() -> str:
+    """Which record walkers `RecordBatch.check_records` uses: "c" or "python"."""
+    return _walkers.name
 
 
 def _bad_varint(where: int, batch_pos: int) -> RecordBatchError:

@@ -1,0 +1,274 @@
+"""The C record walkers (odradek/wire/_speedups.c) against the Python ones they stand in for.
+
+`RecordBatch.check_records` walks every produced batch's records; the C walkers must give the
+same answer as the Python walkers in records.py, which stay the fallback, for every input:
+the same (index, pos, need), the same exception with the same message, the same keyless
+list. Each check runs both over the same bytes, valid and malformed, and compares.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from odradek.wire import records
+from odradek.wire.compression import CompressionType
+from odradek.wire.exceptions import InvalidRecordError, RecordBatchError
+from odradek.wire.records import BATCH_HEADER_SIZE, Record, RecordBatch, build_batch
+
+try:
+    from odradek.wire import _speedups
+except ImportError:  # built without a C compiler: only the requirement test below can run
+    _speedups = None  # type: ignore[assignment]
+
+needs_c = pytest.mark.skipif(_speedups is None, reason="the C extension was not built")
+
+Walk = Callable[..., tuple[int, int, int]]
+# (python walker, its C counterpart, takes check_deltas)
+PAIRS: list[tuple[Walk, Walk, bool]] = [
+    (records._step_records_as_walk, records._step_records_c, False),
+    (records._walk_records, records._walk_records_c, True),
+]
+
+
+def test_the_extension_is_used_when_required() -> None:
+    """.ci/run sets ODRADEK_REQUIRE_SPEEDUPS=1: there, an install that silently fell back to
+    Python (the build is optional) fails here instead of passing slower."""
+    if os.environ.get("ODRADEK_REQUIRE_SPEEDUPS") != "1":
+        pytest.skip("ODRADEK_REQUIRE_SPEEDUPS=1 not set: the C extension is optional")
+    assert _speedups is not None, (
+        "ODRADEK_REQUIRE_SPEEDUPS=1 but odradek.wire._speedups does not import: was the "
+        "editable install built without a C compiler or Python headers? (pip install -e .)")
+    assert records.record_walker() == "c", "the C extension imports but records.py does not use it"
+
+
+def _outcome(fn: Walk, data: Any, end: int, index: int, count: int, keys: bool,
+             deltas: bool | None) -> tuple[Any, ...]:
+    """What one walk gives: its result or its exception (type and message), and the keyless
+    list it filled. Anything but a RecordBatchError propagates and fails the test."""
+    keyless: list[int] | None = [] if keys else None
+    extra = () if deltas is None else (deltas,)
+    try:
+        result: Any = fn(data, 0, end, index, count, keyless, *extra)
+    except RecordBatchError as e:
+        result = (type(e), str(e))
+    return result, keyless
+
+
+def _assert_same(data: bytes, count: int, index: int = 0) -> list[tuple[Any, ...]]:
+    """Both walkers of each pair, every flag, agree on `data`; the C one on bytes, bytearray,
+    a memoryview, and a memoryview slice with bytes after its end (which must not be read)."""
+    outcomes = []
+    for py, c, has_deltas in PAIRS:
+        for keys in (False, True):
+            for deltas in ((False, True) if has_deltas else (None,)):
+                expected = _outcome(py, data, len(data), index, count, keys, deltas)
+                for buf in (data, bytearray(data), memoryview(data),
+                            memoryview(data + b"\x80\x01\xff" * 3)[: len(data)]):
+                    got = _outcome(c, buf, len(data), index, count, keys, deltas)
+                    assert got == expected, (py.__name__, keys, deltas, type(buf), data)
+                outcomes.append(expected)
+    return outcomes
+
+
+def _section(batch: bytes) -> bytes:
+    """The records of an uncompressed batch: what follows the 61-byte header."""
+    return batch[BATCH_HEADER_SIZE:]
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    records._write_varint(out, value)
+    return bytes(out)
+
+
+# -- valid batches ---------------------------------------------------------------------------
+
+blobs = st.one_of(st.none(), st.binary(max_size=300))
+record_lists = st.lists(
+    st.builds(Record, offset_delta=st.integers(-(2**31), 2**31 - 1),
+              timestamp_delta=st.integers(-(2**63), 2**63 - 1), key=blobs, value=blobs,
+              headers=st.lists(st.tuples(st.text(max_size=5), blobs), max_size=3),
+              attributes=st.integers(0, 255)),
+    min_size=1, max_size=12)
+
+
+@needs_c
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=record_lists, extra=st.integers(-2, 2))
+def test_valid_batches_walk_the_same(items: list[Record], extra: int) -> None:
+    data = _section(build_batch(items, base_timestamp=0))
+    outcomes = _assert_same(data, max(1, len(items) + extra))
+    if extra == 0:  # the declared count: the plain length walk sees every record
+        (index, pos, need), keyless = outcomes[0]
+        assert (index, pos, need, keyless) == (len(items), len(data), 1, None)
+
+
+@needs_c
+def test_offset_deltas_and_keys_are_read() -> None:
+    data = _section(build_batch([Record(0, 0, None, b"a"), Record(1, 5, b"k", None),
+                                 Record(7, -3, None, None)], base_timestamp=0))
+    for c in (records._walk_records_c, records._walk_records):
+        keyless: list[int] = []
+        assert c(data, 0, len(data), 0, 3, keyless, False) == (3, len(data), 1)
+        assert keyless == [0, 2]
+        with pytest.raises(InvalidRecordError, match="record 2 has offsetDelta 7"):
+            c(data, 0, len(data), 0, 3, None, True)
+
+
+@needs_c
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=record_lists, codec=st.sampled_from(list(CompressionType)),
+       keys=st.booleans(), count_change=st.integers(-1, 1))
+def test_check_records_is_the_same_with_either_walker(
+        items: list[Record], codec: int, keys: bool, count_change: int) -> None:
+    """The whole check, compressed batches (whose decompressed chunks are walked) included,
+    and header lies about the count (the produce tests' case)."""
+    items = [Record(i, r.timestamp_delta, r.key, r.value, r.headers) for i, r in
+             enumerate(items)]
+    raw = bytearray(build_batch(items, base_timestamp=0, compression=codec))
+    count = len(items) + count_change
+    raw[57:61] = count.to_bytes(4, "big", signed=True)
+    raw[23:27] = (count - 1).to_bytes(4, "big", signed=True)
+    results: list[Any] = []
+    assert records._C_WALKERS is not None
+    for walkers in (records._PY_WALKERS, records._C_WALKERS):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(records, "_walkers", walkers)
+            try:
+                results.append(RecordBatch(raw).check_records(1 << 24, keys_required=keys))
+            except RecordBatchError as e:
+                results.append((type(e), str(e)))
+    assert results[0] == results[1]
+    if count_change == 0:
+        assert results[0] == ([i for i, r in enumerate(items) if r.key is None] if keys else [])
+
+
+# -- malformed input -------------------------------------------------------------------------
+
+_SAMPLE = _section(build_batch(
+    [Record(0, 0, b"key", b"value" * 30, [("h", b"v")]), Record(1, 2**40, None, b"", []),
+     Record(2, -1, b"k" * 200, None, [("a", None), ("b", b"x" * 130)])], base_timestamp=0))
+
+
+@needs_c
+@settings(max_examples=1000, deadline=None)
+@given(data=st.binary(max_size=64), count=st.integers(1, 4), index=st.integers(0, 2))
+@example(data=b"\x80\x80\x80\x80\x80\x01", count=1, index=0)  # a 6-byte varint
+@example(data=b"\x0c\x00\x80\x80\x80\x80\x80", count=1, index=0)  # timestampDelta off the end
+def test_random_bytes_walk_the_same(data: bytes, count: int, index: int) -> None:
+    _assert_same(data, count, index)
+
+
+@needs_c
+@settings(max_examples=1000, deadline=None)
+@given(edits=st.lists(st.tuples(st.integers(0, len(_SAMPLE) - 1),
+                                st.sampled_from([0x00, 0x01, 0x0c, 0x7f, 0x80, 0xfe, 0xff])
+                                | st.integers(0, 255)), max_size=4),
+       cut=st.integers(0, len(_SAMPLE)), count=st.integers(1, 4))
+def test_mutated_records_walk_the_same(edits: list[tuple[int, int]], cut: int,
+                                       count: int) -> None:
+    """Valid records with a few bytes changed and a tail cut: deep into the walk, where
+    random bytes rarely get."""
+    data = bytearray(_SAMPLE)
+    for at, value in edits:
+        data[at] = value
+    _assert_same(bytes(data[:cut]), count)
+
+
+_RECORD = _section(build_batch([Record(0, 0, b"k", b"v")], base_timestamp=0))  # 9 bytes
+assert len(_RECORD) == 9 and _RECORD[0] == 16  # length 8 (zigzag 16), then 8 bytes
+
+# One case per outcome, with what the Python walkers give: the C ones must give exactly this.
+# (data, count, check_deltas, keys, expected result or (exception, start of its message)).
+# Outcomes of the record lengths alone: both walks, the length walk and _walk_records, give
+# them (with deltas and keys off).
+LENGTH_CASES: list[tuple[bytes, int, bool, bool, Any]] = [
+    (b"", 1, False, False, (0, 0, 1)),
+    (_RECORD, 1, True, True, (1, 9, 1)),
+    (_RECORD + b"\x80", 2, False, False, (1, 9, 2)),  # a length cut after its first byte
+    (_RECORD + b"\x80\x80\x80\x80", 2, False, False, (1, 9, 5)),
+    (_RECORD[:-1], 1, False, False, (0, 0, 9)),  # a record cut short: 9 bytes needed
+    (_varint(2**31 - 1) + b"\x00" * 10, 1, False, False, (0, 0, 5 + 2**31 - 1)),
+    (b"\x80\x80\x80\x80\x80", 1, False, False,
+     (RecordBatchError, "malformed varint at byte 0 ")),  # would need a 6th byte
+    (_RECORD + b"\x80\x80\x80\x80\x10", 2, False, False,
+     (RecordBatchError, "malformed varint at byte 9 ")),  # 2**32: over 32 bits
+    (b"\xff\xff\xff\xff\x0f", 1, False, False,
+     (InvalidRecordError, "record 0 declares a length of -2147483648 bytes")),
+    (b"\x01", 1, False, False, (InvalidRecordError, "record 0 declares a length of -1 bytes")),
+    (_varint(5) + b"\x00" * 5, 1, False, False,
+     (InvalidRecordError, "record 0 declares a length of 5 bytes")),
+    (_RECORD * 2, 1, False, False, (InvalidRecordError, "record batch declares 1 records but")),
+]
+# Past the lengths: only _walk_records reads these fields.
+FIELD_CASES: list[tuple[bytes, int, bool, bool, Any]] = [
+    (b"\x0c\x00\x80\x80\x80\x80\x80", 1, False, False,  # timestampDelta runs off the end
+     (InvalidRecordError, "record 0 is truncated")),
+    (b"\x0c\x00\x00\x80\x80\x80\x80", 1, False, False,  # so does offsetDelta
+     (InvalidRecordError, "record 0 is truncated")),
+    (b"\x0c\x00\x00\x80\x80\x80\x80\x80\x00", 1, False, False,
+     (RecordBatchError, "malformed varint at byte 3 ")),  # offsetDelta of 6 bytes
+    (b"\x0c\x00\x00\x02\x00\x00\x00", 1, True, False,
+     (InvalidRecordError, "record 0 has offsetDelta 1: the deltas must be 0..0")),
+    (b"\x0c\x00\x00\x02\x00\x00\x00", 1, False, True, (1, 7, 1)),  # deltas unchecked
+    (b"\x0c\x00\x00\x00\x80\x80\x80", 1, False, True,  # keyLength off the end
+     (InvalidRecordError, "record 0 is truncated")),
+    (b"\x0c\x00\x00\x00\x04\x00\x00", 1, False, True, (1, 7, 1)),  # a key that just fits
+    (b"\x0c\x00\x00\x00\x06\x00\x00", 1, False, True,  # one byte more
+     (InvalidRecordError, "record 0 has a key longer than the record")),
+    (b"\x0c\x00\x80\x80\x80\x00\x00", 1, False, False, (1, 7, 1)),  # fields fill it
+    (b"\x0c\x00\x80\x80\x80\x80\x00\x00\x00\x00", 2, False, False,  # one byte more
+     (InvalidRecordError, "record 0 has fields longer than the record")),
+]
+
+
+@needs_c
+@pytest.mark.parametrize(("data", "count", "deltas", "keys", "expected", "lengths"),
+                         [(*case, True) for case in LENGTH_CASES]
+                         + [(*case, False) for case in FIELD_CASES])
+def test_edge_cases(data: bytes, count: int, deltas: bool, keys: bool, expected: Any,
+                    lengths: bool) -> None:
+    fns: list[tuple[Walk, bool | None]] = [(records._walk_records, deltas),
+                                           (records._walk_records_c, deltas)]
+    if lengths:
+        fns += [(records._step_records_as_walk, None), (records._step_records_c, None)]
+    for fn, flag in fns:
+        result, _ = _outcome(fn, data, len(data), 0, count, keys, flag)
+        if isinstance(expected[0], type):
+            assert result[0] is expected[0] and result[1].startswith(expected[1]), (fn, result)
+        else:
+            assert result == expected, (fn, result)
+
+
+@needs_c
+def test_a_1_mib_batch_of_1_kib_records() -> None:
+    items = [(b"%d" % i, bytes(1000)) for i in range(1000)]
+    data = _section(build_batch(items, base_timestamp=0))
+    assert _assert_same(data, 1000)[0] == ((1000, len(data), 1), None)
+
+
+@needs_c
+def test_arguments_are_checked() -> None:
+    assert _speedups is not None
+    with pytest.raises(ValueError, match="pos <= end"):
+        _speedups.step_lengths(b"abc", 0, 4, 0, 1)
+    with pytest.raises(ValueError, match="pos <= end"):
+        _speedups.walk_records(b"abc", 2, 1, 0, 1, None, True)
+    with pytest.raises(ValueError, match="pos <= end"):
+        _speedups.step_lengths(b"abc", -1, 2, 0, 1)
+    with pytest.raises(TypeError, match="keyless"):
+        _speedups.walk_records(b"abc", 0, 3, 0, 1, (), True)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        _speedups.step_lengths("text", 0, 4, 0, 1)  # type: ignore[arg-type]
+    with pytest.raises((BufferError, TypeError)):  # not contiguous
+        _speedups.step_lengths(memoryview(b"abcdef")[::2], 0, 3, 0, 1)
+    # A view into the middle of a buffer: positions are the view's.
+    data = b"\xff" + _RECORD + b"\xff"
+    assert _speedups.step_lengths(memoryview(data)[1:-1], 0, 9, 0, 1) == (1, 9, 1, 0, 0)
+    assert _speedups.step_lengths(data, 1, 10, 0, 1) == (1, 10, 1, 0, 0)
