@@ -278,7 +278,8 @@ class ConsumerGroupOps:
                 raise bad("InstanceId can't be null.")
         elif req.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise bad("MemberEpoch is invalid.")
-        if req.subscribed_topic_regex is not None:
+        if req.subscribed_topic_regex:
+            # An empty regex subscribes to nothing (librdkafka sends "" beside its names).
             raise bad("SubscribedTopicRegex is not supported yet.")
         assignors = self.consumer_config.assignors
         if req.server_assignor is not None and req.server_assignor not in assignors:
