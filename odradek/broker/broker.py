@@ -13,6 +13,7 @@ request a `RequestContext` with narrow typed fields. Nothing else holds broker-w
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -38,6 +39,8 @@ from odradek.config import (
     resolve_topic_config,
 )
 from odradek.coordinator.common import Write
+from odradek.coordinator.group.consumer.assignors import parse_assignors
+from odradek.coordinator.group.consumer.coordinator import ConsumerConfig
 from odradek.coordinator.group.coordinator import GroupConfig, GroupCoordinator
 from odradek.coordinator.group.records import OFFSETS_TOPIC
 from odradek.coordinator.txn.coordinator import TransactionCoordinator, TxnConfig
@@ -50,6 +53,21 @@ def _logger(name: str) -> Any:
     """A shard's `log(event, **fields)` callback, as structlog info lines."""
     bound = structlog.get_logger(name)
     return lambda event, **kw: bound.info(event, **kw)
+
+
+class _ClusterTopics:
+    """The topic metadata consumer groups read (TopicsView), from the cluster."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self._cluster = cluster
+
+    def topic_info(self, name: str) -> tuple[uuid.UUID, int] | None:
+        topic = self._cluster.get(name)
+        return None if topic is None else (topic.topic_id, topic.partitions)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        topic = self._cluster.by_id.get(topic_id)
+        return None if topic is None else topic.name
 
 
 class NotAppliedWarnings:
@@ -127,7 +145,14 @@ class Broker:
                 offset_metadata_max_bytes=cfg.get_int("offset.metadata.max.bytes"),
                 offsets_topic_partitions=topic.partitions,
             ),
-            clock=self, log=_logger("odradek.groups"))
+            clock=self, log=_logger("odradek.groups"),
+            consumer_config=ConsumerConfig(
+                session_timeout_ms=cfg.get_int("group.consumer.session.timeout.ms"),
+                heartbeat_interval_ms=cfg.get_int("group.consumer.heartbeat.interval.ms"),
+                max_size=cfg.get_int("group.consumer.max.size"),
+                assignors=tuple(parse_assignors(",".join(cfg.get_list("group.consumer.assignors")))),
+            ),
+            topics=_ClusterTopics(self.cluster))
         return CoordinatorRuntime("group", shard, topic, self.partitions, self.cluster, self)
 
     def _transaction_runtime(self) -> TxnRuntime:

@@ -56,6 +56,8 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.LIST_GROUPS: HandlerEntry("list_groups", 0, 5),
     ApiKey.DELETE_GROUPS: HandlerEntry("delete_groups", 0, 2),
     ApiKey.OFFSET_DELETE: HandlerEntry("offset_delete", 0, 0),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: HandlerEntry("consumer_group_heartbeat", 0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: HandlerEntry("consumer_group_describe", 0, 1),
     ApiKey.INIT_PRODUCER_ID: HandlerEntry("init_producer_id", 0, 5),
     # Transactions: the classic protocol only (EndTxn v5 and Produce v12 are KIP-890's).
     ApiKey.ADD_PARTITIONS_TO_TXN: HandlerEntry("add_partitions_to_txn", 0, 5),

@@ -214,6 +214,13 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("group.min.session.timeout.ms", _T.INT, 6000),
     _b("group.max.session.timeout.ms", _T.INT, 1_800_000),
     _b("group.max.size", _T.INT, INT_MAX, at_least(1)),
+    # KIP-848 consumer groups (group.protocol=consumer).
+    _b("group.consumer.session.timeout.ms", _T.INT, 45_000, at_least(1)),
+    _b("group.consumer.heartbeat.interval.ms", _T.INT, 5_000, at_least(1)),
+    _b("group.consumer.max.size", _T.INT, INT_MAX, at_least(1)),
+    _b("group.consumer.assignors", _T.LIST, ("uniform", "range"), each_one_of(
+        "uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+        "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
     # Transactions and producer ids.
     _b("transaction.max.timeout.ms", _T.INT, 900_000, at_least(1)),
     _b("transactional.id.expiration.ms", _T.INT, 604_800_000, at_least(1)),

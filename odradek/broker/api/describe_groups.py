@@ -6,7 +6,9 @@
   no error (v0-5 behaviour).
 - v3+ authorized operations: INT32_MIN unless requested; when requested, every group
   operation is allowed (there is no authorizer).
-- Not implemented yet: ACLs, KIP-848 consumer groups.
+- A KIP-848 consumer group is described as Kafka 4 does at v0-5: state "Dead", no error, no
+  members (ConsumerGroupDescribe describes it).
+- Not implemented yet: v6 (KIP-1043 errors), ACLs.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """ListGroups (key 16), versions 0-5.
 
 - Every group this coordinator knows (including offset-only groups, protocol type ""),
-  with its state from v4 and its type ("classic") from v5.
+  with its state from v4 and its type from v5: "classic", or "consumer" for KIP-848 groups
+  (protocol type "consumer", states Empty, Assigning, Reconciling, Stable).
 - v4+ states filter and v5+ types filter, both case-insensitive; an empty filter matches
-  all. A types filter without "classic" matches nothing (there are no other group types).
+  all; an unknown type matches nothing.
 - Not implemented yet: ACLs (every group is listed).
 """
 
@@ -13,8 +14,6 @@ from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.list_groups import ListGroupsRequest, ListGroupsResponse
 
-GROUP_TYPE = "classic"
-
 
 async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     v = ctx.api_version
@@ -23,5 +22,5 @@ async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsR
     found = await ctx.groups.read(lambda g: g.list_groups(states, types))
     return ListGroupsResponse(error_code=ErrorCode.NONE, groups=[
         ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type,
-                                       group_state=g.state, group_type=GROUP_TYPE)
+                                       group_state=g.state, group_type=g.group_type)
         for g in found])

@@ -13,7 +13,12 @@
 - v1's per-partition commit timestamp (-1: now) and v2-4's retention time (an explicit
   expiry) are kept; v6+ leader epochs round-trip. v0 (ZooKeeper-stored in old Kafka) is served
   from the same store. v9 classic groups use `generation_id_or_member_epoch` as the
-  generation. Not implemented yet: KIP-848 consumer groups (member epochs), ACLs, quotas.
+  generation.
+- KIP-848 consumer groups: v9's `generation_id_or_member_epoch` is the member epoch; an
+  unknown member gets UNKNOWN_MEMBER_ID, another epoch STALE_MEMBER_EPOCH, a consumer-protocol
+  member below v9 UNSUPPORTED_VERSION; epoch -1 commits only while the group is empty. v9
+  with an epoch for a group that does not exist: GROUP_ID_NOT_FOUND.
+- Not implemented yet: v10 (topic ids), ACLs, quotas.
 """
 
 from __future__ import annotations
@@ -58,7 +63,7 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
         instance_id = request.group_instance_id if v >= 7 else None
         generation_id = request.generation_id_or_member_epoch if v >= 1 else -1
         committed = await ctx.groups.wait(lambda g: g.commit_offsets(
-            request.group_id, member_id, instance_id, generation_id, offsets))
+            request.group_id, member_id, instance_id, generation_id, offsets, v))
         errors.update(committed)
     return OffsetCommitResponse(topics=[
         Resp.OffsetCommitResponseTopic(name=topic.name, partitions=[

@@ -6,8 +6,11 @@
 - v0-7 ask for one group; v8+ batch several groups, each with its own error code.
 - require_stable (v7+): a partition with a commit still being written (or, once transactions
   land, a pending transactional commit) answers UNSTABLE_OFFSET_COMMIT so the client retries.
-- v0 (ZooKeeper-stored in old Kafka) is served from the same store. v9 member id/epoch apply
-  only to KIP-848 consumer groups and are ignored. Not implemented yet: ACLs, quotas.
+- v0 (ZooKeeper-stored in old Kafka) is served from the same store.
+- v9 member id and epoch are checked for KIP-848 consumer groups (group-level
+  UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; a null member id with epoch -1 is an admin read);
+  classic groups ignore them, as Kafka does.
+- Not implemented yet: v10 (topic ids), ACLs, quotas.
 """
 
 from __future__ import annotations
@@ -59,8 +62,10 @@ async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetc
         topics = (None if group.topics is None
                   else [(t.name, t.partition_indexes) for t in group.topics])
         await ctx.groups.ready()
-        error, found = ctx.groups.shard.fetch_offsets(group.group_id, _wanted(topics),
-                                                      require_stable)
+        error, found = ctx.groups.shard.fetch_offsets(
+            group.group_id, _wanted(topics), require_stable,
+            member_id=group.member_id if v >= 9 else None,
+            member_epoch=group.member_epoch if v >= 9 else -1)
         out_groups.append(Resp.OffsetFetchResponseGroup(
             group_id=group.group_id, error_code=error,
             topics=[Resp.OffsetFetchResponseTopics(name=name, partitions=[

@@ -30,6 +30,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.coordinator.common import Clock, Outbox, Pending, Timers, Write
+from odradek.coordinator.group.consumer import records as consumer_records
+from odradek.coordinator.group.consumer.coordinator import (
+    ConsumerConfig,
+    ConsumerGroupOps,
+    NoTopics,
+    TopicsView,
+)
+from odradek.coordinator.group.consumer.model import ConsumerGroup
 from odradek.coordinator.group.model import (
     CommittedOffset,
     FetchedOffset,
@@ -51,6 +59,7 @@ from odradek.coordinator.group.records import (
     GroupKey,
     OffsetAndMetadata,
     OffsetKey,
+    UnknownKey,
     group_metadata_key,
     group_metadata_value,
     offset_commit_key,
@@ -163,14 +172,19 @@ class _Loader:
         self.pending: dict[int, dict[tuple[str, TopicPartition], CommittedOffset]] = {}
         self.groups: dict[str, tuple[int, GroupMetadataValue]] = {}
         self.removed: set[str] = set()
+        self.consumer: dict[str, ConsumerGroup] = {}
         self.unknown_keys = 0
 
 
-class GroupCoordinator:
+class GroupCoordinator(ConsumerGroupOps):
     def __init__(self, config: GroupConfig, clock: Clock, *,
                  new_uuid: Callable[[], str] = lambda: str(uuid.uuid4()),
-                 log: Callable[..., None] = _no_log) -> None:
+                 log: Callable[..., None] = _no_log,
+                 consumer_config: ConsumerConfig | None = None,
+                 topics: TopicsView | None = None) -> None:
         self.config = config
+        self.consumer_config = consumer_config or ConsumerConfig()
+        self.topics = topics or NoTopics()
         self._clock = clock
         self._new_uuid = new_uuid
         self._log = log
@@ -196,6 +210,9 @@ class GroupCoordinator:
         now = self.now() if now is None else now
         while (key := self._timers.pop_due(now)) is not None:
             kind = key[0]
+            if kind in ("cg-session", "cg-rebalance"):
+                self.on_consumer_timer(key)
+                continue
             if kind == "expire":
                 self._timers.set(("expire",), now + self.config.offsets_retention_check_interval_ms)
                 self.expire_offsets(now)
@@ -230,6 +247,14 @@ class GroupCoordinator:
             if not is_unknown:
                 return _join_error(ErrorCode.UNKNOWN_MEMBER_ID, req.member_id)
             group = self._add_group(req.group_id, now)
+        if group.consumer is not None:
+            if not group.consumer.is_empty:
+                # Classic members in a consumer group need the migration (not implemented).
+                return _join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
+            # An empty consumer group is deleted and the group starts over as a classic one.
+            self._write_tombstones(group.group_id,
+                                   self.consumer_group_tombstones(group.consumer))
+            group.convert_to_classic()
         pending: Pending[JoinResult] = Pending()
         if not self._accept_joining_member(group, req.member_id):
             self._drop_member(group, req.member_id)
@@ -590,7 +615,7 @@ class GroupCoordinator:
         if not req.group_id:
             return Pending.resolved(SyncResult(ErrorCode.INVALID_GROUP_ID))
         group = self.groups.get(req.group_id)
-        if group is None:
+        if group is None or group.consumer is not None:
             return Pending.resolved(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
         if group.is_(D):
             return Pending.resolved(SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
@@ -659,7 +684,7 @@ class GroupCoordinator:
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or group.consumer is not None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(D):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -679,7 +704,7 @@ class GroupCoordinator:
         if not group_id:
             return LeaveResult(ErrorCode.INVALID_GROUP_ID)
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or group.consumer is not None:
             return LeaveResult(ErrorCode.NONE, [
                 LeaveMemberResult(m.member_id, m.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID)
                 for m in leaving])
@@ -715,10 +740,19 @@ class GroupCoordinator:
 
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
                        generation_id: int, offsets: dict[TopicPartition, OffsetAndMetadata],
-                       ) -> Pending[dict[TopicPartition, ErrorCode]]:
+                       api_version: int = 8) -> Pending[dict[TopicPartition, ErrorCode]]:
+        """`generation_id` is the member epoch for consumer groups (OffsetCommit v9+)."""
         now = self.now()
         group = self.groups.get(group_id)
+        if group is not None and group.consumer is not None:
+            cerror = self.validate_consumer_commit(group.consumer, member_id, generation_id,
+                                                   False, api_version)
+            if cerror is not None:
+                return _all(offsets, cerror)
+            return self._store_offsets(group, offsets)
         if group is None:
+            if generation_id >= 0 and api_version >= 9:
+                return _all(offsets, ErrorCode.GROUP_ID_NOT_FOUND)
             if generation_id >= 0:
                 # A commit from an older incarnation of a group that no longer exists.
                 return _all(offsets, ErrorCode.ILLEGAL_GENERATION)
@@ -739,6 +773,12 @@ class GroupCoordinator:
                            ) -> Pending[dict[TopicPartition, ErrorCode]]:
         """TxnOffsetCommit: staged until `complete_txn` (the transaction's marker)."""
         group = self.groups.get(group_id) or self._add_group(group_id, self.now())
+        if group.consumer is not None:
+            cerror = self.validate_consumer_commit(group.consumer, member_id, generation_id,
+                                                   True, 0)
+            if cerror is not None:
+                return _all(offsets, cerror)
+            return self._store_offsets(group, offsets, producer_id, producer_epoch)
         error = self._validate_commit(group, generation_id, member_id, group_instance_id,
                                       transactional=True)
         if error is not None:
@@ -837,12 +877,18 @@ class GroupCoordinator:
                     group.offsets[tp] = committed
 
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
-                      require_stable: bool = False,
+                      require_stable: bool = False, member_id: str | None = None,
+                      member_epoch: int = -1,
                       ) -> tuple[ErrorCode, dict[TopicPartition, FetchedOffset]]:
-        """Committed offsets (-1 where none) of `partitions`, or of every partition with one."""
+        """Committed offsets (-1 where none) of `partitions`, or of every partition with one.
+        `member_id` and `member_epoch` (OffsetFetch v9+) are checked for consumer groups."""
         group = self.groups.get(group_id)
         if group is None or group.is_(D):
             return ErrorCode.NONE, {tp: FetchedOffset() for tp in partitions or []}
+        if group.consumer is not None:
+            cerror = self.validate_consumer_fetch(group.consumer, member_id, member_epoch)
+            if cerror is not None:
+                return cerror, {}
         tps = sorted(group.offsets) if partitions is None else partitions
         out: dict[TopicPartition, FetchedOffset] = {}
         for tp in tps:
@@ -865,7 +911,15 @@ class GroupCoordinator:
         if group is None or group.is_(D):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         errors: dict[TopicPartition, ErrorCode] = {}
-        if group.is_(E):
+        cg = group.consumer
+        if cg is not None:
+            eligible = []
+            for tp in partitions:
+                if cg.is_subscribed_to(tp[0]):
+                    errors[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    eligible.append(tp)
+        elif group.is_(E):
             eligible = list(partitions)
         elif group.is_consumer_group:
             eligible = []
@@ -891,6 +945,7 @@ class GroupCoordinator:
 
     def _expired_offsets(self, group: Group, now: int) -> list[TopicPartition]:
         retention = self.config.offsets_retention_ms
+        cg = group.consumer
 
         def expired(base: Callable[[CommittedOffset], int],
                     keep_topics: set[str] | frozenset[str] = frozenset()) -> list[TopicPartition]:
@@ -904,6 +959,10 @@ class GroupCoordinator:
                     out.append(tp)
             return out
 
+        if cg is not None:
+            # Kafka's consumer groups: by commit time, never a topic the group subscribes to.
+            return group.remove_offsets(expired(lambda c: c.value.commit_timestamp,
+                                                cg.subscribed_topic_names()))
         if group.protocol_type is not None and group.is_(E):
             state_ts = group.state_timestamp
             return group.remove_offsets(expired(
@@ -929,13 +988,16 @@ class GroupCoordinator:
         for group in groups:
             gid = group.group_id
             removed = select(group)
-            if group.is_(E) and not group.has_offsets():
+            cg = group.consumer
+            if group.is_(E) and not group.has_offsets() and (cg is None or cg.is_empty):
                 group.transition_to(D, now)
             tombstones: list[tuple[bytes, bytes | None]] = [
                 (offset_commit_key(gid, t, p), None) for t, p in removed]
             if group.is_(D) and self.groups.get(gid) is group:
                 self._forget_group(group)
-                if group.generation_id > 0:
+                if cg is not None:
+                    tombstones += self.consumer_group_tombstones(cg)
+                elif group.generation_id > 0:
                     tombstones.append((group_metadata_key(gid), None))
             if tombstones:
                 # Fire and forget, as in Kafka: a lost tombstone is written again next pass.
@@ -952,12 +1014,22 @@ class GroupCoordinator:
         for member_id in list(group.members) + list(group.pending_members):
             self._timers.cancel(("hb", gid, member_id))
             self._timers.cancel(("pending", gid, member_id))
+        if group.consumer is not None:
+            for member_id in group.consumer.members:
+                self._cancel_member_timers(gid, member_id)
+
+    def _write_tombstones(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+        if records:
+            # Fire and forget, as Kafka's cleanup: a lost tombstone is written again later.
+            self.outbox.write(Write(OFFSETS_TOPIC, self.partition_for(group_id), records,
+                                    lambda error, offset: None))
 
     # -- group admin ----------------------------------------------------------------------------
 
     def describe_group(self, group_id: str) -> GroupDescription:
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or group.consumer is not None:
+            # Kafka 4's DescribeGroups v0-5 on a consumer group: as if it did not exist.
             return GroupDescription(ErrorCode.NONE, group_id, D.wire_name, "", "")
         stable = group.is_(S)
         protocol = (group.protocol_name or "") if stable else ""
@@ -971,13 +1043,23 @@ class GroupCoordinator:
 
     def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = (),
                     ) -> list[GroupOverview]:
-        wanted_states = {s.lower() for s in states}
-        wanted_types = {t.lower() for t in types}
-        if wanted_types and "classic" not in wanted_types:
-            return []  # every group here is a classic group
-        return [GroupOverview(g.group_id, g.protocol_type or "", g.state.wire_name)
-                for g in self.groups.values()
-                if not wanted_states or g.state.wire_name.lower() in wanted_states]
+        wanted_states = {s.lower().strip() for s in states}
+        wanted_types = {t.lower().strip() for t in types}
+        out = []
+        for g in self.groups.values():
+            if g.is_(D):
+                continue
+            if g.consumer is not None:
+                overview = GroupOverview(g.group_id, "consumer", g.consumer.state.value,
+                                         "consumer")
+            else:
+                overview = GroupOverview(g.group_id, g.protocol_type or "", g.state.wire_name)
+            if wanted_states and overview.state.lower() not in wanted_states:
+                continue
+            if wanted_types and overview.group_type not in wanted_types:
+                continue
+            out.append(overview)
+        return out
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
         now = self.now()
@@ -987,6 +1069,8 @@ class GroupCoordinator:
             group = self.groups.get(gid)
             if group is None or group.is_(D):
                 results[gid] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif group.consumer is not None and not group.consumer.is_empty:
+                results[gid] = ErrorCode.NON_EMPTY_GROUP
             elif group.is_(E):
                 group.transition_to(D, now)
                 eligible.append(group)
@@ -1067,8 +1151,39 @@ class GroupCoordinator:
                 else:
                     loader.groups[key.group] = parse_group_value(record.value)
                     loader.removed.discard(key.group)
+            elif key.version in consumer_records.KEY_TYPES:
+                self._replay_consumer(loader, key, record.key, record.value)
             else:
                 loader.unknown_keys += 1
+
+    @staticmethod
+    def _replay_consumer(loader: _Loader, key: UnknownKey, raw_key: bytes | memoryview,
+                         value: bytes | memoryview | None) -> None:
+        """One KIP-848 record, applied as the live coordinator applied it."""
+        r = consumer_records
+        ckey = r.parse_key(raw_key, key.version)
+        gid, kind = ckey.group, ckey.record_type
+        cg = loader.consumer.get(gid)
+        if cg is None:
+            if value is None or kind in (r.PARTITION_METADATA, r.REGULAR_EXPRESSION):
+                return  # a tombstone for a group already gone; metadata Kafka < 4.1 kept
+            cg = loader.consumer[gid] = ConsumerGroup(gid)
+        if kind == r.GROUP_METADATA:
+            if value is None:
+                del loader.consumer[gid]
+            else:
+                cg.apply_epoch(*r.parse_group_epoch(value))
+        elif kind == r.MEMBER_METADATA:
+            cg.apply_member(ckey.member_id,
+                            None if value is None else r.parse_member(ckey.member_id, value))
+        elif kind == r.TARGET_MEMBER:
+            cg.apply_target(ckey.member_id, None if value is None else r.parse_target(value))
+        elif kind == r.TARGET_METADATA:
+            cg.apply_assignment_epoch(-1 if value is None else r.parse_assignment_epoch(value))
+        elif kind == r.CURRENT_ASSIGNMENT:
+            cg.apply_current(ckey.member_id,
+                             None if value is None else r.parse_current(ckey.member_id, value))
+        # PARTITION_METADATA (Kafka < 4.1) and REGULAR_EXPRESSION: nothing Odradek keeps.
 
     def finish_load(self) -> None:
         loader, self._loader = self._loader, None
@@ -1077,6 +1192,9 @@ class GroupCoordinator:
         now = self.now()
         for gid, (version, value) in loader.groups.items():
             self.groups[gid] = self._group_from_record(gid, version, value, now)
+        for gid, cg in loader.consumer.items():
+            group = self.groups.get(gid) or self._add_group(gid, now)
+            group.convert_to_consumer(cg)
         for (gid, tp), committed in loader.offsets.items():
             group = self.groups.get(gid) or self._add_group(gid, now)
             group.offsets[tp] = committed
@@ -1088,6 +1206,7 @@ class GroupCoordinator:
             for member in group.members.values():
                 # Members of a loaded group keep their ids: they get a session to come back.
                 self._schedule_heartbeat(group, member, now)
+        self.schedule_loaded_consumer_members(now)
         if loader.unknown_keys:
             self._log("skipped records with unknown key versions", count=loader.unknown_keys)
 

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from odradek.coordinator.common import Pending
+from odradek.coordinator.group.consumer.model import ConsumerGroup
 from odradek.coordinator.group.records import OffsetAndMetadata
 from odradek.coordinator.group.state import GroupState, can_enter
 from odradek.wire import ErrorCode
@@ -100,6 +101,7 @@ class GroupOverview:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"
 
 
 # -- members and groups --------------------------------------------------------------------------
@@ -186,6 +188,31 @@ class Group:
         self.offsets: dict[TopicPartition, CommittedOffset] = {}
         self.pending_offset_commits: dict[TopicPartition, OffsetAndMetadata] = {}
         self.pending_txn_offsets: dict[int, dict[TopicPartition, CommittedOffset]] = {}
+        # A KIP-848 consumer group: its state lives here, the classic fields stay unused
+        # (the group stays Empty for the classic protocol) and the offsets stay above.
+        self.consumer: ConsumerGroup | None = None
+        self._classic_saved: tuple[int, str | None, str | None, str | None] | None = None
+
+    @property
+    def is_empty_classic(self) -> bool:
+        """A classic group without members (Kafka converts it when a consumer joins)."""
+        return self.consumer is None and self.state is GroupState.EMPTY
+
+    def convert_to_consumer(self, consumer: ConsumerGroup) -> None:
+        self._classic_saved = (self.generation_id, self.protocol_type, self.protocol_name,
+                               self.leader_id)
+        self.generation_id, self.protocol_type, self.protocol_name = 0, None, None
+        self.leader_id = None
+        self.subscribed_topics = None
+        self.consumer = consumer
+
+    def convert_to_classic(self, *, restore: bool = False) -> None:
+        """Drop the consumer group; `restore`: undo a conversion whose write failed."""
+        if restore and self._classic_saved is not None:
+            (self.generation_id, self.protocol_type, self.protocol_name,
+             self.leader_id) = self._classic_saved
+        self._classic_saved = None
+        self.consumer = None
 
     def __repr__(self) -> str:
         return (f"Group({self.group_id!r}, {self.state.value}, gen={self.generation_id}, "

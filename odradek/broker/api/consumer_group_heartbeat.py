@@ -1,0 +1,68 @@
+"""ConsumerGroupHeartbeat (key 68), versions 0-1: KIP-848 consumer groups.
+
+- Join (member epoch 0), heartbeat, leave (-1) and static leave (-2) of a consumer-protocol
+  member, as Kafka's group coordinator: the group epoch moves when a subscription or the
+  subscribed topics change, the server-side assignor (`group.consumer.assignors`, `uniform`
+  first by default, or the member's ServerAssignor) computes the target assignment, and each
+  member reconciles towards it (revoke first; partitions another member still holds are
+  handed out only once released). The response carries the member epoch, the heartbeat
+  interval (`group.consumer.heartbeat.interval.ms`) and the assignment when it changed or the
+  request was a full one.
+- v1: the member id is the client's (empty: INVALID_REQUEST); v0: an empty id on join gets a
+  coordinator-made one.
+- Errors as Kafka: INVALID_REQUEST (with Kafka's messages) for missing join fields,
+  UNSUPPORTED_ASSIGNOR, FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
+  UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED (`group.consumer.max.size`),
+  GROUP_ID_NOT_FOUND (no such consumer group; a classic group with members), and
+  COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR when the write fails. Session timeout
+  `group.consumer.session.timeout.ms`; a member that does not revoke within its rebalance
+  timeout is fenced.
+- State is written to `__consumer_offsets` as Kafka's ConsumerGroup* records and rebuilt
+  from them on start.
+- Not implemented yet: SubscribedTopicRegex (answered INVALID_REQUEST "SubscribedTopicRegex
+  is not supported yet.", as Kafka 3.7-3.9 did), online migration between classic and
+  consumer groups, rack-aware assignment, per-group configs, ACLs, quotas.
+"""
+
+from __future__ import annotations
+
+from odradek.broker.api.join_group import client_host
+from odradek.broker.context import RequestContext
+from odradek.coordinator.group.consumer.coordinator import HeartbeatRequest
+from odradek.wire._generated.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+
+Resp = ConsumerGroupHeartbeatResponse
+
+
+async def handle(ctx: RequestContext,
+                 request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+    v = ctx.api_version
+    req = HeartbeatRequest(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        member_epoch=request.member_epoch,
+        instance_id=request.instance_id,
+        rack_id=request.rack_id,
+        rebalance_timeout_ms=request.rebalance_timeout_ms,
+        subscribed_topic_names=request.subscribed_topic_names,
+        subscribed_topic_regex=request.subscribed_topic_regex if v >= 1 else None,
+        server_assignor=request.server_assignor,
+        topic_partitions=(None if request.topic_partitions is None
+                          else [(tp.topic_id, tp.partitions) for tp in request.topic_partitions]),
+        client_id=ctx.client_id or "",
+        client_host=client_host(ctx.client.address),
+        api_version=v,
+    )
+    result = await ctx.groups.wait(lambda g: g.consumer_group_heartbeat(req))
+    assignment = None
+    if result.assignment is not None:
+        assignment = Resp.Assignment(topic_partitions=[
+            Resp.TopicPartitions(topic_id=t, partitions=sorted(ps))
+            for t, ps in sorted(result.assignment.items())])
+    return ConsumerGroupHeartbeatResponse(
+        error_code=result.error, error_message=result.message, member_id=result.member_id,
+        member_epoch=result.member_epoch, heartbeat_interval_ms=result.heartbeat_interval_ms,
+        assignment=assignment)

@@ -1,0 +1,13 @@
+"""KIP-848 consumer groups (the consumer protocol): model, assignors, records, operations."""
+
+# The `group.version` feature levels this coordinator serves: 1 (KIP-848 consumer groups:
+# ConsumerGroupHeartbeat and ConsumerGroupDescribe are advertised). Kafka 4 finalizes 1 by
+# default.
+# TODO(merge with features.py): finalize group.version from these in ApiVersions.
+GROUP_VERSION_MIN = 0
+GROUP_VERSION_MAX = 1
+
+
+def group_version_supported() -> tuple[int, int]:
+    """(min, max) supported `group.version`, for ApiVersions' SupportedFeatures."""
+    return GROUP_VERSION_MIN, GROUP_VERSION_MAX

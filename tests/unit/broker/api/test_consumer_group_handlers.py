@@ -1,0 +1,124 @@
+"""ConsumerGroupHeartbeat, ConsumerGroupDescribe and the group apis on consumer groups,
+through the codec at every version, on a real Broker (temp dir, no sockets), and replay by
+a broker reopened on the same directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from admin_testutil import call, open_broker
+
+from odradek.broker.broker import Broker
+from odradek.wire import ApiKey, ErrorCode
+from odradek.wire._generated.consumer_group_describe import ConsumerGroupDescribeRequest
+from odradek.wire._generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from odradek.wire._generated.describe_groups import DescribeGroupsRequest
+from odradek.wire._generated.list_groups import ListGroupsRequest
+from odradek.wire._generated.offset_commit import OffsetCommitRequest
+from odradek.wire._generated.offset_fetch import OffsetFetchRequest
+
+SETTINGS = {"offsets.topic.num.partitions": "2", "group.consumer.heartbeat.interval.ms": "1234"}
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Broker:
+    b = open_broker(tmp_path, **SETTINGS)
+    b.cluster.create_topic("t", 4, {})
+    return b
+
+
+def hb(broker: Broker, v: int, **kw: object) -> ConsumerGroupHeartbeatRequest:
+    args: dict[str, object] = {"group_id": "g", "member_id": "m1", "member_epoch": 0,
+                               "rebalance_timeout_ms": 30_000, "subscribed_topic_names": ["t"],
+                               "topic_partitions": []}
+    args.update(kw)
+    resp = call(broker, ApiKey.CONSUMER_GROUP_HEARTBEAT, v, ConsumerGroupHeartbeatRequest(**args))  # type: ignore[arg-type]
+    return resp  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("v", [0, 1])
+def test_join_heartbeat_describe_leave(broker: Broker, v: int) -> None:
+    r = hb(broker, v)
+    assert (r.error_code, r.error_message, r.member_id, r.member_epoch, r.heartbeat_interval_ms) == (
+        ErrorCode.NONE, None, "m1", 1, 1234)
+    tid = broker.cluster.get("t").topic_id  # type: ignore[union-attr]
+    assert [(tp.topic_id, tp.partitions) for tp in r.assignment.topic_partitions] == [(tid, [0, 1, 2, 3])]
+    again = hb(broker, v, member_epoch=1, rebalance_timeout_ms=-1, subscribed_topic_names=None,
+               topic_partitions=None)
+    assert (again.error_code, again.member_epoch, again.assignment) == (ErrorCode.NONE, 1, None)
+    d = call(broker, ApiKey.CONSUMER_GROUP_DESCRIBE, v,
+             ConsumerGroupDescribeRequest(group_ids=["g", "nope"]))
+    g, nope = d.groups
+    assert (g.error_code, g.group_state, g.group_epoch, g.assignment_epoch, g.assignor_name) == (
+        ErrorCode.NONE, "Stable", 1, 1, "uniform")
+    [m] = g.members
+    assert (m.member_id, m.member_epoch, m.client_id, m.subscribed_topic_names) == (
+        "m1", 1, "test-client", ["t"])
+    assert [(tp.topic_name, tp.partitions) for tp in m.assignment.topic_partitions] == [("t", [0, 1, 2, 3])]
+    assert m.member_type == (1 if v >= 1 else -1)
+    assert (nope.error_code, nope.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group nope not found.")
+    left = hb(broker, v, member_epoch=-1)
+    assert (left.error_code, left.member_epoch) == (ErrorCode.NONE, -1)
+
+
+def test_errors_on_the_wire(broker: Broker) -> None:
+    r = hb(broker, 1, member_id="")
+    assert (r.error_code, r.error_message) == (ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+    r = hb(broker, 0, member_id="")
+    assert r.error_code == ErrorCode.NONE and len(r.member_id) == 22
+    r = hb(broker, 1, server_assignor="nope")
+    assert r.error_code == ErrorCode.UNSUPPORTED_ASSIGNOR
+    r = hb(broker, 1, member_epoch=7)
+    assert r.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert hb(broker, 1).error_code == ErrorCode.NONE
+    r = hb(broker, 1, member_epoch=7, rebalance_timeout_ms=-1, subscribed_topic_names=None)
+    assert r.error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    r = hb(broker, 1, subscribed_topic_regex="t.*")
+    assert (r.error_code, r.error_message) == (ErrorCode.INVALID_REQUEST,
+                                               "SubscribedTopicRegex is not supported yet.")
+    r = hb(broker, 1, group_id="other", member_epoch=3)
+    assert r.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_list_describe_offsets_and_replay(broker: Broker, tmp_path: Path) -> None:
+    r = hb(broker, 1)
+    groups = call(broker, ApiKey.LIST_GROUPS, 5, ListGroupsRequest(types_filter=["consumer"])).groups
+    assert [(g.group_id, g.protocol_type, g.group_state, g.group_type) for g in groups] == [
+        ("g", "consumer", "Stable", "consumer")]
+    assert call(broker, ApiKey.LIST_GROUPS, 5, ListGroupsRequest(types_filter=["classic"])).groups == []
+    d = call(broker, ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=["g"])).groups[0]
+    assert (d.error_code, d.group_state, d.members) == (ErrorCode.NONE, "Dead", [])
+
+    def commit(v: int, epoch: int, member: str = "m1") -> int:
+        req = OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=epoch, member_id=member,
+                                  topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
+                                      OffsetCommitRequest.OffsetCommitRequestPartition(
+                                          partition_index=0, committed_offset=5)])])
+        return call(broker, ApiKey.OFFSET_COMMIT, v, req).topics[0].partitions[0].error_code  # type: ignore[no-any-return]
+
+    assert commit(9, r.member_epoch) == ErrorCode.NONE
+    assert commit(9, 0) == ErrorCode.STALE_MEMBER_EPOCH
+    assert commit(9, 1, "x") == ErrorCode.UNKNOWN_MEMBER_ID
+    assert commit(8, 1) == ErrorCode.UNSUPPORTED_VERSION
+
+    def fetch(member: str | None, epoch: int) -> tuple[int, int]:
+        G = OffsetFetchRequest.OffsetFetchRequestGroup
+        req = OffsetFetchRequest(groups=[G(group_id="g", member_id=member, member_epoch=epoch, topics=[
+            OffsetFetchRequest.OffsetFetchRequestTopics(name="t", partition_indexes=[0])])])
+        g = call(broker, ApiKey.OFFSET_FETCH, 9, req).groups[0]
+        return g.error_code, (g.topics[0].partitions[0].committed_offset if g.topics else -1)
+
+    assert fetch("m1", 1) == (ErrorCode.NONE, 5)
+    assert fetch(None, -1) == (ErrorCode.NONE, 5)
+    assert fetch("m1", 2)[0] == ErrorCode.STALE_MEMBER_EPOCH
+    assert fetch("zz", 1)[0] == ErrorCode.UNKNOWN_MEMBER_ID
+
+    before = call(broker, ApiKey.CONSUMER_GROUP_DESCRIBE, 1, ConsumerGroupDescribeRequest(group_ids=["g"]))
+    reopened = open_broker(tmp_path, **SETTINGS)
+    after = call(reopened, ApiKey.CONSUMER_GROUP_DESCRIBE, 1, ConsumerGroupDescribeRequest(group_ids=["g"]))
+    assert repr(after.groups) == repr(before.groups)
+    r2 = hb(reopened, 1, member_epoch=1, topic_partitions=[
+        ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=tp.topic_id, partitions=tp.partitions)
+        for tp in r.assignment.topic_partitions])
+    assert (r2.error_code, r2.member_epoch) == (ErrorCode.NONE, 1)
