@@ -26,6 +26,7 @@ from odradek.broker.connection import IncomingRequest
 from odradek.broker.context import ClientInfo, GroupRuntime, RequestContext, TxnRuntime
 from odradek.broker.coordinators.producer_ids import PRODUCER_ID_BLOCK_FILE, ProducerIdAllocator
 from odradek.broker.coordinators.runtime import CoordinatorRuntime, InternalTopic
+from odradek.broker.features import Features
 from odradek.broker.partitions import LocalPartitions
 from odradek.broker.storage.cleaner import LogCleaner
 from odradek.broker.storage.manager import LogManager
@@ -94,6 +95,7 @@ class Broker:
         self._check_logs()
         self.partitions = LocalPartitions(self.cluster, self.logs)
         self.advertised: list[Listener] = config.advertised_for({})
+        self.features = Features.finalize(self.now_ms())
         self.groups: GroupRuntime = self._group_runtime()
         self.transactions: TxnRuntime = self._transaction_runtime()
 
@@ -229,7 +231,7 @@ class Broker:
         return RequestContext(
             config=self.config, node=self, clock=self, cluster=self.cluster,
             partitions=self.partitions, groups=self.groups, transactions=self.transactions,
-            client=client, api_key=request.api_key, api_version=request.api_version,
+            features=self.features, client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id)
 
     @staticmethod

@@ -15,7 +15,7 @@ from admin_testutil import call, open_broker
 from odradek.broker.api.api_versions import unsupported_version_response
 from odradek.broker.registry import HANDLERS, advertised
 from odradek.wire import API_SPECS, ApiKey, ErrorCode
-from odradek.wire._generated.api_versions import ApiVersionsRequest
+from odradek.wire._generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 ADVERTISED = [
     (0, 3, 11), (1, 4, 17), (2, 0, 10), (3, 0, 12), (8, 0, 9), (9, 0, 9), (10, 0, 6), (11, 0, 9),
@@ -53,3 +53,44 @@ def test_the_unsupported_version_answer_lists_the_same_ranges() -> None:
     response = unsupported_version_response()
     assert response.error_code == ErrorCode.UNSUPPORTED_VERSION
     assert [(a.api_key, a.min_version, a.max_version) for a in response.api_keys] == ADVERTISED
+
+
+# -- feature levels (KIP-584), as a Kafka 4.4.0 broker reports them --------------------------
+
+
+def _features(response: ApiVersionsResponse) -> tuple[list[tuple[str, int, int]],
+                                                      dict[str, tuple[int, int]]]:
+    supported = sorted((f.name, f.min_version, f.max_version) for f in response.supported_features)
+    finalized = {f.name: (f.min_version_level, f.max_version_level)
+                 for f in response.finalized_features}
+    return supported, finalized
+
+
+def test_v4_reports_the_supported_ranges_and_finalized_levels(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    request = ApiVersionsRequest(client_software_name="test", client_software_version="1.0")
+    response = call(broker, ApiKey.API_VERSIONS, 4, request)
+    supported, finalized = _features(response)
+    assert supported == [("kraft.version", 0, 1), ("metadata.version", 7, 33)]
+    # No transaction.version (classic transactions) and no group.version (classic groups).
+    assert finalized == {"metadata.version": (33, 33)}
+    assert response.finalized_features_epoch > 0
+    assert response.zk_migration_ready is False
+
+
+def test_v3_leaves_out_supported_ranges_starting_at_0(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    request = ApiVersionsRequest(client_software_name="test", client_software_version="1.0")
+    supported, finalized = _features(call(broker, ApiKey.API_VERSIONS, 3, request))
+    assert supported == [("metadata.version", 7, 33)]  # KAFKA-17011, as Kafka 4.4 answers v3
+    assert finalized == {"metadata.version": (33, 33)}
+
+
+def test_features_before_v3_and_in_the_unsupported_version_answer_are_absent(
+        tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    request = ApiVersionsRequest(client_software_name="test", client_software_version="1.0")
+    response = call(broker, ApiKey.API_VERSIONS, 2, request)
+    assert response.finalized_features == [] or response.finalized_features is None
+    unsupported = unsupported_version_response()
+    assert unsupported.finalized_features_epoch == -1 and not unsupported.finalized_features
