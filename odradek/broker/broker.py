@@ -146,6 +146,7 @@ class Broker:
                     "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
                 id_expiry_interval_ms=cfg.get_int(
                     "transaction.remove.expired.transaction.cleanup.interval.ms"),
+                transaction_version=self.features.transaction_version,
             ),
             clock=self,
             producer_ids=ProducerIdAllocator(cfg.log_dirs[0] / PRODUCER_ID_BLOCK_FILE),
