@@ -26,7 +26,7 @@ from odradek.broker.connection import IncomingRequest
 from odradek.broker.context import ClientInfo, GroupRuntime, RequestContext, TxnRuntime
 from odradek.broker.coordinators.producer_ids import PRODUCER_ID_BLOCK_FILE, ProducerIdAllocator
 from odradek.broker.coordinators.runtime import CoordinatorRuntime, InternalTopic
-from odradek.broker.features import Features
+from odradek.broker.features import FeatureLevelError, Features
 from odradek.broker.partitions import LocalPartitions
 from odradek.broker.storage.cleaner import LogCleaner
 from odradek.broker.storage.manager import LogManager
@@ -34,6 +34,7 @@ from odradek.config import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
     BrokerConfig,
+    ConfigError,
     Effect,
     Listener,
     resolve_topic_config,
@@ -95,7 +96,11 @@ class Broker:
         self._check_logs()
         self.partitions = LocalPartitions(self.cluster, self.logs)
         self.advertised: list[Listener] = config.advertised_for({})
-        self.features = Features.finalize(self.now_ms())
+        try:
+            self.features = Features.finalize(
+                self.now_ms(), transaction_version=config.get_int("transaction.version"))
+        except FeatureLevelError as e:
+            raise ConfigError(str(e), "transaction.version") from None
         self.groups: GroupRuntime = self._group_runtime()
         self.transactions: TxnRuntime = self._transaction_runtime()
 

@@ -11,10 +11,12 @@ metadata.version 33, transaction.version 2, group.version 1, share.version 2, st
 1, eligible.leader.replicas.version 1 (kraft.version stays at 0, which is never listed).
 
 Odradek reports only what it implements: the same metadata.version (its api versions are
-4.4's) and kraft.version ranges. Features at level 0 only (transaction.version until
-transactions v2 are served, group.version until KIP-848 consumer groups exist, share,
-streams, eligible leader replicas) are left out of both lists, as Kafka leaves out a feature
-whose highest supported level is 0. Enabling KIP-848 is one line: `GROUP_VERSION_MAX = 1`.
+4.4's) and kraft.version ranges, `transaction.version` 0-2 finalized at the level the broker
+setting `transaction.version` selects (default 2, as Kafka 4.x formats new clusters; 1 or 0
+emulate an older cluster: clients then use the classic transaction protocol). Features at
+level 0 only (group.version until KIP-848 consumer groups exist, share, streams, eligible
+leader replicas) are left out of both lists, as Kafka leaves out a feature whose highest
+supported level is 0. Enabling KIP-848 is one line: `GROUP_VERSION_MAX = 1`.
 
 The finalized-features epoch is the broker's start time in milliseconds: Kafka's is the
 metadata offset of the last change, and the Java client re-reads the levels only when the
@@ -34,7 +36,7 @@ GROUP_VERSION = "group.version"
 
 # metadata.version 33 is Kafka 4.4.0's latest production level (7 is 3.3-IV3, the floor).
 METADATA_VERSION_MIN, METADATA_VERSION_LEVEL = 7, 33
-TRANSACTION_VERSION_MAX = 0  # 2 once transactions v2 (KIP-890) are served
+TRANSACTION_VERSION_MAX = 2  # TV2: epoch bump per transaction, implicit partition adds
 GROUP_VERSION_MAX = 0  # 1 once KIP-848 consumer groups are served
 
 

@@ -7,9 +7,10 @@
 - v3+: client_software_name/version must match Kafka's pattern, else INVALID_REQUEST.
 - v3+ carries the feature levels of `broker/features.py` (KIP-584) as a Kafka 4.4 broker
   does: SupportedFeatures (v3 leaves out ranges whose minimum is 0, KAFKA-17011; v4+ lists
-  them all), FinalizedFeaturesEpoch and FinalizedFeatures (metadata.version 33),
-  ZkMigrationReady false (KRaft only). transaction.version and group.version are not
-  finalized until transactions v2 and KIP-848 groups are served: clients stay classic.
+  them all), FinalizedFeaturesEpoch and FinalizedFeatures (metadata.version 33 and
+  `transaction.version` at the level the broker setting selects, 2 by default, which makes
+  Java 4.x producers use transactions v2), ZkMigrationReady false (KRaft only).
+  group.version is not finalized until KIP-848 groups are served.
 - The unsupported-version answer (v0 form) carries no features, as Kafka's.
 - Not implemented: throttling, v5 (KIP-1242, not served).
 """

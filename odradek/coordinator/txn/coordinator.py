@@ -552,7 +552,8 @@ class TransactionCoordinator:
             self._persist(meta, meta.prepare_complete(self.now()))
             return
         self._marking.add(meta.transactional_id)
-        marker = Marker(commit=meta.state is PC, coordinator_epoch=self.config.coordinator_epoch)
+        marker = Marker(commit=meta.state is PC, coordinator_epoch=self.config.coordinator_epoch,
+                        transaction_version=meta.client_tv)
         partitions = sorted(meta.partitions)
         outstanding = [len(partitions)]
 
