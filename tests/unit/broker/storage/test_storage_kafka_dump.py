@@ -51,7 +51,22 @@ def _kafka_versions() -> list[str]:
     core = M2 / "org" / "apache" / "kafka" / "kafka_2.13"
     if not core.is_dir():
         return []
-    return sorted((d.name for d in core.iterdir() if any(d.glob("*.jar"))), key=_version_key)
+    # Only the versions whose core jar holds the tool (kafka.tools.DumpLogSegments): a
+    # kafka_2.13 resolved without it (the 4.4 oracle's classpath) has nothing to run.
+    return sorted((d.name for d in core.iterdir()
+                   if any(_has_dump_tool(j) for j in d.glob("kafka_2.13-*.jar")
+                          if not j.name.endswith(("-sources.jar", "-javadoc.jar", "-test.jar")))),
+                  key=_version_key)
+
+
+def _has_dump_tool(jar: Path) -> bool:
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(jar) as z:
+            return "kafka/tools/DumpLogSegments.class" in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
 
 
 def _classpath(version: str) -> str:
