@@ -136,20 +136,23 @@ class OdradekBroker(Broker):
 class KafkaBroker(Broker):
     name = "apache-kafka"
     version = KAFKA_VERSION
+    cp_name = "clients-4.1"
 
     def __init__(self, data_dir: Path, log_path: Path, overrides: dict[str, str] | None = None,
-                 source: Path | None = None) -> None:
-        """`source`: run the odradek package of another checkout (a benchmark baseline)."""
+                 source: Path | None = None, features: dict[str, int] | None = None) -> None:
+        """`source`: run the odradek package of another checkout (a benchmark baseline).
+        `features`: finalized feature levels given to `kafka-storage format --feature`."""
         self.source = source
         self.data_dir = data_dir
         self.log_path = log_path
         self.overrides = {**COMMON_OVERRIDES, **(overrides or {})}
+        self.features = dict(features or {})
 
     def log_dirs(self) -> list[Path]:
         return [self.data_dir / "logs"]
 
     def start(self, timeout: float = 90.0) -> None:
-        cp = java_classpath("clients-4.1")
+        cp = java_classpath(self.cp_name)
         self.port, cport = free_port(), free_port()
         props = self.data_dir / "server.properties"
         (self.data_dir / "logs").mkdir(parents=True, exist_ok=True)
@@ -176,7 +179,9 @@ class KafkaBroker(Broker):
         props.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         java = ["java", "-Xmx1g", "-XX:+UseG1GC", "-cp", cp]
         log = self.log_path.open("w")
-        fmt = subprocess.run([*java, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(props)],
+        feature_args = [a for k, v in self.features.items() for a in ("--feature", f"{k}={v}")]
+        fmt = subprocess.run([*java, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(props),
+                              *feature_args],
                              stdout=log, stderr=subprocess.STDOUT, timeout=120)
         if fmt.returncode != 0:
             raise RuntimeError(f"kafka storage format failed; see {self.log_path}")
@@ -199,6 +204,14 @@ class KafkaBroker(Broker):
         raise RuntimeError(f"kafka did not answer Metadata within {timeout}s; see {self.log_path}")
 
 
+class Kafka44Broker(KafkaBroker):
+    """Apache Kafka 4.4.0 (kafka_2.13 from the clients-4.4 classpath): the oracle for the 4.4
+    protocol, transactions v2 finalized by default."""
+
+    version = "4.4.0"
+    cp_name = "clients-4.4"
+
+
 def _cluster_id() -> str:
     # Kafka's cluster ids are 16 random bytes in url-safe base64 without padding.
     import base64
@@ -206,12 +219,18 @@ def _cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def make_broker(target: str, workdir: Path, overrides: dict[str, str] | None = None) -> Broker:
-    """A broker (not started) for `target`, with Kafka-named settings `overrides`."""
+def make_broker(target: str, workdir: Path, overrides: dict[str, str] | None = None,
+                features: dict[str, int] | None = None) -> Broker:
+    """A broker (not started) for `target`, with Kafka-named settings `overrides` and the
+    finalized feature levels `features` (Kafka: `kafka-storage format --feature`; Odradek:
+    the broker setting of the same name, e.g. transaction.version)."""
     data = Path(tempfile.mkdtemp(prefix=f"compat-{target}-", dir=workdir))
     log = workdir / f"broker-{target}.log"
     if target == "odradek":
-        return OdradekBroker(data, log, overrides)
+        levels = {name: str(level) for name, level in (features or {}).items()}
+        return OdradekBroker(data, log, {**(overrides or {}), **levels})
     if target == "kafka":
-        return KafkaBroker(data, log, overrides)
+        return KafkaBroker(data, log, overrides, features=features)
+    if target == "kafka-4.4":
+        return Kafka44Broker(data, log, overrides, features=features)
     raise ValueError(f"unknown target {target!r}")

@@ -92,7 +92,10 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m compat_tests.run", description=__doc__.splitlines()[0])
-    ap.add_argument("--target", choices=["odradek", "kafka"], default="odradek")
+    ap.add_argument("--target", choices=["odradek", "kafka", "kafka-4.4"], default="odradek")
+    ap.add_argument("--transaction-version", type=int, default=None,
+                    help="finalize transaction.version at this level (default: the broker's, 2 "
+                         "on Odradek and Kafka 4.4)")
     ap.add_argument("--clients", default="", help=f"comma list of {', '.join(DRIVERS)} (default: all)")
     ap.add_argument("--scenarios", default="", help="comma list (default: all)")
     ap.add_argument("--jobs", type=int, default=3, help="drivers run at once")
@@ -124,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         broker.port = int(args.bootstrap.rsplit(":", 1)[1])
         broker.name = "external"
     else:
-        broker = make_broker(args.target, workdir)
+        features = ({} if args.transaction_version is None
+                    else {"transaction.version": args.transaction_version})
+        broker = make_broker(args.target, workdir, features=features)
         print(f"starting {broker.name} ...", file=sys.stderr)
         broker.start()
     print(f"{broker.name} {broker.version} at {broker.bootstrap}; work dir {workdir}", file=sys.stderr)

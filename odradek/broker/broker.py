@@ -27,6 +27,7 @@ from odradek.broker.connection import IncomingRequest
 from odradek.broker.context import ClientInfo, GroupRuntime, RequestContext, TxnRuntime
 from odradek.broker.coordinators.producer_ids import PRODUCER_ID_BLOCK_FILE, ProducerIdAllocator
 from odradek.broker.coordinators.runtime import CoordinatorRuntime, InternalTopic
+from odradek.broker.features import FeatureLevelError, Features
 from odradek.broker.partitions import LocalPartitions
 from odradek.broker.storage.cleaner import LogCleaner
 from odradek.broker.storage.manager import LogManager
@@ -34,6 +35,7 @@ from odradek.config import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
     BrokerConfig,
+    ConfigError,
     Effect,
     Listener,
     resolve_topic_config,
@@ -112,6 +114,11 @@ class Broker:
         self._check_logs()
         self.partitions = LocalPartitions(self.cluster, self.logs)
         self.advertised: list[Listener] = config.advertised_for({})
+        try:
+            self.features = Features.finalize(
+                self.now_ms(), transaction_version=config.get_int("transaction.version"))
+        except FeatureLevelError as e:
+            raise ConfigError(str(e), "transaction.version") from None
         self.groups: GroupRuntime = self._group_runtime()
         self.transactions: TxnRuntime = self._transaction_runtime()
 
@@ -169,6 +176,7 @@ class Broker:
                     "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
                 id_expiry_interval_ms=cfg.get_int(
                     "transaction.remove.expired.transaction.cleanup.interval.ms"),
+                transaction_version=self.features.transaction_version,
             ),
             clock=self,
             producer_ids=ProducerIdAllocator(cfg.log_dirs[0] / PRODUCER_ID_BLOCK_FILE),
@@ -254,7 +262,7 @@ class Broker:
         return RequestContext(
             config=self.config, node=self, clock=self, cluster=self.cluster,
             partitions=self.partitions, groups=self.groups, transactions=self.transactions,
-            client=client, api_key=request.api_key, api_version=request.api_version,
+            features=self.features, client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id)
 
     @staticmethod

@@ -34,9 +34,10 @@ class Partitions(Protocol):
         ...
 
     def append_internal(self, topic: str, partition: int, batch: memoryview,
-                        now_ms: int) -> AppendInfo:
+                        now_ms: int, transaction_version: int = 0) -> AppendInfo:
         """Append a batch the broker built (origin COORDINATOR: producer epochs are checked,
-        sequences are not). Raises the storage layer's errors (`storage/errors.py`),
+        sequences are not; a marker's `transaction_version` 2 asks for the strict epoch check).
+        Raises the storage layer's errors (`storage/errors.py`),
         UnknownPartitionError when the partition does not exist."""
         ...
 
@@ -81,12 +82,12 @@ class LocalPartitions:
         return plog
 
     def append_internal(self, topic: str, partition: int, batch: memoryview,
-                        now_ms: int) -> AppendInfo:
+                        now_ms: int, transaction_version: int = 0) -> AppendInfo:
         plog = self.log(topic, partition)
         if plog is None:
             raise UnknownPartitionError(f"no partition {topic}-{partition}")
         return plog.append(batch, leader_epoch=LEADER_EPOCH, now_ms=now_ms,
-                           origin=Origin.COORDINATOR)
+                           origin=Origin.COORDINATOR, transaction_version=transaction_version)
 
     def notify_appended(self, topic: str, partition: int) -> None:
         ev = self._appended

@@ -26,7 +26,7 @@ class HandlerEntry:
 # Versions below each api's floor need the legacy message format (Produce v0-2, Fetch v0-3)
 # or are not implemented yet; the handler modules' docstrings say what each version lacks.
 HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
-    ApiKey.PRODUCE: HandlerEntry("produce", 3, 11),
+    ApiKey.PRODUCE: HandlerEntry("produce", 3, 13),
     ApiKey.FETCH: HandlerEntry("fetch", 4, 17),
     ApiKey.LIST_OFFSETS: HandlerEntry("list_offsets", 0, 10),
     ApiKey.METADATA: HandlerEntry("metadata", 0, 13),
@@ -59,11 +59,12 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.CONSUMER_GROUP_HEARTBEAT: HandlerEntry("consumer_group_heartbeat", 0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: HandlerEntry("consumer_group_describe", 0, 1),
     ApiKey.INIT_PRODUCER_ID: HandlerEntry("init_producer_id", 0, 5),
-    # Transactions: the classic protocol only (EndTxn v5 and Produce v12 are KIP-890's).
+    # Transactions: the classic protocol and transactions v2 (KIP-890: Produce v12+,
+    # EndTxn v5, TxnOffsetCommit v5+).
     ApiKey.ADD_PARTITIONS_TO_TXN: HandlerEntry("add_partitions_to_txn", 0, 5),
     ApiKey.ADD_OFFSETS_TO_TXN: HandlerEntry("add_offsets_to_txn", 0, 4),
-    ApiKey.END_TXN: HandlerEntry("end_txn", 0, 4),
-    ApiKey.TXN_OFFSET_COMMIT: HandlerEntry("txn_offset_commit", 0, 4),
+    ApiKey.END_TXN: HandlerEntry("end_txn", 0, 5),
+    ApiKey.TXN_OFFSET_COMMIT: HandlerEntry("txn_offset_commit", 0, 6),
     ApiKey.DESCRIBE_PRODUCERS: HandlerEntry("describe_producers", 0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: HandlerEntry("describe_transactions", 0, 0),
     ApiKey.LIST_TRANSACTIONS: HandlerEntry("list_transactions", 0, 1),

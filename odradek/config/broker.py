@@ -233,6 +233,11 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
         "transaction.remove.expired.transaction.cleanup.interval.ms", _T.INT, 3_600_000, at_least(1)
     ),
     _b("producer.id.expiration.ms", _T.INT, 86_400_000, at_least(1)),
+    # The finalized transaction.version feature level (Kafka sets it once with
+    # `kafka-storage format --feature transaction.version=N`, later with kafka-features.sh):
+    # 2 (Kafka 4.x's default) lets clients use transactions v2 (KIP-890), 1 or 0 emulate a
+    # cluster where they use the classic protocol. Not a Kafka broker setting.
+    _b("transaction.version", _T.SHORT, 2, between(0, 2)),
     _b("producer.id.expiration.check.interval.ms", _T.INT, 600_000, at_least(1)),
 )
 

@@ -47,6 +47,7 @@ class Marker:
 
     commit: bool
     coordinator_epoch: int
+    transaction_version: int = 0  # of the transaction it ends (2: the strict epoch check)
 
 
 @dataclass(slots=True)

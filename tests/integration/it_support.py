@@ -116,9 +116,13 @@ class BrokerProcess:
     def command(self) -> list[str]:
         base = os.environ.get("ODRADEK_IT_SERVER_CMD")
         argv = shlex.split(base) if base else [sys.executable, "-m", "odradek"]
+        # ODRADEK_IT_OVERRIDES="k=v k2=v2": settings for every broker of the run (e.g.
+        # transaction.version=1 to run the suite against a classic-transactions broker).
+        extra = dict(kv.split("=", 1) for kv in os.environ.get("ODRADEK_IT_OVERRIDES", "").split())
         settings = {
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "log.dirs": str(self.data_dir),
+            **extra,
             **self.overrides,
         }
         argv.append("serve")

@@ -8,6 +8,9 @@
   UNKNOWN_TOPIC_OR_PARTITION) and internal topics cannot be added directly (as Kafka's
   authorizer: TOPIC_AUTHORIZATION_FAILED; offsets go through AddOffsetsToTxn); one bad
   partition fails the whole transaction, the others answered OPERATION_NOT_ATTEMPTED.
+- A v4+ add (VerifyOnly false, what brokers send for a Produce v12+) is a transactions v2
+  add: the transaction remembers client transaction version 2, as Kafka's
+  transactionVersionForAddPartitionsToTxn decides; v0-3 adds are classic.
 - Coordinator errors as in `coordinator/txn/coordinator.py`; PRODUCER_FENCED is sent as
   INVALID_PRODUCER_EPOCH to v0-1 clients, as Kafka does.
 """
@@ -52,8 +55,9 @@ async def _one(ctx: RequestContext, txn_id: str, producer_id: int, producer_epoc
     if verify_only:
         return await ctx.transactions.read(lambda t: t.verify_partitions(
             txn_id, producer_id, producer_epoch, set(wanted)))
+    client_tv = 2 if ctx.api_version >= 4 else 0
     error = await ctx.transactions.wait(lambda t: t.add_partitions(
-        txn_id, producer_id, producer_epoch, set(wanted)))
+        txn_id, producer_id, producer_epoch, set(wanted), client_tv))
     if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
         error = ErrorCode.INVALID_PRODUCER_EPOCH
     return dict.fromkeys(wanted, error)

@@ -5,9 +5,14 @@
 - An ApiVersions version we do not know gets a v0-shaped UNSUPPORTED_VERSION answer with the
   list (KIP-511), sent by dispatch before the body is decoded; clients then retry at our max.
 - v3+: client_software_name/version must match Kafka's pattern, else INVALID_REQUEST.
-- No supported or finalized features are sent (finalized_features_epoch stays -1 and the
-  default-valued tagged fields are left out): clients use the classic group and
-  transaction protocols. Not implemented: feature flags (KIP-584), throttling.
+- v3+ carries the feature levels of `broker/features.py` (KIP-584) as a Kafka 4.4 broker
+  does: SupportedFeatures (v3 leaves out ranges whose minimum is 0, KAFKA-17011; v4+ lists
+  them all), FinalizedFeaturesEpoch and FinalizedFeatures (metadata.version 33 and
+  `transaction.version` at the level the broker setting selects, 2 by default, which makes
+  Java 4.x producers use transactions v2), ZkMigrationReady false (KRaft only).
+  group.version is not finalized until KIP-848 groups are served.
+- The unsupported-version answer (v0 form) carries no features, as Kafka's.
+- Not implemented: throttling, v5 (KIP-1242, not served).
 """
 
 from __future__ import annotations
@@ -31,6 +36,21 @@ def unsupported_version_response() -> ApiVersionsResponse:
     return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=_api_list())
 
 
+def _with_features(resp: ApiVersionsResponse, ctx: RequestContext) -> ApiVersionsResponse:
+    features = ctx.features
+    resp.supported_features = [
+        ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=rng.min_version,
+                                                max_version=rng.max_version)
+        for name, rng in features.supported(ctx.api_version)]
+    resp.finalized_features_epoch = features.epoch
+    resp.finalized_features = [
+        ApiVersionsResponse.FinalizedFeatureKey(name=name, min_version_level=level,
+                                                max_version_level=level)
+        for name, level in features.levels.items()]
+    resp.zk_migration_ready = False
+    return resp
+
+
 async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     if ctx.api_version >= 3:
         name, version = request.client_software_name, request.client_software_version
@@ -38,4 +58,5 @@ async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersion
             return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST,
                                        api_keys=_api_list())
         ctx.client.software_name, ctx.client.software_version = name, version
-    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=_api_list())
+    return _with_features(ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=_api_list()),
+                          ctx)

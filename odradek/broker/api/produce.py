@@ -1,4 +1,4 @@
-"""Produce (key 0), versions 3-11.
+"""Produce (key 0), versions 3-13.
 
 - acks 0, 1 and -1 (single node: -1 is satisfied by the local write); acks=0 gets no
   response, and a failed acks=0 request closes the connection, as Kafka does, so the client
@@ -28,11 +28,21 @@
   written twice; OUT_OF_ORDER_SEQUENCE_NUMBER; INVALID_PRODUCER_EPOCH for an older producer
   epoch (never a leader-epoch error: clients would retry it until they time out);
   INVALID_TXN_STATE for a non-transactional batch inside an open transaction.
-- The first transactional batch of a transaction on a partition is verified with the
-  transaction coordinator, as Kafka 3.x does (KIP-890 part 1): the partition must have been
-  added to the producer's open transaction, else INVALID_TXN_STATE (TRANSACTION_ABORTABLE for
-  v11+); a stale epoch is INVALID_PRODUCER_EPOCH. This keeps a zombie producer from opening
-  a transaction that no marker would ever close.
+- Transactional records need a transactional id, else every partition is
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED (Kafka's authorization answer); transactional
+  batches of more than one producer in one request: INVALID_PRODUCER_ID_MAPPING.
+- The first transactional batch of a transaction on a partition goes to the transaction
+  coordinator first (Kafka's ReplicaManager/AddPartitionsToTxnManager). v3-11 (KIP-890 part
+  1): the partition must have been added by the client's AddPartitionsToTxn, else
+  INVALID_TXN_STATE (TRANSACTION_ABORTABLE for v11); v12+ (transactions v2, KIP-890 part 2):
+  the partitions are added to the producer's transaction (starting one), CONCURRENT_TRANSACTIONS
+  (the previous transaction still completing) retried for up to 100 ms
+  (`add.partitions.to.txn.retry.backoff.max.ms`) and then returned. A stale epoch is
+  INVALID_PRODUCER_EPOCH, an unknown producer INVALID_PRODUCER_ID_MAPPING; coordinator
+  unavailability (and CONCURRENT_TRANSACTIONS before v12) is NOT_ENOUGH_REPLICAS, which
+  clients retry. This keeps a zombie producer from opening a transaction that no marker
+  would ever close.
+- v13 names topics by id (KIP-516): an unknown id is UNKNOWN_TOPIC_ID.
 - Topic configs applied as Kafka's LogValidator does (`_validation.py`): on CreateTime
   topics, `message.timestamp.before.max.ms` / `after.max.ms` (with the deprecated
   `message.timestamp.difference.max.ms` as fallback) bound each record's timestamp around the
@@ -44,12 +54,14 @@
   retriable: on a full disk until space is freed, for a failed log dir until a restart (see
   `storage/log.py`).
 - Appends wake long-polling fetches.
-- Not implemented yet: quotas (throttle_time_ms is 0), KIP-890 implicit partition adds and
-  partition verification (v12+ is not served), v0-2 (legacy message format).
+- Not implemented yet: quotas (throttle_time_ms is 0), Kafka's VerificationGuard (an EndTxn
+  landing between the coordinator's answer and the append), v0-2 (legacy message format;
+  Kafka 4.4 advertises them for librdkafka, KAFKA-18659, but refuses them).
 """
 
 from __future__ import annotations
 
+import anyio
 import structlog
 
 from odradek.broker.api._validation import check_timestamps, recompress
@@ -141,8 +153,10 @@ def _verify_transaction(ctx: RequestContext, topic: str, partition: int, plog: P
     return error
 
 
-def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.PartitionProduceData,
-                       now_ms: int, transactional_id: str | None) -> PartitionResponse:
+def _check_partition(ctx: RequestContext, topic: str, data: ProduceRequest.PartitionProduceData
+                     ) -> PartitionResponse | tuple[PartitionLog, memoryview, RecordBatch]:
+    """The checks before any transaction is consulted: the partition and its one valid
+    batch (Kafka's ProduceRequest.validateRecords and LogValidator's batch checks)."""
     resp = PartitionResponse(index=data.index, base_offset=-1, log_start_offset=-1)
     if topic in INTERNAL_TOPICS:
         resp.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
@@ -164,27 +178,33 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
     try:
         code, message, bad, batch = _validate(view, plog.config.compacts,
                                               plog.config.max_message_bytes)
-        if batch is None:
-            resp.error_code, resp.error_message = code, message
-            resp.record_errors = [
-                ProduceResponse.BatchIndexAndErrorMessage(batch_index=i,
-                                                          batch_index_error_message=message)
-                for i in bad]
-            log.warning("produce rejected", topic=topic, partition=data.index,
-                        error=code.name, reason=message, client=ctx.client_id)
-            return resp
-        if batch.compression == CompressionType.ZSTD and ctx.api_version < ZSTD_MIN_PRODUCE_VERSION:
-            resp.error_code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE  # as Kafka (KIP-110)
-            log.warning("produce rejected", topic=topic, partition=data.index,
-                        error=resp.error_code.name, reason="zstd needs Produce v7+",
-                        client=ctx.client_id)
-            return resp
-        code = _verify_transaction(ctx, topic, data.index, plog, batch, transactional_id)
-        if code != ErrorCode.NONE:
-            resp.error_code = code
-            log.info("produce rejected", topic=topic, partition=data.index, error=code.name,
-                     reason="transaction verification failed", client=ctx.client_id)
-            return resp
+    except RecordBatchError as e:
+        resp.error_code, resp.error_message = error_code_for(e), str(e)
+        log.warning("produce rejected", topic=topic, partition=data.index,
+                    error=resp.error_code.name, reason=str(e), client=ctx.client_id)
+        return resp
+    if batch is None:
+        resp.error_code, resp.error_message = code, message
+        resp.record_errors = [
+            ProduceResponse.BatchIndexAndErrorMessage(batch_index=i,
+                                                      batch_index_error_message=message)
+            for i in bad]
+        log.warning("produce rejected", topic=topic, partition=data.index,
+                    error=code.name, reason=message, client=ctx.client_id)
+        return resp
+    if batch.compression == CompressionType.ZSTD and ctx.api_version < ZSTD_MIN_PRODUCE_VERSION:
+        resp.error_code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE  # as Kafka (KIP-110)
+        log.warning("produce rejected", topic=topic, partition=data.index,
+                    error=resp.error_code.name, reason="zstd needs Produce v7+",
+                    client=ctx.client_id)
+        return resp
+    return plog, view, batch
+
+
+def _append_partition(ctx: RequestContext, topic: str, index: int, plog: PartitionLog,
+                      view: memoryview, batch: RecordBatch, now_ms: int) -> PartitionResponse:
+    resp = PartitionResponse(index=index, base_offset=-1, log_start_offset=-1)
+    try:
         rejected = check_timestamps(batch, plog.config, now_ms)
         if rejected is not None:
             resp.error_code, resp.error_message = rejected.code, rejected.message
@@ -192,7 +212,7 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
                 ProduceResponse.BatchIndexAndErrorMessage(batch_index=i,
                                                           batch_index_error_message=m)
                 for i, m in rejected.records]
-            log.info("produce rejected", topic=topic, partition=data.index,
+            log.info("produce rejected", topic=topic, partition=index,
                      error=rejected.code.name, reason=rejected.records[0][1],
                      client=ctx.client_id)
             return resp
@@ -201,7 +221,7 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
             if len(rebuilt) > plog.config.max_message_bytes:
                 raise MessageTooLargeError(
                     f"Message batch size is {len(rebuilt)} bytes in append to partition "
-                    f"{topic}-{data.index} which exceeds the maximum configured size of "
+                    f"{topic}-{index} which exceeds the maximum configured size of "
                     f"{plog.config.max_message_bytes}.")
             view = memoryview(rebuilt)
         info = plog.append(view, leader_epoch=LEADER_EPOCH, now_ms=now_ms,
@@ -211,7 +231,7 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
         resp.error_code, resp.error_message = code, str(e)
         # A refused producer (sequence, epoch, transaction) is routine; a bad batch is not.
         report = log.info if isinstance(e, ProducerStateError) else log.warning
-        report("produce rejected", topic=topic, partition=data.index, error=code.name,
+        report("produce rejected", topic=topic, partition=index, error=code.name,
                reason=str(e), client=ctx.client_id)
         return resp
     except StorageError as e:
@@ -226,30 +246,140 @@ def _produce_partition(ctx: RequestContext, topic: str, data: ProduceRequest.Par
     return resp
 
 
+# Coordinator answers a client would not retry well, sent as NOT_ENOUGH_REPLICAS (retriable,
+# no metadata refresh), as Kafka's ReplicaManager does.
+_RETRIABLE_AS_NOT_ENOUGH_REPLICAS = frozenset({
+    ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+})
+ADD_PARTITIONS_RETRY_BACKOFF_MS = 20  # add.partitions.to.txn.retry.backoff.ms
+ADD_PARTITIONS_RETRY_MAX_MS = 100  # add.partitions.to.txn.retry.backoff.max.ms
+
+
+def _needs_transaction(plog: PartitionLog, batch: RecordBatch) -> bool:
+    """A transactional batch whose producer has no transaction open on this partition yet
+    (Kafka's maybeStartTransactionVerification)."""
+    if not batch.is_transactional:
+        return False
+    entry = plog.producer_state.last_entry(batch.producer_id)
+    return entry is None or entry.current_txn_first_offset is None
+
+
+def _produce_error(error: ErrorCode, version: int) -> tuple[ErrorCode, str | None]:
+    """A coordinator answer as Produce sends it (AddPartitionsToTxnManager, ReplicaManager)."""
+    if error == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH, None
+    if error == ErrorCode.TRANSACTION_ABORTABLE and version <= 10:
+        return ErrorCode.INVALID_TXN_STATE, None
+    if error == ErrorCode.INVALID_TXN_STATE:
+        return error, "Partition was not added to the transaction"
+    if error in _RETRIABLE_AS_NOT_ENOUGH_REPLICAS or (
+            error == ErrorCode.CONCURRENT_TRANSACTIONS and version <= 11):
+        return (ErrorCode.NOT_ENOUGH_REPLICAS,
+                "Unable to verify the partition has been added to the transaction. "
+                f"Underlying error: {error.name}")
+    return error, None
+
+
+async def _add_or_verify(ctx: RequestContext, transactional_id: str, producer_id: int,
+                         producer_epoch: int, partitions: set[tuple[str, int]]
+                         ) -> dict[tuple[str, int], ErrorCode]:
+    """v12+ (transactions v2): add the partitions to the producer's transaction, retrying
+    CONCURRENT_TRANSACTIONS (a commit finishing) for up to 100 ms as Kafka does; v11 and
+    older: verify they were added (AddPartitionsToTxn by the client)."""
+    if ctx.api_version <= 11:
+        return ctx.transactions.shard.verify_partitions(
+            transactional_id, producer_id, producer_epoch, partitions)
+    deadline = ctx.clock.now_ms() + ADD_PARTITIONS_RETRY_MAX_MS
+    while True:
+        error = await ctx.transactions.wait(lambda t: t.add_partitions(
+            transactional_id, producer_id, producer_epoch, partitions, client_tv=2))
+        if error != ErrorCode.CONCURRENT_TRANSACTIONS or ctx.clock.now_ms() >= deadline:
+            return dict.fromkeys(partitions, error)
+        await anyio.sleep(ADD_PARTITIONS_RETRY_BACKOFF_MS / 1000)
+
+
+def _failed(topics: list[tuple[str, ProduceRequest.TopicProduceData]], error: ErrorCode
+            ) -> dict[tuple[str, int], PartitionResponse]:
+    return {(name, d.index): PartitionResponse(index=d.index, error_code=error, base_offset=-1,
+                                               log_start_offset=-1)
+            for name, topic in topics for d in topic.partition_data}
+
+
 async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     now_ms = ctx.clock.now_ms()
     if request.transactional_id is not None:
         await ctx.transactions.ready()  # verification below reads the coordinator's state
-    responses = []
-    failed = False
+    by_id = ctx.api_version >= 13
+    topics: list[tuple[str, ProduceRequest.TopicProduceData]] = []
+    names: list[str | None] = []  # per request topic; None: an unknown topic id (v13+)
+    answers: dict[tuple[str, int], PartitionResponse] = {}
     for topic in request.topic_data:
-        parts = []
+        if by_id:
+            found = ctx.cluster.by_id.get(topic.topic_id)
+            names.append(None if found is None else found.name)
+            if found is not None:
+                topics.append((found.name, topic))
+        else:
+            names.append(topic.name)
+            topics.append((topic.name, topic))
+    checked: dict[tuple[str, int], tuple[PartitionLog, memoryview, RecordBatch]] = {}
+    for name, topic in topics:
         for data in topic.partition_data:
             if request.acks not in (-1, 0, 1):
-                part = PartitionResponse(index=data.index, error_code=ErrorCode.INVALID_REQUIRED_ACKS,
-                                         base_offset=-1)
+                answers[(name, data.index)] = PartitionResponse(
+                    index=data.index, error_code=ErrorCode.INVALID_REQUIRED_ACKS, base_offset=-1)
+                continue
+            result = _check_partition(ctx, name, data)
+            if isinstance(result, PartitionResponse):
+                answers[(name, data.index)] = result
             else:
-                part = _produce_partition(ctx, topic.name, data, now_ms,
-                                          request.transactional_id)
-            if part.error_code == ErrorCode.NONE:
-                ctx.partitions.notify_appended(topic.name, data.index)
-            else:
-                failed = True
-            parts.append(part)
-        responses.append(ProduceResponse.TopicProduceResponse(name=topic.name,
-                                                              partition_responses=parts))
+                checked[(name, data.index)] = result
+    transactional = {(b.producer_id, b.producer_epoch)
+                     for _, _, b in checked.values() if b.is_transactional}
+    if transactional and request.transactional_id is None:
+        # Kafka: transactional records need a transactional id (its authorization).
+        answers = _failed(topics, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        checked = {}
+    elif len(transactional) > 1:
+        answers = _failed(topics, ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        checked = {}
+    elif transactional and request.transactional_id is not None:
+        (pid, epoch), = transactional
+        wanted = {tp for tp, (plog, _, batch) in checked.items()
+                  if _needs_transaction(plog, batch)}
+        if wanted:
+            errors = await _add_or_verify(ctx, request.transactional_id, pid, epoch, wanted)
+            for tp, error in errors.items():
+                if error == ErrorCode.NONE:
+                    continue
+                code, message = _produce_error(error, ctx.api_version)
+                answers[tp] = PartitionResponse(index=tp[1], error_code=code, base_offset=-1,
+                                                log_start_offset=-1, error_message=message)
+                del checked[tp]
+                log.info("produce rejected", topic=tp[0], partition=tp[1], error=code.name,
+                         reason="transaction verification failed", client=ctx.client_id)
+    failed = (None in names
+              or any(a.error_code != ErrorCode.NONE for a in answers.values()))
+    for (name, index), (plog, view, batch) in checked.items():
+        part = _append_partition(ctx, name, index, plog, view, batch, now_ms)
+        answers[(name, index)] = part
+        if part.error_code == ErrorCode.NONE:
+            ctx.partitions.notify_appended(name, index)
+        else:
+            failed = True
     if request.acks == 0:
         if failed:
             raise CloseConnection("acks=0 produce request failed on at least one partition")
         return None
+    responses = []
+    for topic, resolved in zip(request.topic_data, names, strict=True):
+        if resolved is None:  # Kafka: UNKNOWN_TOPIC_ID for an id it does not know
+            parts = [PartitionResponse(index=d.index, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                                       base_offset=-1, log_start_offset=-1)
+                     for d in topic.partition_data]
+        else:
+            parts = [answers[(resolved, d.index)] for d in topic.partition_data]
+        responses.append(ProduceResponse.TopicProduceResponse(
+            name=topic.name, topic_id=topic.topic_id, partition_responses=parts))
     return ProduceResponse(responses=responses)

@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (key 28), versions 0-4.
+"""TxnOffsetCommit (key 28), versions 0-6.
 
 - The offsets are written as OffsetCommit records in a transactional batch (the producer's id
   and epoch) to the group's `__consumer_offsets` partition and staged: OffsetFetch does not
@@ -7,12 +7,18 @@
 - First, as Kafka's transaction verification, the group's offsets partition must be in the
   producer's open transaction (AddOffsetsToTxn): otherwise INVALID_TXN_STATE, or
   TRANSACTION_ABORTABLE for v4; an unknown producer id is INVALID_PRODUCER_ID_MAPPING and
-  another epoch INVALID_PRODUCER_EPOCH.
+  another epoch INVALID_PRODUCER_EPOCH. v5+ (transactions v2): the offsets partition is
+  added to the transaction instead (the AddOffsetsToTxn the client no longer sends), with
+  the same errors; CONCURRENT_TRANSACTIONS (the previous transaction completing) is returned
+  for the client to retry.
+- v6 names topics by id (KIP-1319): an unknown id is UNKNOWN_TOPIC_ID.
 - v3+ may name the group member (generation, member id, instance id), checked as for
   OffsetCommit; unknown topics or partitions: UNKNOWN_TOPIC_OR_PARTITION per partition.
 """
 
 from __future__ import annotations
+
+import uuid
 
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.model import TopicPartition
@@ -26,13 +32,19 @@ from odradek.wire._generated.txn_offset_commit import (
 Resp = TxnOffsetCommitResponse
 
 
-def _response(errors: dict[TopicPartition, ErrorCode]) -> TxnOffsetCommitResponse:
+def _response(errors: dict[TopicPartition, ErrorCode], ids: dict[str, uuid.UUID] | None = None
+              ) -> TxnOffsetCommitResponse:
     by_topic: dict[str, list[Resp.TxnOffsetCommitResponsePartition]] = {}
     for (topic, partition), error in errors.items():
         by_topic.setdefault(topic, []).append(
             Resp.TxnOffsetCommitResponsePartition(partition_index=partition, error_code=error))
-    return Resp(topics=[Resp.TxnOffsetCommitResponseTopic(name=t, partitions=ps)
-                        for t, ps in by_topic.items()])
+    topics = []
+    for t, ps in by_topic.items():
+        answer = Resp.TxnOffsetCommitResponseTopic(name=t, partitions=ps)
+        if ids is not None:
+            answer.topic_id = ids[t]
+        topics.append(answer)
+    return Resp(topics=topics)
 
 
 async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
@@ -40,10 +52,21 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
     now = ctx.clock.now_ms()
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    ids: dict[str, uuid.UUID] | None = {} if v >= 6 else None
     for topic in request.topics:
+        name = topic.name
+        if ids is not None:
+            found = ctx.cluster.by_id.get(topic.topic_id)
+            # an unknown id is answered under its id (the name is not in v6+)
+            name = found.name if found is not None else f"<unknown {topic.topic_id}>"
+            ids[name] = topic.topic_id
+            if found is None:
+                errors.update({(name, p.partition_index): ErrorCode.UNKNOWN_TOPIC_ID
+                               for p in topic.partitions})
+                continue
         for p in topic.partitions:
-            tp = (topic.name, p.partition_index)
-            if not ctx.cluster.has_partition(topic.name, p.partition_index):
+            tp = (name, p.partition_index)
+            if not ctx.cluster.has_partition(name, p.partition_index):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             offsets[tp] = OffsetAndMetadata(
@@ -55,11 +78,17 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
     if offsets:
         if not ctx.groups.ensure_topic():
             errors.update(dict.fromkeys(offsets, ErrorCode.COORDINATOR_NOT_AVAILABLE))
-            return _response(errors)
+            return _response(errors, ids)
         offsets_tp = (OFFSETS_TOPIC, ctx.groups.shard.partition_for(request.group_id))
-        verified = await ctx.transactions.read(lambda t: t.verify_partitions(
-            request.transactional_id, request.producer_id, request.producer_epoch, {offsets_tp}))
-        error = verified[offsets_tp]
+        if v >= 5:  # transactions v2: the implicit AddOffsetsToTxn
+            error = await ctx.transactions.wait(lambda t: t.add_partitions(
+                request.transactional_id, request.producer_id, request.producer_epoch,
+                {offsets_tp}, client_tv=2))
+        else:
+            verified = await ctx.transactions.read(lambda t: t.verify_partitions(
+                request.transactional_id, request.producer_id, request.producer_epoch,
+                {offsets_tp}))
+            error = verified[offsets_tp]
         if error == ErrorCode.TRANSACTION_ABORTABLE and v < 4:
             error = ErrorCode.INVALID_TXN_STATE
         elif error == ErrorCode.PRODUCER_FENCED:
@@ -75,4 +104,4 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
                 request.group_id, request.producer_id, request.producer_epoch, member_id,
                 instance_id, generation_id, offsets))
             errors.update(committed)
-    return _response(errors)
+    return _response(errors, ids)

@@ -226,8 +226,9 @@ class CoordinatorRuntime(Generic[S]):
                               producer_epoch=w.producer_epoch, base_sequence=-1,
                               is_transactional=w.transactional)
         try:
-            info = self._partitions.append_internal(w.topic, w.partition,
-                                                    memoryview(bytearray(raw)), now)
+            info = self._partitions.append_internal(
+                w.topic, w.partition, memoryview(bytearray(raw)), now,
+                w.marker.transaction_version if w.marker is not None else 0)
         except Exception as exc:
             code = error_code_for(exc)
             if isinstance(exc, CodedError | OSError):

@@ -254,6 +254,7 @@ class PartitionLog:
         now_ms: int,
         verify_crc: bool = True,
         origin: Origin = Origin.CLIENT,
+        transaction_version: int = 0,
     ) -> AppendInfo:
         """Append the batches in `records` (a writable view, patched in place), assigning
         offsets from the log end. All-or-nothing: every batch is checked before any is
@@ -311,7 +312,8 @@ class PartitionLog:
         last_offset = next_offset - 1
         prepared = None
         if producer_batches:
-            prepared = self.producer_state.prepare(producer_batches, origin)
+            prepared = self.producer_state.prepare(producer_batches, origin,
+                                                   transaction_version)
             if prepared.duplicate is not None:
                 return self._duplicate_info(prepared.duplicate)
 

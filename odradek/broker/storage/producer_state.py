@@ -16,7 +16,10 @@ Validation of an append (`prepare`) mirrors Kafka 3.9:
   segments) may start at any sequence: since Kafka 2.5 (KIP-360) the broker no longer answers
   UNKNOWN_PRODUCER_ID for produce, the client resets its sequences itself;
 - a non-transactional batch while the producer has an open transaction is INVALID_TXN_STATE;
-- a marker with an older coordinator epoch is TRANSACTION_COORDINATOR_FENCED.
+- a marker with an older coordinator epoch is TRANSACTION_COORDINATOR_FENCED;
+- a marker of a transactions v2 transaction must carry an epoch above the producer's (the
+  coordinator bumped it; Kafka 4.2's strict check, KIP-1228), else INVALID_PRODUCER_EPOCH:
+  a late retry of a marker cannot end the next transaction of the same producer.
 
 Snapshot file `<20-digit offset>.snapshot` in the partition directory, Kafka's layout
 (big-endian), reflecting the state of every batch below `offset`:
@@ -249,9 +252,11 @@ class ProducerStateManager:
 
     # -- validation and update --------------------------------------------------------------
 
-    def prepare(self, batches: Iterable[BatchInfo], origin: Origin) -> PreparedAppend:
+    def prepare(self, batches: Iterable[BatchInfo], origin: Origin,
+                transaction_version: int = 0) -> PreparedAppend:
         """Validate `batches` (with their final offsets) against the current state. Raises a
-        ProducerStateError subclass; returns the updates to `apply` after writing them."""
+        ProducerStateError subclass; returns the updates to `apply` after writing them.
+        `transaction_version`: that of the transaction a coordinator's marker ends."""
         out = PreparedAppend()
         for info in batches:
             out.end_offset = info.last_offset + 1
@@ -270,7 +275,7 @@ class ProducerStateManager:
                 out.entries[pid] = entry
             prior_epoch = existing.producer_epoch if existing is not None else NO_PRODUCER_EPOCH
             if info.is_control:
-                self._prepare_marker(entry, info, origin, out)
+                self._prepare_marker(entry, info, origin, out, transaction_version)
             else:
                 self._prepare_data(entry, info, origin, prior_epoch, out)
         return out
@@ -311,7 +316,7 @@ class ProducerStateManager:
             out.started.append((info.base_offset, entry.producer_id))
 
     def _prepare_marker(self, entry: ProducerStateEntry, info: BatchInfo, origin: Origin,
-                        out: PreparedAppend) -> None:
+                        out: PreparedAppend, transaction_version: int = 0) -> None:
         if info.marker is None:
             return  # an empty control batch: its transaction was cleaned from the log
         marker_type, coordinator_epoch = info.marker
@@ -321,6 +326,12 @@ class ProducerStateManager:
                 f"{info.base_offset} in partition {self.name}: {coordinator_epoch} (zombie), "
                 f"{entry.coordinator_epoch} (current)")
         self._check_epoch(entry, info, origin)
+        if (transaction_version >= 2 and origin is not Origin.REPLAY
+                and info.producer_epoch <= entry.producer_epoch):
+            raise InvalidProducerEpochError(
+                f"Epoch of the transactions v2 marker of producer {entry.producer_id} at offset "
+                f"{info.base_offset} in {self.name} is {info.producer_epoch}, which is not "
+                f"greater than the last seen epoch {entry.producer_epoch}")
         first = entry.current_txn_first_offset
         if first is not None:
             out.completed.append(CompletedTxn(entry.producer_id, first, info.base_offset,

@@ -26,6 +26,16 @@ clients use when the broker advertises no `transaction.version` feature):
   markers are written to every partition, then CompleteCommit/CompleteAbort. A retry of a
   completed EndTxn with the same result succeeds; the opposite result, or EndTxn with no
   transaction, is INVALID_TXN_STATE.
+- Transactions v2 (KIP-890 part 2; Kafka 4.x's TransactionCoordinator), for transactions
+  whose client used it (`client_tv` 2: EndTxn v5+, AddPartitionsToTxn v4+, the implicit adds
+  of Produce v12+ and TxnOffsetCommit v5+): PrepareCommit/PrepareAbort bump the epoch, the
+  markers carry the bumped epoch, and EndTxn answers with the producer id and epoch to use
+  next (the next producer id at epoch 0 once the epoch ran out). A retry one epoch behind
+  after the end succeeds with the same result (INVALID_TXN_STATE for the other), during the
+  markers it is CONCURRENT_TRANSACTIONS; any other epoch is PRODUCER_FENCED. An abort with no
+  transaction open (Empty, CompleteCommit, CompleteAbort at the current epoch) bumps the
+  epoch too. Aborts the coordinator starts itself (timeouts, InitProducerId's fence) use
+  the broker's finalized `transaction.version`, as Kafka does.
 - A failed write of `__transaction_state` answers COORDINATOR_NOT_AVAILABLE (the client
   retries). A marker is done once written, or when its partition is gone or refuses it (a
   newer epoch or coordinator wrote there: it would never be accepted); other failures are
@@ -59,6 +69,7 @@ from odradek.coordinator.txn.state import (
     EXPIRABLE,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    SHORT_MAX,
     TopicPartition,
     TxnMetadata,
     TxnState,
@@ -105,10 +116,22 @@ class TxnConfig:
     coordinator_epoch: int = 0  # single node: the leader epoch of __transaction_state
     abort_interval_ms: int = 10_000  # transaction.abort.timed.out.transaction.cleanup.interval.ms
     id_expiry_interval_ms: int = 3_600_000  # ....remove.expired.transaction.cleanup.interval.ms
+    # The finalized transaction.version: the record format (0: TransactionLogValue v0, else
+    # the flexible v1) and the version of the aborts the coordinator starts itself.
+    transaction_version: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class InitResult:
+    error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class EndResult:
+    """EndTxn's answer; v5+ clients continue with (producer_id, producer_epoch)."""
+
     error: ErrorCode
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
@@ -155,7 +178,8 @@ class TransactionCoordinator:
     def _write_state(self, transactional_id: str, transit: TxnTransit | None,
                      on_done: Callable[[ErrorCode], None]) -> None:
         """Queue one `__transaction_state` record (None: a tombstone)."""
-        value = None if transit is None else encode_value(transit)
+        value = (None if transit is None
+                 else encode_value(transit, 0 if self.config.transaction_version == 0 else 1))
         self.outbox.write(Write(TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id),
                                 [(encode_key(transactional_id), value)],
                                 lambda error, _offset: on_done(error)))
@@ -287,14 +311,16 @@ class TransactionCoordinator:
             fence = meta.prepare_fence_producer_epoch()
             fenced = meta
 
-            def aborted(error: ErrorCode) -> InitResult:
+            def aborted(result: EndResult) -> InitResult:
                 if fenced.pending_state is PF:
                     fenced.abort_transition()
+                error = result.error
                 return InitResult(error if error != ErrorCode.NONE
                                   else ErrorCode.CONCURRENT_TRANSACTIONS)
 
             return self._end(meta, fence.producer_id, fence.producer_epoch, commit=False,
-                             from_client=False).then(aborted)
+                             from_client=False, client_tv=self.config.transaction_version
+                             ).then(aborted)
         if state not in (E, CC, CA):
             raise RuntimeError(f"{transactional_id}: InitProducerId in state {state.display}")
         if meta.epoch_exhausted and (expected is None or expected[1] == meta.producer_epoch):
@@ -338,16 +364,26 @@ class TransactionCoordinator:
         return meta
 
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: set[TopicPartition]) -> Pending[ErrorCode]:
+                       partitions: set[TopicPartition], client_tv: int = 0
+                       ) -> Pending[ErrorCode]:
+        """`client_tv` 2: AddPartitionsToTxn v4+ or an implicit add (Produce v12+,
+        TxnOffsetCommit v5+). A pending transition is answered CONCURRENT_TRANSACTIONS before
+        the producer is checked (under TV2 it may be moving to a new producer id)."""
+        if not transactional_id:
+            return Pending.resolved(ErrorCode.INVALID_REQUEST)
+        pending = self.txns.get(transactional_id)
+        if pending is not None and pending.pending:
+            return Pending.resolved(ErrorCode.CONCURRENT_TRANSACTIONS)
         found = self._check_producer(transactional_id, producer_id, producer_epoch)
         if isinstance(found, ErrorCode):
             return Pending.resolved(found)
         meta = found
-        if meta.pending or meta.state in (PC, PA):
+        if meta.state in (PC, PA):
             return Pending.resolved(ErrorCode.CONCURRENT_TRANSACTIONS)
         if meta.state is ON and partitions <= meta.partitions:
             return Pending.resolved(ErrorCode.NONE)
-        return self._persist(meta, meta.prepare_add_partitions(partitions, self.now()))
+        return self._persist(meta, meta.prepare_add_partitions(partitions, self.now(),
+                                                               client_tv))
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
@@ -369,25 +405,35 @@ class TransactionCoordinator:
     # -- EndTxn ---------------------------------------------------------------------------------
 
     def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                commit: bool) -> Pending[ErrorCode]:
+                commit: bool, client_tv: int = 0) -> Pending[ErrorCode]:
+        return self.end_transaction(transactional_id, producer_id, producer_epoch, commit,
+                                    client_tv).then(lambda r: r.error)
+
+    def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                        commit: bool, client_tv: int = 0) -> Pending[EndResult]:
+        """EndTxn; `client_tv` 2 for v5+ (an epoch bump per transaction)."""
         if not transactional_id:
-            return Pending.resolved(ErrorCode.INVALID_REQUEST)
+            return Pending.resolved(EndResult(ErrorCode.INVALID_REQUEST))
         meta = self.txns.get(transactional_id)
         if meta is None:
-            return Pending.resolved(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-        return self._end(meta, producer_id, producer_epoch, commit, from_client=True)
+            return Pending.resolved(EndResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING))
+        return self._end(meta, producer_id, producer_epoch, commit, from_client=True,
+                         client_tv=client_tv)
 
     def _end(self, meta: TxnMetadata, producer_id: int, producer_epoch: int, commit: bool,
-             *, from_client: bool) -> Pending[ErrorCode]:
+             *, from_client: bool, client_tv: int) -> Pending[EndResult]:
+        if client_tv >= 2:
+            return self._end_v2(meta, producer_id, producer_epoch, commit,
+                                from_client=from_client)
         answer = Pending.resolved
         if meta.producer_id != producer_id:
-            return answer(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+            return answer(EndResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING))
         # Clients must name the current epoch; the coordinator's own aborts may bump it.
         if ((from_client and producer_epoch != meta.producer_epoch)
                 or producer_epoch < meta.producer_epoch):
-            return answer(ErrorCode.PRODUCER_FENCED)
+            return answer(EndResult(ErrorCode.PRODUCER_FENCED))
         if meta.pending and meta.pending_state is not PF:
-            return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
+            return answer(EndResult(ErrorCode.CONCURRENT_TRANSACTIONS))
         state = meta.state
         if state is ON:
             target = PC if commit else PA
@@ -398,28 +444,104 @@ class TransactionCoordinator:
                 meta.last_producer_epoch = NO_PRODUCER_EPOCH
 
             def prepared(error: ErrorCode) -> ErrorCode:
-                if error != ErrorCode.NONE:
-                    if fencing:
-                        meta.has_failed_epoch_fence = True  # the epoch is bumped only in memory
-                    return error
-                self._write_markers(meta)
-                return ErrorCode.NONE
+                if error != ErrorCode.NONE and fencing:
+                    meta.has_failed_epoch_fence = True  # the epoch is bumped only in memory
+                return error
 
-            return self._persist(meta, meta.prepare_abort_or_commit(target, self.now())
-                                 ).then(prepared)
+            return self._complete_after(
+                meta, meta.prepare_abort_or_commit(target, self.now()), prepared,
+                v2=False)
+        error = self._ended_answer(state, commit, retry=True)
+        if error is None:
+            raise RuntimeError(f"{meta.transactional_id}: EndTxn in state {state.display}")
+        return answer(EndResult(error))
+
+    @staticmethod
+    def _ended_answer(state: TxnState, commit: bool, *, retry: bool) -> ErrorCode | None:
+        """The answer of an EndTxn that starts nothing: the same result again succeeds (only
+        as a retry under TV2), the other one is INVALID_TXN_STATE, one still writing its
+        markers is CONCURRENT_TRANSACTIONS. None: the state starts a transition instead."""
         if state is CC:
-            return answer(ErrorCode.NONE if commit else ErrorCode.INVALID_TXN_STATE)
+            return ErrorCode.NONE if commit and retry else (
+                ErrorCode.INVALID_TXN_STATE if commit or retry else None)
         if state is CA:
-            return answer(ErrorCode.NONE if not commit else ErrorCode.INVALID_TXN_STATE)
+            return ErrorCode.NONE if not commit and retry else (
+                ErrorCode.INVALID_TXN_STATE if commit else None)
         if state is PC:
-            return answer(ErrorCode.CONCURRENT_TRANSACTIONS if commit
-                          else ErrorCode.INVALID_TXN_STATE)
+            return ErrorCode.CONCURRENT_TRANSACTIONS if commit else ErrorCode.INVALID_TXN_STATE
         if state is PA:
-            return answer(ErrorCode.CONCURRENT_TRANSACTIONS if not commit
-                          else ErrorCode.INVALID_TXN_STATE)
+            return (ErrorCode.CONCURRENT_TRANSACTIONS if not commit
+                    else ErrorCode.INVALID_TXN_STATE)
         if state is E:
-            return answer(ErrorCode.INVALID_TXN_STATE)
-        raise RuntimeError(f"{meta.transactional_id}: EndTxn in state {state.display}")
+            return ErrorCode.INVALID_TXN_STATE if commit or retry else None
+        return None
+
+    def _end_v2(self, meta: TxnMetadata, producer_id: int, producer_epoch: int, commit: bool,
+                *, from_client: bool) -> Pending[EndResult]:
+        """Kafka 4.x's endTransaction for transaction version 2 (see the module docstring)."""
+        answer = Pending.resolved
+        fence = meta.pending_state is PF
+        retry_on_overflow = (not fence and meta.last_producer_id == producer_id
+                             and producer_epoch == SHORT_MAX - 1 and meta.producer_epoch == 0)
+        retry_on_bump = not fence and meta.producer_epoch == producer_epoch + 1
+        state = meta.state
+        if fence:
+            valid_epoch = ((not from_client or producer_epoch == meta.producer_epoch)
+                           and producer_epoch >= meta.producer_epoch)
+        elif state in (PC, PA):
+            valid_epoch = retry_on_bump
+        elif state in (CC, CA):
+            valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == meta.producer_epoch
+        else:
+            valid_epoch = producer_epoch == meta.producer_epoch
+        if meta.pending and not fence:
+            return answer(EndResult(ErrorCode.CONCURRENT_TRANSACTIONS))
+        if meta.producer_id != producer_id and not retry_on_overflow:
+            return answer(EndResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING))
+        if not valid_epoch:
+            return answer(EndResult(ErrorCode.PRODUCER_FENCED))
+        retry = retry_on_bump or retry_on_overflow
+        if state is ON:
+            target, nothing_added = (PC if commit else PA), False
+        else:
+            ended = self._ended_answer(state, commit, retry=retry)
+            if ended is not None:
+                if ended == ErrorCode.NONE:
+                    return answer(EndResult(ended, meta.producer_id, meta.producer_epoch))
+                return answer(EndResult(ended))
+            if state not in (E, CC, CA):
+                raise RuntimeError(f"{meta.transactional_id}: EndTxn in state {state.display}")
+            target, nothing_added = PA, True  # an abort with no transaction open
+        next_pid = NO_PRODUCER_ID
+        if not fence and meta.epoch_exhausted:
+            allocated = self._new_producer_id()
+            if allocated is None:
+                return answer(EndResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            next_pid = allocated
+        if fence:
+            meta.pending_state = None  # the fence becomes this abort's epoch bump
+        transit = meta.prepare_abort_or_commit(target, self.now(), 2, next_pid, nothing_added)
+        return self._complete_after(meta, transit, lambda error: error, v2=True)
+
+    def _complete_after(self, meta: TxnMetadata, transit: TxnTransit,
+                        prepared: Callable[[ErrorCode], ErrorCode], *, v2: bool
+                        ) -> Pending[EndResult]:
+        """Persist PrepareCommit/PrepareAbort, then queue the markers (and CompleteCommit/
+        CompleteAbort after them). As Kafka, the answer follows the Prepare record; under
+        TV2 it names the producer id and epoch the completion moves to."""
+        if transit.next_producer_id != NO_PRODUCER_ID:
+            after = (transit.next_producer_id, 0)
+        else:
+            after = (transit.producer_id, transit.producer_epoch)
+
+        def written(error: ErrorCode) -> EndResult:
+            error = prepared(error)
+            if error != ErrorCode.NONE:
+                return EndResult(error)
+            self._write_markers(meta)
+            return EndResult(ErrorCode.NONE, *after) if v2 else EndResult(ErrorCode.NONE)
+
+        return self._persist(meta, transit).then(written)
 
     def _write_markers(self, meta: TxnMetadata) -> None:
         """Queue the markers of a PrepareCommit/PrepareAbort transaction; once every one is
@@ -430,7 +552,8 @@ class TransactionCoordinator:
             self._persist(meta, meta.prepare_complete(self.now()))
             return
         self._marking.add(meta.transactional_id)
-        marker = Marker(commit=meta.state is PC, coordinator_epoch=self.config.coordinator_epoch)
+        marker = Marker(commit=meta.state is PC, coordinator_epoch=self.config.coordinator_epoch,
+                        transaction_version=meta.client_tv)
         partitions = sorted(meta.partitions)
         outstanding = [len(partitions)]
 
@@ -473,7 +596,7 @@ class TransactionCoordinator:
                 continue
             fence = meta.prepare_fence_producer_epoch()
             self._end(meta, fence.producer_id, fence.producer_epoch, commit=False,
-                      from_client=False)
+                      from_client=False, client_tv=self.config.transaction_version)
             if meta.pending_state is PF:
                 meta.abort_transition()
             else:

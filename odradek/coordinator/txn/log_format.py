@@ -7,11 +7,17 @@ Each record's key and value are "version-prefixed" messages from Kafka's interna
              producer_id int64 | producer_epoch int16 | transaction_timeout_ms int32 |
              transaction_status int8 | transaction_partitions nullable array of
              (topic string, partition_ids int32 array) | last_update_timestamp_ms int64 |
-             start_timestamp_ms int64        (v1 is the flexible form with tagged fields)
+             start_timestamp_ms int64        (v1 is the flexible form with tagged fields:
+             PreviousProducerId 0, NextProducerId 1, ClientTransactionVersion 2,
+             NextProducerEpoch 3)
     value  null: a tombstone, the transactional id expired
 
-We write value version 0, as Kafka 3.9 does until `transaction.version` 1 is enabled; Empty
-carries null partitions. A transactional id lives in partition
+As Kafka, we write value version 0 while the finalized `transaction.version` is 0 and the
+flexible version 1 from level 1 on, with the transaction's ClientTransactionVersion. Kafka
+4.x writes no other tag; we also write NextProducerId and PreviousProducerId when a TV2
+transaction whose epoch ran out moves to a new producer id (the only time they differ from
+their defaults), which Kafka's loader reads, so that a restart between PrepareCommit and
+CompleteCommit still completes onto the new id. Empty carries null partitions. A transactional id lives in partition
 `abs(javaHashCode(id)) % transaction.state.log.num.partitions`.
 """
 
@@ -19,14 +25,20 @@ from __future__ import annotations
 
 import struct
 
-from odradek.coordinator.txn.state import TopicPartition, TxnMetadata, TxnState, TxnTransit
+from odradek.coordinator.txn.state import (
+    NO_PRODUCER_ID,
+    TopicPartition,
+    TxnMetadata,
+    TxnState,
+    TxnTransit,
+)
 from odradek.wire._generated.internal import TransactionLogKey, TransactionLogValue
 from odradek.wire.exceptions import ProtocolError
 from odradek.wire.primitives import Buffer
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 KEY_VERSION = 0
-VALUE_VERSION = 0
+VALUE_VERSION = 0  # the version written when none is given (transaction.version 0)
 _VERSION = struct.Struct(">h")
 
 
@@ -54,7 +66,7 @@ def encode_key(transactional_id: str) -> bytes:
                      TransactionLogKey(transactional_id=transactional_id).encode(KEY_VERSION))
 
 
-def encode_value(transit: TxnTransit) -> bytes:
+def encode_value(transit: TxnTransit, version: int = VALUE_VERSION) -> bytes:
     if transit.state is TxnState.EMPTY and transit.partitions:
         raise ValueError(f"an Empty transaction cannot hold partitions: {transit}")
     by_topic: dict[str, list[int]] = {}
@@ -68,10 +80,16 @@ def encode_value(transit: TxnTransit) -> bytes:
         transaction_last_update_timestamp_ms=transit.last_update_ms,
         transaction_start_timestamp_ms=transit.txn_start_ms,
     )
+    if version >= 1:
+        value.client_transaction_version = transit.client_tv
+        if transit.next_producer_id != NO_PRODUCER_ID:
+            value.next_producer_id = transit.next_producer_id
+        if transit.last_producer_id not in (NO_PRODUCER_ID, transit.producer_id):
+            value.previous_producer_id = transit.last_producer_id
     value.transaction_partitions = None if transit.state is TxnState.EMPTY else [
         TransactionLogValue.PartitionsSchema(topic=t, partition_ids=ps)
         for t, ps in by_topic.items()]
-    return _prefixed(VALUE_VERSION, value.encode(VALUE_VERSION))
+    return _prefixed(version, value.encode(version))
 
 
 def decode_key(data: Buffer) -> str | None:
@@ -114,4 +132,7 @@ def decode_value(transactional_id: str, data: Buffer | None) -> TxnMetadata | No
         last_update_ms=value.transaction_last_update_timestamp_ms,
         partitions=partitions,
         txn_start_ms=value.transaction_start_timestamp_ms,
+        last_producer_id=value.previous_producer_id,
+        client_tv=value.client_transaction_version,
+        next_producer_id=value.next_producer_id,
     )

@@ -10,6 +10,14 @@ coordinator answers CONCURRENT_TRANSACTIONS.
 States and ids (the `TransactionStatus` persisted in TransactionLogValue):
 Empty 0, Ongoing 1, PrepareCommit 2, PrepareAbort 3, CompleteCommit 4, CompleteAbort 5,
 Dead 6, PrepareEpochFence 7 (never persisted: it turns into PrepareAbort with a bumped epoch).
+
+Each transaction remembers the transaction version its client used (Kafka's
+clientTransactionVersion: 2 when it came through EndTxn v5+, AddPartitionsToTxn v4+ or an
+implicit add by Produce v12+ / TxnOffsetCommit v5+, else 0). Under version 2 (KIP-890 part 2)
+PrepareCommit/PrepareAbort bump the producer epoch (the markers carry the bumped epoch and
+the client gets it back from EndTxn), PrepareAbort may follow Empty/CompleteCommit/
+CompleteAbort (an abort with nothing added), and an epoch that runs out moves to the next
+producer id when the transaction completes.
 """
 
 from __future__ import annotations
@@ -67,7 +75,7 @@ TRANSITIONS: dict[TxnState, frozenset[TxnState]] = {
     E: frozenset({E, CC, CA}),  # InitProducerId
     ON: frozenset({ON, E, CC, CA}),  # AddPartitionsToTxn / AddOffsetsToTxn
     PC: frozenset({ON}),  # EndTxn(commit)
-    PA: frozenset({ON, PF}),  # EndTxn(abort), a fence, a timeout
+    PA: frozenset({ON, PF, E, CC, CA}),  # EndTxn(abort), a fence, a timeout (E/CC/CA: TV2)
     CC: frozenset({PC}),  # markers written
     CA: frozenset({PA}),
     D: frozenset({E, CC, CA}),  # transactional.id.expiration.ms
@@ -102,6 +110,8 @@ class TxnTransit:
     partitions: frozenset[TopicPartition]
     txn_start_ms: int
     last_update_ms: int
+    client_tv: int = 0
+    next_producer_id: int = NO_PRODUCER_ID
 
 
 @dataclass(slots=True)
@@ -116,6 +126,8 @@ class TxnMetadata:
     last_producer_epoch: int = NO_PRODUCER_EPOCH
     partitions: set[TopicPartition] = field(default_factory=set)
     txn_start_ms: int = -1
+    client_tv: int = 0  # the transaction version the client used (Kafka's clientTransactionVersion)
+    next_producer_id: int = NO_PRODUCER_ID  # TV2: the producer id after an exhausted epoch
     pending_state: TxnState | None = None
     # A fence whose PrepareAbort could not be persisted already bumped the epoch in memory.
     has_failed_epoch_fence: bool = False
@@ -132,7 +144,8 @@ class TxnMetadata:
 
     def _prepare(self, state: TxnState, producer_id: int, epoch: int, last_epoch: int,
                  timeout_ms: int, partitions: frozenset[TopicPartition], txn_start_ms: int,
-                 now_ms: int) -> TxnTransit:
+                 now_ms: int, client_tv: int | None = None,
+                 next_producer_id: int = NO_PRODUCER_ID) -> TxnTransit:
         if self.pending_state is not None:
             raise IllegalTransitionError(
                 f"{self.transactional_id}: preparing {state.display} while "
@@ -146,7 +159,8 @@ class TxnMetadata:
                 f"{self.transactional_id}: {state.display} cannot follow {self.state.display}")
         self.pending_state = state
         return TxnTransit(producer_id, self.producer_id, epoch, last_epoch, timeout_ms, state,
-                          partitions, txn_start_ms, now_ms)
+                          partitions, txn_start_ms, now_ms,
+                          self.client_tv if client_tv is None else client_tv, next_producer_id)
 
     def prepare_fence_producer_epoch(self) -> TxnTransit:
         """Bump the epoch to fence the current producer before aborting its transaction."""
@@ -181,22 +195,37 @@ class TxnMetadata:
         last = self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH
         return self._prepare(E, new_producer_id, 0, last, timeout_ms, frozenset(), -1, now_ms)
 
-    def prepare_add_partitions(self, added: set[TopicPartition], now_ms: int) -> TxnTransit:
+    def prepare_add_partitions(self, added: set[TopicPartition], now_ms: int,
+                               client_tv: int = 0) -> TxnTransit:
         start = now_ms if self.state in (E, CC, CA) else self.txn_start_ms
         return self._prepare(ON, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.timeout_ms, frozenset(self.partitions | added), start, now_ms)
+                             self.timeout_ms, frozenset(self.partitions | added), start, now_ms,
+                             client_tv)
 
-    def prepare_abort_or_commit(self, state: TxnState, now_ms: int) -> TxnTransit:
-        return self._prepare(state, self.producer_id, self.producer_epoch,
-                             self.last_producer_epoch, self.timeout_ms,
-                             frozenset(self.partitions), self.txn_start_ms, now_ms)
+    def prepare_abort_or_commit(self, state: TxnState, now_ms: int, client_tv: int = 0,
+                                next_producer_id: int = NO_PRODUCER_ID,
+                                no_partition_added: bool = False) -> TxnTransit:
+        """Under transaction version 2 the epoch is bumped (the caller made sure it cannot
+        overflow) and an abort with nothing added starts its transaction now."""
+        if client_tv >= 2:
+            epoch, last = self.producer_epoch + 1, self.producer_epoch
+        else:
+            epoch, last = self.producer_epoch, self.last_producer_epoch
+        start = now_ms if no_partition_added else self.txn_start_ms
+        return self._prepare(state, self.producer_id, epoch, last, self.timeout_ms,
+                             frozenset(self.partitions), start, now_ms, client_tv,
+                             next_producer_id)
 
     def prepare_complete(self, now_ms: int) -> TxnTransit:
+        """CompleteCommit/CompleteAbort; a version 2 transaction whose epoch ran out moves to
+        its next producer id at epoch 0 (the last epoch stays the one the client saw)."""
         state = CC if self.state is PC else CA
         self.has_failed_epoch_fence = False
-        return self._prepare(state, self.producer_id, self.producer_epoch,
-                             self.last_producer_epoch, self.timeout_ms, frozenset(),
-                             self.txn_start_ms, now_ms)
+        pid, epoch = self.producer_id, self.producer_epoch
+        if self.client_tv >= 2 and self.next_producer_id != NO_PRODUCER_ID:
+            pid, epoch = self.next_producer_id, 0
+        return self._prepare(state, pid, epoch, self.last_producer_epoch, self.timeout_ms,
+                             frozenset(), self.txn_start_ms, now_ms)
 
     def prepare_dead(self) -> TxnTransit:
         return self._prepare(D, self.producer_id, self.producer_epoch, self.last_producer_epoch,
@@ -216,8 +245,7 @@ class TxnMetadata:
             raise IllegalTransitionError(
                 f"{self.transactional_id}: completing {transit.state.display} but pending is "
                 f"{target.display if target else None}")
-        same_producer = (transit.producer_id == self.producer_id
-                         and transit.producer_epoch == self.producer_epoch)
+        same_producer = self._valid_producer_epoch(transit)
         if target is E:
             bump = (transit.producer_epoch == self.producer_epoch + 1
                     or (transit.producer_epoch == 0 and transit.producer_id != self.producer_id))
@@ -236,21 +264,47 @@ class TxnMetadata:
             self.txn_start_ms = transit.txn_start_ms
             self.partitions |= transit.partitions
         elif target in (PC, PA):
+            # Under TV2 an abort may follow Empty/Complete*, with a new start time.
+            empty_abort = (target is PA and transit.client_tv >= 2
+                           and self.state in (E, CC, CA))
             if (not same_producer or self.partitions != transit.partitions
                     or self.timeout_ms != transit.timeout_ms
-                    or self.txn_start_ms != transit.txn_start_ms):
+                    or (self.txn_start_ms != transit.txn_start_ms and not empty_abort)):
                 self._fail(transit)
+            self.producer_epoch = transit.producer_epoch
+            self.last_producer_epoch = transit.last_producer_epoch
+            self.txn_start_ms = transit.txn_start_ms
         elif target in (CC, CA):
             if (not same_producer or self.timeout_ms != transit.timeout_ms
                     or transit.txn_start_ms == -1):
                 self._fail(transit)
             self.txn_start_ms = transit.txn_start_ms
             self.partitions.clear()
+            self.producer_id = transit.producer_id
+            self.producer_epoch = transit.producer_epoch
+            self.last_producer_id = transit.last_producer_id
         else:  # Dead and PrepareEpochFence are never completed this way
             self._fail(transit)
+        self.client_tv = transit.client_tv
+        self.next_producer_id = transit.next_producer_id
         self.last_update_ms = transit.last_update_ms
         self.pending_state = None
         self.state = target
+
+    def _valid_producer_epoch(self, transit: TxnTransit) -> bool:
+        """Kafka's validProducerEpoch: a TV2 completion that moved to the next producer id
+        names the current one as its previous id; a TV2 prepare bumped the epoch by one;
+        everything else keeps the producer id and epoch."""
+        if transit.client_tv >= 2:
+            if transit.state in (CC, CA) and transit.producer_epoch == 0 \
+                    and transit.producer_id != self.producer_id:
+                return (transit.last_producer_epoch == self.last_producer_epoch
+                        and transit.last_producer_id == self.producer_id)
+            if transit.state in (PC, PA):
+                return (transit.last_producer_epoch == self.producer_epoch
+                        and transit.producer_id == self.producer_id)
+        return (transit.producer_id == self.producer_id
+                and transit.producer_epoch == self.producer_epoch)
 
     def _fail(self, transit: TxnTransit) -> None:
         raise IllegalTransitionError(

@@ -2,8 +2,7 @@
 
 # The `group.version` feature levels this coordinator serves: 1 (KIP-848 consumer groups:
 # ConsumerGroupHeartbeat and ConsumerGroupDescribe are advertised). Kafka 4 finalizes 1 by
-# default.
-# TODO(merge with features.py): finalize group.version from these in ApiVersions.
+# default, and so does odradek/broker/features.py.
 GROUP_VERSION_MIN = 0
 GROUP_VERSION_MAX = 1
 

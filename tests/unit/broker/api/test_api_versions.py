@@ -10,18 +10,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from admin_testutil import call, open_broker
 
 from odradek.broker.api.api_versions import unsupported_version_response
 from odradek.broker.registry import HANDLERS, advertised
+from odradek.config import ConfigError
 from odradek.wire import API_SPECS, ApiKey, ErrorCode
-from odradek.wire._generated.api_versions import ApiVersionsRequest
+from odradek.wire._generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 ADVERTISED = [
-    (0, 3, 11), (1, 4, 17), (2, 0, 10), (3, 0, 13), (8, 0, 9), (9, 0, 9), (10, 0, 6), (11, 0, 9),
+    (0, 3, 13), (1, 4, 17), (2, 0, 10), (3, 0, 13), (8, 0, 9), (9, 0, 9), (10, 0, 6), (11, 0, 9),
     (12, 0, 4), (13, 0, 5), (14, 0, 5), (15, 0, 5), (16, 0, 5), (18, 0, 4), (19, 0, 7),
-    (20, 0, 6), (21, 0, 2), (22, 0, 5), (23, 0, 4), (24, 0, 5), (25, 0, 4), (26, 0, 4),
-    (28, 0, 4), (29, 0, 3), (30, 0, 3), (31, 0, 3), (32, 0, 4), (33, 0, 2), (35, 0, 5),
+    (20, 0, 6), (21, 0, 2), (22, 0, 5), (23, 0, 4), (24, 0, 5), (25, 0, 4), (26, 0, 5),
+    (28, 0, 6), (29, 0, 3), (30, 0, 3), (31, 0, 3), (32, 0, 4), (33, 0, 2), (35, 0, 5),
     (37, 0, 3), (42, 0, 2), (44, 0, 1), (47, 0, 0), (60, 0, 2), (61, 0, 0), (65, 0, 0),
     (66, 0, 1), (68, 0, 1), (69, 0, 1), (75, 0, 0),
 ]
@@ -53,3 +55,63 @@ def test_the_unsupported_version_answer_lists_the_same_ranges() -> None:
     response = unsupported_version_response()
     assert response.error_code == ErrorCode.UNSUPPORTED_VERSION
     assert [(a.api_key, a.min_version, a.max_version) for a in response.api_keys] == ADVERTISED
+
+
+# -- feature levels (KIP-584), as a Kafka 4.4.0 broker reports them --------------------------
+
+
+def _features(response: ApiVersionsResponse) -> tuple[list[tuple[str, int, int]],
+                                                      dict[str, tuple[int, int]]]:
+    supported = sorted((f.name, f.min_version, f.max_version) for f in response.supported_features)
+    finalized = {f.name: (f.min_version_level, f.max_version_level)
+                 for f in response.finalized_features}
+    return supported, finalized
+
+
+def test_v4_reports_the_supported_ranges_and_finalizes_transaction_version_2(
+        tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    request = ApiVersionsRequest(client_software_name="test", client_software_version="1.0")
+    response = call(broker, ApiKey.API_VERSIONS, 4, request)
+    supported, finalized = _features(response)
+    assert supported == [("group.version", 0, 1), ("kraft.version", 0, 1),
+                         ("metadata.version", 7, 33), ("transaction.version", 0, 2)]
+    # group.version 1: KIP-848 consumer groups, finalized as Kafka 4.x finalizes it.
+    assert finalized == {"group.version": (1, 1), "metadata.version": (33, 33),
+                         "transaction.version": (2, 2)}
+    assert response.finalized_features_epoch > 0
+    assert response.zk_migration_ready is False
+
+
+def test_v3_leaves_out_supported_ranges_starting_at_0(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    request = ApiVersionsRequest(client_software_name="test", client_software_version="1.0")
+    supported, finalized = _features(call(broker, ApiKey.API_VERSIONS, 3, request))
+    assert supported == [("metadata.version", 7, 33)]  # KAFKA-17011, as Kafka 4.4 answers v3
+    assert finalized["transaction.version"] == (2, 2)
+
+
+def test_transaction_version_1_is_selected_by_the_broker_setting(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path, **{"transaction.version": "1"})
+    request = ApiVersionsRequest(client_software_name="test", client_software_version="1.0")
+    _, finalized = _features(call(broker, ApiKey.API_VERSIONS, 4, request))
+    assert finalized == {"group.version": (1, 1), "metadata.version": (33, 33),
+                         "transaction.version": (1, 1)}
+    broker0 = open_broker(tmp_path / "zero", **{"transaction.version": "0"})
+    _, finalized0 = _features(call(broker0, ApiKey.API_VERSIONS, 4, request))
+    assert "transaction.version" not in finalized0  # level 0 is never listed
+
+
+def test_a_transaction_version_beyond_2_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"transaction\.version"):
+        open_broker(tmp_path, **{"transaction.version": "3"})
+
+
+def test_features_before_v3_and_in_the_unsupported_version_answer_are_absent(
+        tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    request = ApiVersionsRequest(client_software_name="test", client_software_version="1.0")
+    response = call(broker, ApiKey.API_VERSIONS, 2, request)
+    assert response.finalized_features == [] or response.finalized_features is None
+    unsupported = unsupported_version_response()
+    assert unsupported.finalized_features_epoch == -1 and not unsupported.finalized_features

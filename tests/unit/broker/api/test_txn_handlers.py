@@ -3,6 +3,7 @@ Produce with producer state, and (below) the transaction APIs."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -311,10 +312,11 @@ def test_a_transaction_caught_in_prepare_commit_completes_after_restart(tmp_path
     # the process "dies" after PrepareCommit is durable, before any marker is written
     append = b.partitions.append_internal
 
-    def no_markers_on_t(topic: str, partition: int, batch: memoryview, now_ms: int) -> Any:
+    def no_markers_on_t(topic: str, partition: int, batch: memoryview, now_ms: int,
+                        transaction_version: int = 0) -> Any:
         if topic == "t":
             raise OSError("the process died")
-        return append(topic, partition, batch, now_ms)
+        return append(topic, partition, batch, now_ms, transaction_version)
 
     b.partitions.append_internal = no_markers_on_t  # type: ignore[method-assign]
     assert end_txn(b, "tx", pid, epoch, commit=True) == ErrorCode.NONE
@@ -379,3 +381,154 @@ def test_the_timer_aborts_timed_out_transactions_and_expires_ids_and_producers(
         assert "tx" not in shell.shard.txns
     finally:
         b.close()
+
+
+# -- transactions v2 (KIP-890 part 2): Produce v12+, EndTxn v5, TxnOffsetCommit v5+ ----------
+
+
+def end_txn_v5(broker: Broker, txn_id: str, pid: int, epoch: int, commit: bool
+               ) -> tuple[ErrorCode, int, int]:
+    r = call(broker, ApiKey.END_TXN, 5, EndTxnRequest(
+        transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, committed=commit))
+    return ErrorCode(r.error_code), r.producer_id, r.producer_epoch
+
+
+def test_v2_produce_adds_the_partition_and_end_txn_v5_bumps_the_epoch(broker: Broker) -> None:
+    error, pid, epoch = init_pid(broker, 5, txn_id="tx")
+    assert error == ErrorCode.NONE
+    # no AddPartitionsToTxn: Produce v12 adds the partition (and starts the transaction)
+    assert produce(broker, pid, epoch, 0, 2, txn_id="tx", version=12) == (ErrorCode.NONE, 0)
+    desc = broker.transactions.shard.describe("tx")
+    assert not isinstance(desc, ErrorCode)
+    assert desc.state is TxnState.ONGOING and desc.partitions == {("t", 0)}
+    assert broker.transactions.shard.txns["tx"].client_tv == 2
+    assert end_txn_v5(broker, "tx", pid, epoch, True) == (ErrorCode.NONE, pid, epoch + 1)
+    # the marker carries the bumped epoch: the old epoch is now fenced on the partition
+    assert fetch(broker, 1).high_watermark == 3  # type: ignore[attr-defined]
+    assert produce(broker, pid, epoch, 2, txn_id="tx", version=12)[0] == \
+        ErrorCode.INVALID_PRODUCER_EPOCH
+    # a retry of the EndTxn one epoch behind succeeds with the same answer
+    assert end_txn_v5(broker, "tx", pid, epoch, True) == (ErrorCode.NONE, pid, epoch + 1)
+    assert end_txn_v5(broker, "tx", pid, epoch, False)[0] == ErrorCode.INVALID_TXN_STATE
+    # the next transaction at the returned epoch, sequences from 0
+    assert produce(broker, pid, epoch + 1, 0, txn_id="tx", version=13 - 1)[0] == ErrorCode.NONE
+    assert end_txn_v5(broker, "tx", pid, epoch + 1, False) == (ErrorCode.NONE, pid, epoch + 2)
+    assert fetch(broker, 1).high_watermark == 5  # type: ignore[attr-defined]
+
+
+def test_v2_produce_errors_as_kafka_answers_them(broker: Broker) -> None:
+    _, pid, epoch = init_pid(broker, 5, txn_id="tx")
+    # a stale epoch (the producer was fenced by another InitProducerId)
+    _, pid2, epoch2 = init_pid(broker, 5, txn_id="tx")
+    assert pid2 == pid and epoch2 == epoch + 1
+    assert produce(broker, pid, epoch, 0, txn_id="tx", version=12)[0] == \
+        ErrorCode.INVALID_PRODUCER_EPOCH
+    # an unknown producer id for the transactional id
+    assert produce(broker, pid + 50, 0, 0, txn_id="tx", version=12)[0] == \
+        ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    # transactional records without a transactional id: Kafka's authorization answer
+    raw = build_batch([(None, b"x")], producer_id=pid2, producer_epoch=epoch2, base_sequence=0,
+                      is_transactional=True)
+    P = ProduceRequest
+    r = call(broker, ApiKey.PRODUCE, 12, P(acks=-1, timeout_ms=1000, topic_data=[
+        P.TopicProduceData(name="t", partition_data=[P.PartitionProduceData(index=0,
+                                                                           records=raw)])]))
+    assert r.responses[0].partition_responses[0].error_code == \
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    # under v1 rules (Produce v11) the same produce outside a transaction is refused
+    assert produce(broker, pid2, epoch2, 0, txn_id="tx", version=11)[0] == \
+        ErrorCode.TRANSACTION_ABORTABLE
+    assert produce(broker, pid2, epoch2, 0, txn_id="tx", version=10)[0] == \
+        ErrorCode.INVALID_TXN_STATE
+    assert fetch(broker, 0).high_watermark == 0  # type: ignore[attr-defined]
+
+
+def test_v2_produce_while_the_previous_transaction_completes_is_concurrent(
+        broker: Broker) -> None:
+    _, pid, epoch = init_pid(broker, 5, txn_id="tx")
+    assert produce(broker, pid, epoch, 0, txn_id="tx", version=12)[0] == ErrorCode.NONE
+    meta = broker.transactions.shard.txns["tx"]
+    meta.state = TxnState.PREPARE_COMMIT  # markers not written yet
+    assert produce(broker, pid, epoch, 0, partition=1, txn_id="tx", version=12)[0] == \
+        ErrorCode.CONCURRENT_TRANSACTIONS  # after Kafka's 100 ms of retries
+    assert produce(broker, pid, epoch, 0, partition=1, txn_id="tx", version=11)[0] == \
+        ErrorCode.NOT_ENOUGH_REPLICAS  # v1: retriable for older clients
+
+
+def test_produce_v13_names_topics_by_id(broker: Broker) -> None:
+    pid = init_pid(broker)[1]
+    topic_id = broker.cluster.get("t").topic_id  # type: ignore[union-attr]
+    raw = build_batch([(None, b"x")], producer_id=pid, producer_epoch=0, base_sequence=0)
+    P = ProduceRequest
+    unknown = uuid.uuid4()
+    r = call(broker, ApiKey.PRODUCE, 13, P(acks=-1, timeout_ms=1000, topic_data=[
+        P.TopicProduceData(topic_id=topic_id, partition_data=[
+            P.PartitionProduceData(index=0, records=raw)]),
+        P.TopicProduceData(topic_id=unknown, partition_data=[
+            P.PartitionProduceData(index=0, records=raw)])]))
+    assert [(t.topic_id, [p.error_code for p in t.partition_responses]) for t in r.responses] \
+        == [(topic_id, [ErrorCode.NONE]), (unknown, [ErrorCode.UNKNOWN_TOPIC_ID])]
+    assert fetch(broker, 0).high_watermark == 1  # type: ignore[attr-defined]
+
+
+def test_txn_offset_commit_v5_adds_the_offsets_partition_v6_by_topic_id(
+        broker: Broker) -> None:
+    _, pid, epoch = init_pid(broker, 5, txn_id="tx")
+    # v5: no AddOffsetsToTxn needed
+    assert txn_commit_offsets(broker, "tx", pid, epoch, "g", 7, version=5) == ErrorCode.NONE
+    assert txn_commit_offsets(broker, "tx", pid + 9, epoch, "g", 7, version=5) == \
+        ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    T = TxnOffsetCommitRequest
+    topic_id = broker.cluster.get("t").topic_id  # type: ignore[union-attr]
+    unknown = uuid.uuid4()
+    r = call(broker, ApiKey.TXN_OFFSET_COMMIT, 6, T(
+        transactional_id="tx", group_id="g", producer_id=pid, producer_epoch=epoch,
+        topics=[T.TxnOffsetCommitRequestTopic(topic_id=topic_id, partitions=[
+                    T.TxnOffsetCommitRequestPartition(partition_index=1, committed_offset=3)]),
+                T.TxnOffsetCommitRequestTopic(topic_id=unknown, partitions=[
+                    T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=3)])]))
+    # errors first, then the committed ones (Kafka's response builder merges in that order)
+    assert [(t.topic_id, [p.error_code for p in t.partitions]) for t in r.topics] == [
+        (unknown, [ErrorCode.UNKNOWN_TOPIC_ID]), (topic_id, [ErrorCode.NONE])]
+    assert offsets_of(broker, "g", stable=False) == {0: (-1, 0), 1: (-1, 0)}
+    assert end_txn_v5(broker, "tx", pid, epoch, True)[0] == ErrorCode.NONE
+    assert offsets_of(broker, "g", stable=True) == {0: (7, 0), 1: (3, 0)}
+
+
+def test_a_v2_transaction_survives_a_restart_in_prepare_commit(tmp_path: Path) -> None:
+    b = open_broker(tmp_path)
+    b.cluster.create_topic("t", 1, {})
+    _, pid, epoch = init_pid(b, 5, txn_id="tx")
+    assert produce(b, pid, epoch, 0, txn_id="tx", version=12)[0] == ErrorCode.NONE
+    b.close()
+    b = open_broker(tmp_path)
+    try:
+        async def load() -> None:
+            await b.transactions.ready()
+
+        anyio.run(load)
+        meta = b.transactions.shard.txns["tx"]
+        assert meta.state is TxnState.ONGOING and meta.client_tv == 2
+        assert end_txn_v5(b, "tx", pid, epoch, True) == (ErrorCode.NONE, pid, epoch + 1)
+    finally:
+        b.close()
+
+
+def test_a_v2_marker_must_carry_a_bumped_epoch(broker: Broker) -> None:
+    """Kafka 4.2's strict epoch validation (KIP-1228): a transactions v2 marker at the epoch
+    the partition already has (a late retry) is refused; a classic one is not."""
+    from odradek.broker.storage.errors import InvalidProducerEpochError
+    from odradek.wire.records import build_control_batch
+
+    _, pid, epoch = init_pid(broker, 5, txn_id="tx")
+    assert produce(broker, pid, epoch, 0, txn_id="tx", version=12)[0] == ErrorCode.NONE
+    assert end_txn_v5(broker, "tx", pid, epoch, True)[0] == ErrorCode.NONE
+
+    def marker(tv: int) -> None:
+        raw = build_control_batch(commit=True, producer_id=pid, producer_epoch=epoch + 1,
+                                  coordinator_epoch=0, timestamp_ms=0)
+        broker.partitions.append_internal("t", 0, memoryview(bytearray(raw)), 0, tv)
+
+    with pytest.raises(InvalidProducerEpochError):
+        marker(2)
+    marker(0)  # equal epochs are fine for a classic marker

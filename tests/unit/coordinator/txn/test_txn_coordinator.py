@@ -51,6 +51,7 @@ class FakePorts:
     fail_persist: bool = False
     fail_markers: set[TopicPartition] = field(default_factory=set)
     out_of_ids: bool = False
+    raw_values: list[bytes | None] = field(default_factory=list)
 
     def now_ms(self) -> int:
         return self.now
@@ -72,6 +73,7 @@ class FakePorts:
                         w.on_done(ErrorCode.NOT_ENOUGH_REPLICAS, -1)
                         continue
                     key, value = w.records[0]
+                    self.raw_values.append(None if value is None else bytes(value))
                     tid = decode_key(key)
                     assert tid is not None
                     self.persisted.append((tid, w.partition, decode_value(tid, value)))
@@ -134,7 +136,9 @@ def begin(c: Any, tid: str = "tx", *parts: TopicPartition
 
 def test_transition_table_is_kafkas() -> None:
     assert TRANSITIONS[S.PREPARE_COMMIT] == {S.ONGOING}
-    assert TRANSITIONS[S.PREPARE_ABORT] == {S.ONGOING, S.PREPARE_EPOCH_FENCE}
+    # Kafka 4.x: under TV2 an abort may follow Empty/Complete* (nothing was added).
+    assert TRANSITIONS[S.PREPARE_ABORT] == {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY,
+                                            S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
     assert TRANSITIONS[S.COMPLETE_COMMIT] == {S.PREPARE_COMMIT}
     assert TRANSITIONS[S.EMPTY] == {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
     assert [s.id for s in S] == list(range(8))
@@ -446,3 +450,149 @@ def test_log_records_round_trip_in_kafkas_layout() -> None:
     assert empty[17:21] == b"\xff\xff\xff\xff"  # null partitions for Empty
     assert decode_value("my-txn", None) is None
     assert decode_key(b"\x00\x09xx") is None  # a future key version is skipped
+
+
+# -- transactions v2 (KIP-890 part 2), as Kafka 4.x's TransactionCoordinator ----------------
+
+
+def begin_v2(c: Any, tid: str = "tx", *parts: TopicPartition) -> tuple[int, int]:
+    r = c.init_producer_id(tid, 60_000)
+    assert r.error == ErrorCode.NONE
+    if parts:  # the implicit add of Produce v12+ / AddPartitionsToTxn v4+
+        assert c.add_partitions(tid, r.producer_id, r.producer_epoch, set(parts),
+                                client_tv=2) == ErrorCode.NONE
+    return r.producer_id, r.producer_epoch
+
+
+@pytest.mark.parametrize("commit", [True, False])
+def test_v2_end_bumps_the_epoch_and_the_markers_carry_it(commit: bool) -> None:
+    c, ports = coordinator(transaction_version=2)
+    pid, epoch = begin_v2(c, "tx", TP1, OFFSETS)
+    result = c.end_transaction("tx", pid, epoch, commit, client_tv=2)
+    assert (result.error, result.producer_id, result.producer_epoch) == (
+        ErrorCode.NONE, pid, epoch + 1)
+    assert ports.markers == [("tx", pid, epoch + 1, commit, frozenset({TP1, OFFSETS}))]
+    meta = c.txns["tx"]
+    assert meta.state is (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT)
+    assert (meta.producer_epoch, meta.last_producer_epoch, meta.client_tv) == (
+        epoch + 1, epoch, 2)
+    # the next transaction runs at the returned epoch, the old one is fenced
+    assert c.add_partitions("tx", pid, epoch, {TP2}, client_tv=2) == ErrorCode.PRODUCER_FENCED
+    assert c.add_partitions("tx", pid, epoch + 1, {TP2}, client_tv=2) == ErrorCode.NONE
+
+
+def test_v2_a_retry_one_epoch_behind_gets_the_same_answer() -> None:
+    c, ports = coordinator(transaction_version=2)
+    pid, epoch = begin_v2(c, "tx", TP1)
+    assert c.end_transaction("tx", pid, epoch, True, client_tv=2).error == ErrorCode.NONE
+    written = len(ports.persisted)
+    retry = c.end_transaction("tx", pid, epoch, True, client_tv=2)
+    assert (retry.error, retry.producer_id, retry.producer_epoch) == (
+        ErrorCode.NONE, pid, epoch + 1)
+    assert len(ports.persisted) == written  # nothing written again
+    # the other result one epoch behind is INVALID_TXN_STATE; two behind is fenced
+    assert c.end_transaction("tx", pid, epoch, False, client_tv=2).error == \
+        ErrorCode.INVALID_TXN_STATE
+    assert c.end_transaction("tx", pid, epoch - 1, True, client_tv=2).error == \
+        ErrorCode.PRODUCER_FENCED
+    # the same epoch as the completed one is a new EndTxn: commit with nothing open is
+    # INVALID_TXN_STATE, abort bumps once more (an "empty" abort)
+    assert c.end_transaction("tx", pid, epoch + 1, True, client_tv=2).error == \
+        ErrorCode.INVALID_TXN_STATE
+    aborted = c.end_transaction("tx", pid, epoch + 1, False, client_tv=2)
+    assert (aborted.error, aborted.producer_epoch) == (ErrorCode.NONE, epoch + 2)
+    assert c.txns["tx"].state is S.COMPLETE_ABORT
+
+
+def test_v2_abort_from_empty_bumps_and_a_retry_while_marking_is_concurrent() -> None:
+    c, ports = coordinator(transaction_version=2)
+    pid, epoch = begin_v2(c, "tx")
+    # Empty: abort at the current epoch bumps, commit is INVALID_TXN_STATE
+    assert c.end_transaction("tx", pid, epoch, True, client_tv=2).error == \
+        ErrorCode.INVALID_TXN_STATE
+    r = c.end_transaction("tx", pid, epoch, False, client_tv=2)
+    assert (r.error, r.producer_epoch) == (ErrorCode.NONE, epoch + 1)
+    assert ports.markers == []  # nothing was added: no markers
+    assert ports.states("tx")[-2:] == [S.PREPARE_ABORT, S.COMPLETE_ABORT]
+    # a marker that fails keeps PrepareCommit: the retry one epoch behind must wait
+    assert c.add_partitions("tx", pid, epoch + 1, {TP1}, client_tv=2) == ErrorCode.NONE
+    ports.fail_markers = {TP1}
+    assert c.end_transaction("tx", pid, epoch + 1, True, client_tv=2).error == ErrorCode.NONE
+    assert c.txns["tx"].state is S.PREPARE_COMMIT
+    assert c.end_transaction("tx", pid, epoch + 1, True, client_tv=2).error == \
+        ErrorCode.CONCURRENT_TRANSACTIONS
+    assert c.end_transaction("tx", pid, epoch + 1, False, client_tv=2).error == \
+        ErrorCode.INVALID_TXN_STATE
+    assert c.end_transaction("tx", pid, epoch + 2, True, client_tv=2).error == \
+        ErrorCode.PRODUCER_FENCED  # "current" during the markers is not valid: only a retry
+
+
+def test_v2_an_exhausted_epoch_moves_to_the_next_producer_id_on_completion() -> None:
+    c, ports = coordinator(transaction_version=2)
+    pid, _ = begin_v2(c, "tx", TP1)
+    meta = c.txns["tx"]
+    meta.producer_epoch = 32766  # Short.MAX_VALUE - 1: the last epoch a client may hold
+    r = c.end_transaction("tx", pid, 32766, True, client_tv=2)
+    assert (r.error, r.producer_id, r.producer_epoch) == (ErrorCode.NONE, 101, 0)
+    assert ports.markers[-1] == ("tx", pid, 32767, True, frozenset({TP1}))
+    assert (meta.producer_id, meta.producer_epoch, meta.last_producer_id) == (101, 0, pid)
+    assert meta.last_producer_epoch == 32766
+    # the retry names the old producer id one epoch... behind the overflow
+    retry = c.end_transaction("tx", pid, 32766, True, client_tv=2)
+    assert (retry.error, retry.producer_id, retry.producer_epoch) == (ErrorCode.NONE, 101, 0)
+
+
+def test_v1_clients_keep_the_classic_rules_on_a_v2_coordinator() -> None:
+    c, ports = coordinator(transaction_version=2)
+    pid, epoch = begin(c, "tx", TP1)  # AddPartitionsToTxn v0-3: client_tv 0
+    assert c.end_txn("tx", pid, epoch, True) == ErrorCode.NONE  # EndTxn v0-4
+    assert ports.markers == [("tx", pid, epoch, True, frozenset({TP1}))]  # no bump
+    assert c.txns["tx"].producer_epoch == epoch
+    assert c.end_txn("tx", pid, epoch, True) == ErrorCode.NONE  # the classic retry
+    assert c.end_txn("tx", pid, epoch, False) == ErrorCode.INVALID_TXN_STATE
+
+
+def test_v2_timeout_abort_fences_with_one_bump() -> None:
+    c, ports = coordinator(transaction_version=2)
+    pid, epoch = begin_v2(c, "tx", TP1)
+    ports.now += 60_001
+    assert c.abort_timed_out() == ["tx"]
+    assert ports.markers[-1] == ("tx", pid, epoch + 1, False, frozenset({TP1}))
+    assert c.txns["tx"].state is S.COMPLETE_ABORT
+    assert c.end_transaction("tx", pid, epoch, True, client_tv=2).error == \
+        ErrorCode.INVALID_TXN_STATE  # the producer's commit after its abort (a retry)
+
+
+def test_v2_state_is_written_as_value_v1_and_replayed() -> None:
+    c, ports = coordinator(transaction_version=2)
+    pid, _epoch = begin_v2(c, "tx", TP1)
+    ongoing = ports.persisted[-1][2]
+    assert ongoing is not None and ongoing.client_tv == 2
+    meta = c.txns["tx"]
+    meta.producer_epoch = 32766
+    c.end_transaction("tx", pid, 32766, True, client_tv=2)
+    prepare = [m for t, _, m in ports.persisted if m is not None and m.state is S.PREPARE_COMMIT]
+    assert prepare[-1].next_producer_id == 101 and prepare[-1].producer_epoch == 32767
+    # a coordinator replaying the records (a restart after kill -9) has the same state
+    fresh, _ = coordinator(transaction_version=2)
+    fresh.load([(t, m) for t, _, m in ports.persisted])
+    again = fresh.txns["tx"]
+    assert (again.state, again.producer_id, again.producer_epoch, again.client_tv) == (
+        S.COMPLETE_COMMIT, 101, 0, 2)
+    assert again.last_producer_id == pid  # the overflow retry still works after a restart
+    r = fresh.end_transaction("tx", pid, 32766, True, client_tv=2)
+    assert (r.error, r.producer_id, r.producer_epoch) == (ErrorCode.NONE, 101, 0)
+
+
+def test_value_versions_follow_the_finalized_level() -> None:
+    transit = TxnTransit(7, 7, 3, 2, 1000, S.ONGOING, frozenset({TP1}), 5, 6, client_tv=2)
+    v0, v1 = encode_value(transit, 0), encode_value(transit, 1)
+    assert v0[:2] == b"\x00\x00" and v1[:2] == b"\x00\x01"
+    assert decode_value("x", v0).client_tv == 0  # type: ignore[union-attr]
+    decoded = decode_value("x", v1)
+    assert decoded is not None and (decoded.client_tv, decoded.producer_epoch) == (2, 3)
+    for level, prefix in ((0, b"\x00\x00"), (1, b"\x00\x01"), (2, b"\x00\x01")):
+        c, ports = coordinator(transaction_version=level)
+        begin(c, "tx", TP1)
+        assert ports.raw_values and all(v is not None and v[:2] == prefix
+                                        for v in ports.raw_values), level

@@ -58,7 +58,6 @@ import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
  * The Java driver of the compatibility matrix: kafka-clients (3.9 or 4.1, whichever is on the
@@ -826,7 +825,7 @@ public final class Driver {
     }
 
     void emit(String scenario, String status, String reason) {
-        String line = "{\"client\": " + json(client) + ", \"client_version\": " + json(AppInfoParser.getVersion())
+        String line = "{\"client\": " + json(client) + ", \"client_version\": " + json(clientVersion())
             + ", \"scenario\": " + json(scenario) + ", \"status\": " + json(status) + ", \"reason\": " + json(reason == null ? "" : reason) + "}";
         System.out.println(line);
         System.out.flush();
@@ -842,6 +841,19 @@ public final class Driver {
         return r.getClass().getSimpleName() + ": " + r.getMessage() + where;
     }
 
+    /** kafka-clients' version: AppInfoParser moved to utils.internals in 4.4. */
+    static String clientVersion() {
+        for (String name : new String[] {"org.apache.kafka.common.utils.AppInfoParser",
+                                         "org.apache.kafka.common.utils.internals.AppInfoParser"}) {
+            try {
+                return (String) Class.forName(name).getMethod("getVersion").invoke(null);
+            } catch (ReflectiveOperationException e) {
+                // try the next home
+            }
+        }
+        return "unknown";
+    }
+
     public static void main(String[] argv) {
         Map<String, String> a = new LinkedHashMap<>();
         List<String> scenarios = new ArrayList<>();
@@ -853,7 +865,7 @@ public final class Driver {
             System.err.println("usage: Driver --bootstrap HOST:PORT [--scenario a,b] [--topic-prefix P] [--timeout S] [--client NAME] [--classpath CP] [--log-dirs D1,D2]");
             System.exit(2);
         }
-        String version = AppInfoParser.getVersion();
+        String version = clientVersion();
         String client = a.getOrDefault("client", "java-" + version);
         List<String> logDirs = a.containsKey("log-dirs") ? Arrays.asList(a.get("log-dirs").split(",")) : List.of();
         Driver d = new Driver(client, a.get("bootstrap"), a.getOrDefault("topic-prefix", "j" + UUID.randomUUID().toString().substring(0, 6)),

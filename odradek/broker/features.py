@@ -1,0 +1,105 @@
+"""Feature levels (KIP-584, KIP-1022): what this broker supports and which levels are finalized.
+
+ApiVersions v3+ reports them (`SupportedFeatures`, `FinalizedFeaturesEpoch`,
+`FinalizedFeatures`), and clients switch protocols on them: the Java producer uses
+transactions v2 (KIP-890) only when `transaction.version` is finalized at 2 or more.
+
+What a Kafka 4.4.0 broker formatted with the defaults reports (measured): supported
+metadata.version 7-33, kraft.version 0-1, transaction.version 0-2, group.version 0-1,
+share.version 0-2, streams.version 0-1, eligible.leader.replicas.version 0-1; finalized
+metadata.version 33, transaction.version 2, group.version 1, share.version 2, streams.version
+1, eligible.leader.replicas.version 1 (kraft.version stays at 0, which is never listed).
+
+Odradek reports only what it implements: the same metadata.version (its api versions are
+4.4's) and kraft.version ranges, `transaction.version` 0-2 finalized at the level the broker
+setting `transaction.version` selects (default 2, as Kafka 4.x formats new clusters; 1 or 0
+emulate an older cluster: clients then use the classic transaction protocol), and
+`group.version` 0-1 finalized at 1 (KIP-848 consumer groups, as Kafka 4.x). Features at
+level 0 only (share, streams, eligible leader replicas) are left out of both lists, as Kafka
+leaves out a feature whose highest supported level is 0.
+
+The finalized-features epoch is the broker's start time in milliseconds: Kafka's is the
+metadata offset of the last change, and the Java client re-reads the levels only when the
+epoch grows, so a level changed across a restart must come with a larger epoch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from odradek.coordinator.group.consumer import group_version_supported
+
+METADATA_VERSION = "metadata.version"
+KRAFT_VERSION = "kraft.version"
+TRANSACTION_VERSION = "transaction.version"
+GROUP_VERSION = "group.version"
+
+# metadata.version 33 is Kafka 4.4.0's latest production level (7 is 3.3-IV3, the floor).
+METADATA_VERSION_MIN, METADATA_VERSION_LEVEL = 7, 33
+TRANSACTION_VERSION_MAX = 2  # TV2: epoch bump per transaction, implicit partition adds
+# 1: KIP-848 consumer groups (the group coordinator says which levels it serves).
+GROUP_VERSION_MAX = group_version_supported()[1]
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureRange:
+    min_version: int
+    max_version: int
+
+
+SUPPORTED: Mapping[str, FeatureRange] = MappingProxyType({
+    name: rng for name, rng in {
+        METADATA_VERSION: FeatureRange(METADATA_VERSION_MIN, METADATA_VERSION_LEVEL),
+        KRAFT_VERSION: FeatureRange(0, 1),
+        TRANSACTION_VERSION: FeatureRange(0, TRANSACTION_VERSION_MAX),
+        GROUP_VERSION: FeatureRange(0, GROUP_VERSION_MAX),
+    }.items() if rng.max_version > 0
+})
+
+# The finalized level of each feature when nothing selects another; kraft.version stays 0.
+DEFAULT_LEVELS: Mapping[str, int] = MappingProxyType({
+    METADATA_VERSION: METADATA_VERSION_LEVEL,
+    TRANSACTION_VERSION: TRANSACTION_VERSION_MAX,
+    GROUP_VERSION: GROUP_VERSION_MAX,
+})
+
+
+class FeatureLevelError(ValueError):
+    """A finalized level outside the supported range."""
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """The finalized levels of one broker run (a feature at level 0 is not listed)."""
+
+    levels: Mapping[str, int] = field(default_factory=dict)
+    epoch: int = 0
+
+    @classmethod
+    def finalize(cls, epoch: int, **selected: int) -> Features:
+        """The default levels with `selected` overrides (keyword names use underscores:
+        `transaction_version=1`); raises FeatureLevelError outside the supported range."""
+        levels = dict(DEFAULT_LEVELS)
+        for key, level in selected.items():
+            name = key.replace("_", ".")
+            rng = SUPPORTED.get(name)
+            low, high = (rng.min_version, rng.max_version) if rng else (0, 0)
+            if not low <= level <= high:
+                raise FeatureLevelError(
+                    f"{name}={level} is not supported: levels {low}-{high} are")
+            levels[name] = level
+        return cls(MappingProxyType({n: v for n, v in levels.items() if v > 0}), epoch)
+
+    def level(self, name: str) -> int:
+        return self.levels.get(name, 0)
+
+    @property
+    def transaction_version(self) -> int:
+        return self.level(TRANSACTION_VERSION)
+
+    def supported(self, api_version: int) -> list[tuple[str, FeatureRange]]:
+        """The supported ranges ApiVersions `api_version` may carry: before v4 a range whose
+        minimum is 0 is left out (KAFKA-17011: older clients reject it), as Kafka does."""
+        return [(n, r) for n, r in SUPPORTED.items() if api_version >= 4 or r.min_version > 0]
