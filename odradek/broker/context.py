@@ -12,6 +12,7 @@ from typing import Protocol
 
 from odradek.broker.cluster import Cluster
 from odradek.broker.coordinators.runtime import CoordinatorRuntime
+from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.partitions import Partitions
 from odradek.config import BrokerConfig
 from odradek.coordinator.common import Clock
@@ -54,6 +55,7 @@ class RequestContext:
     partitions: Partitions
     groups: GroupRuntime
     transactions: TxnRuntime
+    fetch_sessions: FetchSessionCache
     # the request
     client: ClientInfo
     api_key: int

@@ -40,10 +40,9 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Protocol
 
 from odradek.wire import ErrorCode
-from odradek.wire._generated.fetch import FetchRequest
+from odradek.wire._generated.fetch import FetchRequest, FetchResponse
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
@@ -60,24 +59,6 @@ def next_epoch(epoch: int) -> int:
     if epoch < 0:
         return FINAL_EPOCH
     return 1 if epoch == MAX_EPOCH else epoch + 1
-
-
-class PartitionResult(Protocol):
-    """What the filter reads of a response partition (FetchResponse.PartitionData)."""
-
-    error_code: int
-    high_watermark: int
-    log_start_offset: int
-    preferred_read_replica: int
-    records: bytes | memoryview | None
-
-    @property
-    def diverging_epoch(self) -> _EpochEndOffset: ...
-
-
-class _EpochEndOffset(Protocol):
-    epoch: int
-    end_offset: int
 
 
 class CachedPartition:
@@ -120,7 +101,7 @@ class CachedPartition:
         self.last_fetched_epoch = p.last_fetched_epoch
         self.log_start_offset = p.log_start_offset
 
-    def must_respond(self, data: PartitionResult, update: bool) -> bool:
+    def must_respond(self, data: FetchResponse.PartitionData, update: bool) -> bool:
         """Whether an incremental response must carry this partition; with `update`, remember
         what it tells the fetcher."""
         respond = bool(data.records)

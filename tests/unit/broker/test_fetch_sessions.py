@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import uuid
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -324,7 +323,7 @@ def test_preferred_replica_and_diverging_epoch_are_always_sent() -> None:
     d.preferred_read_replica = 2
     assert cached().must_respond(d, update=True)
     d = data()
-    d.diverging_epoch = SimpleNamespace(epoch=3, end_offset=9)  # type: ignore[assignment]
+    d.diverging_epoch = FetchResponse.EpochEndOffset(epoch=3, end_offset=9)
     assert cached().must_respond(d, update=True)
 
 
