@@ -124,7 +124,8 @@ def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
 
 def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool, max_bytes: int,
               missing: ErrorCode) -> tuple[list[FetchResponse.FetchableTopicResponse], int, bool]:
-    """One pass over every partition: (topic responses, bytes gathered, any error)."""
+    """One pass over every partition: (topic responses, bytes gathered, any error). The
+    sessionless hot path, inlined (`_read_partition` is the same per partition)."""
     remaining = max(max_bytes, 0)
     total = 0
     errored = False
@@ -132,10 +133,34 @@ def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool, m
     for topic, name, parts in resolved:
         datas = []
         for p, plog, error in parts:
-            data, size = _read_partition(p, plog, error, name, read_committed, remaining,
-                                         total == 0, missing)
-            total += size
-            remaining = max(remaining - size, 0)
+            data = PartitionData(partition_index=p.partition, error_code=error, high_watermark=-1,
+                                 last_stable_offset=-1, log_start_offset=-1,
+                                 preferred_read_replica=-1, records=b"")
+            if plog is not None and error == ErrorCode.NONE and p.partition_max_bytes < 0:
+                # Kafka's log read refuses a negative size; the partition gets its generic error.
+                log.warning("fetch with a negative partition_max_bytes", topic=name,
+                            partition=p.partition, partition_max_bytes=p.partition_max_bytes)
+                data.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+            elif plog is not None:
+                try:
+                    size = _fill(data, p, plog, error, read_committed, remaining, total == 0)
+                except LogClosedError:  # deleted since it was resolved
+                    data = PartitionData(partition_index=p.partition, error_code=missing,
+                                         high_watermark=-1, last_stable_offset=-1,
+                                         log_start_offset=-1, preferred_read_replica=-1,
+                                         records=b"")
+                except (StorageError, OSError) as e:
+                    # An offline log dir was reported once, when it failed.
+                    report = log.debug if isinstance(e, LogDirOfflineError) else log.error
+                    report("fetch read failed", topic=name, partition=p.partition, error=str(e))
+                    data = PartitionData(partition_index=p.partition,
+                                         error_code=ErrorCode.KAFKA_STORAGE_ERROR,
+                                         high_watermark=-1, last_stable_offset=-1,
+                                         log_start_offset=-1, preferred_read_replica=-1,
+                                         records=b"")
+                else:
+                    total += size
+                    remaining = max(remaining - size, 0)
             errored = errored or data.error_code != ErrorCode.NONE
             datas.append(data)
         responses.append(FetchResponse.FetchableTopicResponse(topic=topic.topic, topic_id=topic.topic_id,
