@@ -3,7 +3,8 @@
 It builds, in order, the cluster metadata (topics, ids, configs), the log manager (every
 partition's log, opened with its topic's effective config), the partitions port handlers and
 coordinators use, and one coordinator runtime per coordinator shard: the group coordinator
-over `__consumer_offsets` and the transaction coordinator over `__transaction_state`. It wires
+over `__consumer_offsets` and the transaction coordinator over `__transaction_state`; then the
+fetch session cache (KIP-227, `max.incremental.fetch.session.cache.slots`). It wires
 them together (a deleted topic drops its committed offsets; a transaction marker written to
 `__consumer_offsets` completes that producer's staged offsets), runs their background tasks
 (coordinator timers, retention, flushes, the log cleaner, producer-id expiry) and gives each
@@ -28,6 +29,7 @@ from odradek.broker.context import ClientInfo, GroupRuntime, RequestContext, Txn
 from odradek.broker.coordinators.producer_ids import PRODUCER_ID_BLOCK_FILE, ProducerIdAllocator
 from odradek.broker.coordinators.runtime import CoordinatorRuntime, InternalTopic
 from odradek.broker.features import FeatureLevelError, Features
+from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.partitions import LocalPartitions
 from odradek.broker.storage.cleaner import LogCleaner
 from odradek.broker.storage.manager import LogManager
@@ -121,6 +123,8 @@ class Broker:
             raise ConfigError(str(e), "transaction.version") from None
         self.groups: GroupRuntime = self._group_runtime()
         self.transactions: TxnRuntime = self._transaction_runtime()
+        self.fetch_sessions = FetchSessionCache(
+            config.get_int("max.incremental.fetch.session.cache.slots"))
 
     # -- the coordinators -----------------------------------------------------------------------
 
@@ -262,7 +266,8 @@ class Broker:
         return RequestContext(
             config=self.config, node=self, clock=self, cluster=self.cluster,
             partitions=self.partitions, groups=self.groups, transactions=self.transactions,
-            features=self.features, client=client, api_key=request.api_key, api_version=request.api_version,
+            features=self.features, fetch_sessions=self.fetch_sessions,
+            client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id)
 
     @staticmethod

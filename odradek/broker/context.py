@@ -13,6 +13,7 @@ from typing import Protocol
 from odradek.broker.cluster import Cluster
 from odradek.broker.coordinators.runtime import CoordinatorRuntime
 from odradek.broker.features import Features
+from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.partitions import Partitions
 from odradek.config import BrokerConfig
 from odradek.coordinator.common import Clock
@@ -56,6 +57,7 @@ class RequestContext:
     groups: GroupRuntime
     transactions: TxnRuntime
     features: Features
+    fetch_sessions: FetchSessionCache
     # the request
     client: ClientInfo
     api_key: int

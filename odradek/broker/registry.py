@@ -27,7 +27,7 @@ class HandlerEntry:
 # or are not implemented yet; the handler modules' docstrings say what each version lacks.
 HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.PRODUCE: HandlerEntry("produce", 3, 13),
-    ApiKey.FETCH: HandlerEntry("fetch", 4, 17),
+    ApiKey.FETCH: HandlerEntry("fetch", 4, 18),
     ApiKey.LIST_OFFSETS: HandlerEntry("list_offsets", 0, 10),
     ApiKey.METADATA: HandlerEntry("metadata", 0, 13),
     ApiKey.API_VERSIONS: HandlerEntry("api_versions", 0, 4),

@@ -200,7 +200,8 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
     # Memory for requests being read, across connections; -1 = unbounded (Kafka's default).
     _b("queued.max.request.bytes", _T.LONG, -1),
     _b("fetch.max.bytes", _T.INT, 57_671_680, at_least(1024)),
-    _b("max.incremental.fetch.session.cache.slots", _T.INT, 1000, at_least(0), effect=_NA),
+    # Fetch sessions (KIP-227): how many the broker keeps; 0 keeps none. Read at start-up.
+    _b("max.incremental.fetch.session.cache.slots", _T.INT, 1000, at_least(0)),
     # Group coordinator. Kafka's replication factors for the internal topics default to 3,
     # which a single node cannot satisfy; ours default to 1.
     _b("offsets.topic.num.partitions", _T.INT, 50, at_least(1)),

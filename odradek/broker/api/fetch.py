@@ -1,4 +1,4 @@
-"""Fetch (key 1), versions 4-17.
+"""Fetch (key 1), versions 4-18.
 
 - Long poll: answered once `min_bytes` are available or any partition has an error, else
   after `max_wait_ms`; waiting is on the broker's append event, never by sleeping. A fetch
@@ -12,9 +12,21 @@
   fetch waits answers UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID for v13+) at once; a read
   that fails in storage answers KAFKA_STORAGE_ERROR for that partition. Never a dropped
   connection.
-- A full fetch answers exactly the requested partitions, in request order. Fetch sessions
-  (KIP-227) are not kept: session_id is always 0, which clients accept as sessionless; a
-  request naming a session id gets FETCH_SESSION_ID_NOT_FOUND.
+- A full fetch answers exactly the requested partitions, in request order.
+- Fetch sessions (KIP-227, v7+; rules in `broker/fetch_sessions.py`): epoch 0 creates a
+  session caching the requested partitions (its id in the response; 0 when the cache of
+  `max.incremental.fetch.session.cache.slots` has no room), epoch -1 is sessionless, any
+  other epoch is an incremental fetch of the whole session, changed by the partitions the
+  request names and `forgotten_topics_data`, answered with only the partitions that have
+  records, an error, or a new high watermark or log start offset. Such a fetch long-polls on
+  all of its session's partitions. An unknown session answers FETCH_SESSION_ID_NOT_FOUND, a
+  wrong epoch INVALID_FETCH_SESSION_EPOCH (also when the session moved on while the fetch
+  waited), a v13+ session used below v13 or the reverse FETCH_SESSION_TOPIC_ID_ERROR: session
+  id 0, no partitions. A session partition keeps its topic name once known: a deleted topic
+  answers UNKNOWN_TOPIC_OR_PARTITION there (UNKNOWN_TOPIC_ID while the id was never known),
+  and one re-created under the name INCONSISTENT_TOPIC_ID, as from Kafka.
+- v18 adds the follower's high watermark per partition (KIP-1166), accepted and unused:
+  followers are served as consumers.
 - Offsets outside [log start, log end]: OFFSET_OUT_OF_RANGE, also for partitions after the
   response's byte budget is spent (Kafka reads them with 0 bytes). v13+ topics are named by id
   (UNKNOWN_TOPIC_ID for an unknown id, UNKNOWN_TOPIC_OR_PARTITION for a partition the topic
@@ -26,18 +38,32 @@
   Transaction markers are control batches: they occupy offsets and are returned as batches.
 - Empty records are sent as zero length, never null; preferred_read_replica is -1;
   throttle_time_ms is 0.
-- Not implemented: fetch sessions, follower fetching (replica_id >= 0 is served as a consumer),
-  rack-aware replica selection, KIP-405 tiered storage, divergence checks on last_fetched_epoch.
+- Not implemented: follower fetching (replica_id >= 0 is served as a consumer; its sessions
+  are privileged in the cache, as in Kafka), rack-aware replica selection, KIP-405 tiered
+  storage, divergence checks on last_fetched_epoch, KIP-1166's early answer to a follower
+  whose high watermark is behind.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
+from collections.abc import Iterator
+from typing import Protocol
 
 import structlog
 
-from odradek.broker.cluster import LEADER_EPOCH
+from odradek.broker.cluster import LEADER_EPOCH, Cluster
 from odradek.broker.context import RequestContext
+from odradek.broker.fetch_sessions import (
+    INVALID_SESSION_ID,
+    CachedPartition,
+    FetchSession,
+    FullFetch,
+    IncrementalFetch,
+    Key,
+    SessionError,
+)
 from odradek.broker.storage.errors import LogDirOfflineError
 from odradek.broker.storage.log import (
     LogClosedError,
@@ -55,8 +81,19 @@ READ_COMMITTED = 1
 
 log = structlog.get_logger("odradek.fetch")
 
-Wanted = tuple[FetchRequest.FetchPartition, PartitionLog | None, ErrorCode]
-Resolved = list[tuple[FetchRequest.FetchTopic, str | None, list[Wanted]]]
+Resolved = list[tuple[FetchRequest.FetchTopic, str | None,
+                      list[tuple[FetchRequest.FetchPartition, PartitionLog | None, ErrorCode]]]]
+
+
+class Wanted(Protocol):
+    """A partition to read: a request's FetchPartition, or a session's CachedPartition."""
+
+    @property
+    def partition(self) -> int: ...
+    @property
+    def fetch_offset(self) -> int: ...
+    @property
+    def partition_max_bytes(self) -> int: ...
 
 
 def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
@@ -72,7 +109,7 @@ def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
         # an unknown id is UNKNOWN_TOPIC_ID; a known topic's missing partition is not
         missing = (ErrorCode.UNKNOWN_TOPIC_ID if name is None
                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        parts: list[Wanted] = []
+        parts: list[tuple[FetchRequest.FetchPartition, PartitionLog | None, ErrorCode]] = []
         for p in topic.partitions:
             plog = ctx.partitions.log(name, p.partition) if name is not None else None
             if plog is None:
@@ -87,7 +124,8 @@ def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
 
 def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool, max_bytes: int,
               missing: ErrorCode) -> tuple[list[FetchResponse.FetchableTopicResponse], int, bool]:
-    """One pass over every partition: (topic responses, bytes gathered, any error)."""
+    """One pass over every partition: (topic responses, bytes gathered, any error). The
+    sessionless hot path, inlined (`_read_partition` is the same per partition)."""
     remaining = max(max_bytes, 0)
     total = 0
     errored = False
@@ -130,7 +168,42 @@ def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool, m
     return responses, total, errored
 
 
-def _fill(data: PartitionData, p: FetchRequest.FetchPartition, plog: PartitionLog,
+def _read_partition(p: Wanted, plog: PartitionLog | None, error: ErrorCode, name: str | None,
+                    read_committed: bool, remaining: int, first: bool,
+                    missing: ErrorCode = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    ) -> tuple[PartitionData, int]:
+    """One partition's response data and the record bytes read; `error` is what resolving
+    it found (its log is None when it has none)."""
+    data = PartitionData(partition_index=p.partition, error_code=error, high_watermark=-1,
+                         last_stable_offset=-1, log_start_offset=-1,
+                         preferred_read_replica=-1, records=b"")
+    if plog is None:
+        return data, 0
+    if error == ErrorCode.NONE and p.partition_max_bytes < 0:
+        # Kafka's log read refuses a negative size; the partition gets its generic error.
+        log.warning("fetch with a negative partition_max_bytes", topic=name,
+                    partition=p.partition, partition_max_bytes=p.partition_max_bytes)
+        data.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+        return data, 0
+    try:
+        return data, _fill(data, p, plog, error, read_committed, remaining, first)
+    except LogClosedError:  # deleted since it was resolved
+        return PartitionData(partition_index=p.partition, error_code=missing,
+                             high_watermark=-1, last_stable_offset=-1,
+                             log_start_offset=-1, preferred_read_replica=-1,
+                             records=b""), 0
+    except (StorageError, OSError) as e:
+        # An offline log dir was reported once, when it failed.
+        report = log.debug if isinstance(e, LogDirOfflineError) else log.error
+        report("fetch read failed", topic=name, partition=p.partition, error=str(e))
+        return PartitionData(partition_index=p.partition,
+                             error_code=ErrorCode.KAFKA_STORAGE_ERROR,
+                             high_watermark=-1, last_stable_offset=-1,
+                             log_start_offset=-1, preferred_read_replica=-1,
+                             records=b""), 0
+
+
+def _fill(data: PartitionData, p: Wanted, plog: PartitionLog,
           error: ErrorCode, read_committed: bool, remaining: int, first: bool) -> int:
     """The partition's offsets and, when it has no error and bytes remain, its records;
     returns how many record bytes were read."""
@@ -164,14 +237,130 @@ def _aborted(plog: PartitionLog, fetch_offset: int, records: bytes) -> list[Abor
             for t in sorted(found, key=lambda t: (t.first_offset, t.producer_id))]
 
 
+def _session_entries(version: int, resolved: Resolved,
+                     responses: list[FetchResponse.FetchableTopicResponse]
+                     ) -> Iterator[tuple[Key, CachedPartition]]:
+    """A new session's partitions: each requested one with what the full response said
+    (a partition answered with an error caches no high watermark, so it is sent again)."""
+    by_id = version >= 13
+    for (topic, name, parts), answered in zip(resolved, responses, strict=True):
+        tkey = topic.topic_id if by_id else topic.topic
+        for (p, _, _), data in zip(parts, answered.partitions, strict=True):
+            key = (tkey, p.partition)
+            hw = data.high_watermark if data.error_code == ErrorCode.NONE else -1
+            yield key, CachedPartition(key, name, topic.topic_id, p, hw, data.log_start_offset)
+
+
+def _read_session(ctx: RequestContext, session: FetchSession, read_committed: bool,
+                  max_bytes: int) -> tuple[list[tuple[CachedPartition, PartitionData]], int, bool]:
+    """One pass over an incremental fetch's session: the partitions its response must carry
+    (with their data), bytes gathered, any error. A partition with no news costs a few
+    comparisons and no response object."""
+    remaining = max(max_bytes, 0)
+    total = 0
+    errored = False
+    picked = []
+    uses_ids = session.uses_topic_ids
+    logs = ctx.partitions
+    cluster = ctx.cluster
+    topic_ok: dict[str, bool] = {}  # v13+: the name still belongs to the session's topic id
+    for cp in session.partitions.values():
+        name = cp.topic
+        plog = None
+        if name is None:  # an id not known when cached, nor since
+            error = ErrorCode.UNKNOWN_TOPIC_ID
+        else:
+            plog = logs.log(name, cp.partition)
+            if plog is None:
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif uses_ids and not _same_topic(cluster, topic_ok, name, cp):
+                # re-created under the same name since the session cached it (Kafka's
+                # ReplicaManager refuses the read the same way)
+                error = ErrorCode.INCONSISTENT_TOPIC_ID
+                plog = None
+            elif cp.current_leader_epoch > LEADER_EPOCH:
+                error = ErrorCode.UNKNOWN_LEADER_EPOCH
+            else:
+                error = ErrorCode.NONE
+                offset = cp.fetch_offset
+                hw = plog.high_watermark
+                start = plog.log_start_offset
+                if (hw == cp.high_watermark and start == cp.local_log_start_offset
+                        and start <= offset <= plog.log_end_offset
+                        and offset >= (plog.last_stable_offset if read_committed else hw)
+                        and cp.partition_max_bytes >= 0):
+                    continue  # no records to read and nothing the fetcher does not know
+        data, size = _read_partition(cp, plog, error, name, read_committed, remaining,
+                                     total == 0)
+        total += size
+        remaining = max(remaining - size, 0)
+        if data.error_code != ErrorCode.NONE:
+            errored = True
+        if cp.must_respond(data, update=False):
+            picked.append((cp, data))
+    return picked, total, errored
+
+
+def _same_topic(cluster: Cluster, seen: dict[str, bool], name: str, cp: CachedPartition) -> bool:
+    ok = seen.get(name)
+    if ok is None:
+        topic = cluster.get(name)
+        ok = seen[name] = topic is not None and topic.topic_id == cp.topic_id
+    return ok
+
+
+def _incremental_response(inc: IncrementalFetch,
+                          picked: list[tuple[CachedPartition, PartitionData]]) -> FetchResponse:
+    """The partitions that must be sent, remembered in the session; consecutive partitions
+    of one topic share a topic entry, as in Kafka's responses."""
+    session = inc.session
+    if not inc.still_current():
+        log.info("fetch session moved on while a fetch on it waited (a duplicate request?)",
+                 session_id=session.id, expected_epoch=inc.expected_epoch, epoch=session.epoch)
+        return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+                             session_id=session.id)
+    responses: list[FetchResponse.FetchableTopicResponse] = []
+    last: object = None
+    datas: list[PartitionData] = []
+    for cp, data in picked:
+        cp.must_respond(data, update=True)
+        inc.sent(cp, bool(data.records))
+        tkey = cp.key[0]
+        if tkey != last:
+            last = tkey
+            datas = []
+            responses.append(FetchResponse.FetchableTopicResponse(
+                topic=cp.topic or "", topic_id=cp.topic_id, partitions=datas))
+        datas.append(data)
+    return FetchResponse(error_code=ErrorCode.NONE, session_id=session.id, responses=responses)
+
+
 async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
-    if ctx.api_version >= 7 and request.session_id != 0:
-        return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
+    version = ctx.api_version
+    replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+    by_id = ctx.cluster.by_id
+
+    def names(topic_id: uuid.UUID) -> str | None:
+        topic = by_id.get(topic_id)
+        return topic.name if topic is not None else None
+
+    session = ctx.fetch_sessions.new_context(version, request, privileged=replica_id >= 0,
+                                             names=names, now_ms=ctx.clock.now_ms())
+    if isinstance(session, SessionError):
+        return FetchResponse(error_code=session.error, session_id=INVALID_SESSION_ID)
     read_committed = request.isolation_level == READ_COMMITTED
     # As Kafka: the response is bounded by the broker's fetch.max.bytes too.
     max_bytes = min(request.max_bytes, ctx.config.get_int("fetch.max.bytes"))
-    missing = (ErrorCode.UNKNOWN_TOPIC_ID if ctx.api_version >= 13
-               else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if isinstance(session, IncrementalFetch):  # the session has partitions: it may wait
+        deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
+        while True:
+            picked, total, errored = _read_session(ctx, session.session, read_committed,
+                                                   max_bytes)
+            left = deadline - time.monotonic()
+            if errored or total >= request.min_bytes or left <= 0:
+                return _incremental_response(session, picked)
+            await ctx.partitions.wait_for_append(left)
+    missing = ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     wait_ms = max(request.max_wait_ms, 0) if any(t.partitions for t in request.topics) else 0
     deadline = time.monotonic() + wait_ms / 1000
     while True:
@@ -182,5 +371,11 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
                                               missing)
         left = deadline - time.monotonic()
         if errored or total >= request.min_bytes or left <= 0:
-            return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
+            break
         await ctx.partitions.wait_for_append(left)
+    session_id = INVALID_SESSION_ID
+    if isinstance(session, FullFetch):
+        count = sum(len(parts) for _, _, parts in resolved)
+        session_id = session.create_session(
+            ctx.clock.now_ms(), count, lambda: _session_entries(version, resolved, responses))
+    return FetchResponse(error_code=ErrorCode.NONE, session_id=session_id, responses=responses)

@@ -30,7 +30,7 @@ MiB = 1 << 20
 VALUE = b"x" * 100
 S = len(build_batch([(b"k", VALUE)]))  # the size of every one-record batch `raw` builds
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
-VERSIONS = [4, 7, 11, 12, 13, 15, 17]
+VERSIONS = [4, 7, 11, 12, 13, 15, 17, 18]
 
 
 @pytest.fixture
@@ -457,11 +457,13 @@ def test_current_leader_epoch_is_not_sent_before_v9(broker: Broker) -> None:
     assert only(fetch(broker, ("t", 0, 0), version=8, epoch=1)).error_code == ErrorCode.NONE
 
 
-@pytest.mark.parametrize("version", [7, 12, 17])
-def test_fetch_sessions_are_not_kept(broker: Broker, version: int) -> None:
+@pytest.mark.parametrize("version", [7, 12, 17, 18])
+def test_a_sessionless_fetch_and_an_unknown_session(broker: Broker, version: int) -> None:
+    # (sessions themselves: test_fetch_sessions_handler.py)
     append(broker, 0, raw())
     sessionless = fetch(broker, ("t", 0, 0), version=version, session_id=0, session_epoch=-1)
     assert (sessionless.error_code, sessionless.session_id) == (ErrorCode.NONE, 0)
+    assert len(broker.fetch_sessions) == 0
     incremental = fetch(broker, ("t", 0, 0), version=version, session_id=12, session_epoch=1)
     assert (incremental.error_code, incremental.session_id, incremental.responses) == (
         ErrorCode.FETCH_SESSION_ID_NOT_FOUND, 0, [])
