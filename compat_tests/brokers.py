@@ -3,7 +3,7 @@
 Odradek: `python -m odradek serve` on port 0 with a temp data dir; ready when stderr logs the
 `listening` event with the bound port.
 Kafka: a single-node KRaft broker+controller from the Maven Central jars resolved into
-`java/target/cp-clients-4.1.txt` (kafka_2.13 4.1.x): storage formatted with
+`java/target/cp-clients-4.4.txt` (kafka_2.13 4.4.x): storage formatted with
 `kafka.tools.StorageTool`, then `kafka.Kafka server.properties`, loopback only; ready when a
 Metadata request answers with the broker in it.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 JAVA_DIR = HERE / "java"
-KAFKA_VERSION = "4.1.2"
+KAFKA_VERSION = "4.4.0"
 LISTENING = re.compile(r"listening.*\bport=(\d+)|\"event\": \"listening\".*\"port\": (\d+)")
 
 # Settings both targets get: no 3 s wait before the first rebalance of a new group.
@@ -149,7 +149,7 @@ class KafkaBroker(Broker):
         return [self.data_dir / "logs"]
 
     def start(self, timeout: float = 90.0) -> None:
-        cp = java_classpath("clients-4.1")
+        cp = java_classpath("clients-4.4")
         self.port, cport = free_port(), free_port()
         props = self.data_dir / "server.properties"
         (self.data_dir / "logs").mkdir(parents=True, exist_ok=True)

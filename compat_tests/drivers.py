@@ -36,7 +36,7 @@ class Driver:
                 raise RuntimeError("kcat not installed (apt-get install kcat)")
             return [*py, "compat_tests.python.kcat"]
         if self.name.startswith("java-"):
-            cp_name = {"java-3.9": "clients-3.9", "java-4.1": "clients-4.1"}[self.name]
+            cp_name = {"java-3.9": "clients-3.9", "java-4.1": "clients-4.1", "java-4.4": "clients-4.4"}[self.name]
             target = HERE / "java" / "target"
             cp_file = target / f"cp-{cp_name}.txt"
             if not (target / "classes").is_dir() or not cp_file.exists():
@@ -59,7 +59,8 @@ class Driver:
 DRIVERS: dict[str, Driver] = {
     d.name: d
     for d in (
-        Driver("java-4.1", "Java", extra_scenarios=tuple(CLI_SCENARIOS)),
+        Driver("java-4.4", "Java", extra_scenarios=tuple(CLI_SCENARIOS)),
+        Driver("java-4.1", "Java"),
         Driver("java-3.9", "Java"),
         Driver("confluent-kafka", "librdkafka"),
         Driver("kcat", "librdkafka"),

@@ -107,7 +107,7 @@ def render() -> str:
         "",
     ]
     lines += [f"- **{name}**: {text}" for name, text in SCENARIOS.items()]
-    lines += ["", "Kafka's command-line tools (Java driver, 4.1 tools, run by main class):", ""]
+    lines += ["", "Kafka's command-line tools (Java driver, 4.4 tools, run by main class):", ""]
     lines += [f"- **{name}**: {text}" for name, text in CLI_SCENARIOS.items()]
     return "\n".join(lines) + "\n"
 

@@ -58,11 +58,10 @@ import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
- * The Java driver of the compatibility matrix: kafka-clients (3.9 or 4.1, whichever is on the
- * classpath) runs every scenario; with --classpath it also runs Kafka's CLI tools by main class.
+ * The Java driver of the compatibility matrix: kafka-clients (3.9, 4.1 or 4.4, whichever is on
+ * the classpath) runs every scenario; with --classpath it also runs Kafka's CLI tools by main class.
  * One JSON line per scenario on stdout. Each scenario runs on its own daemon thread with a
  * deadline, so a hung call becomes FAIL "timeout"; the JVM ends with halt() so stuck client
  * threads can't keep it alive.
@@ -741,6 +740,19 @@ public final class Driver {
         return "transactional ProducerPerformance 5000 = read_committed ConsoleConsumer " + read;
     }
 
+    /** DumpLogSegments moved from kafka_2.13 (Scala, kafka.tools) to kafka-tools (Java) after 4.1. */
+    static String dumpLogSegmentsClass() {
+        for (String c : List.of("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments")) {
+            try {
+                Class.forName(c, false, Driver.class.getClassLoader());
+                return c;
+            } catch (ClassNotFoundException e) {
+                // not in this Kafka version
+            }
+        }
+        throw new NotSupported("no DumpLogSegments class on the classpath");
+    }
+
     String cliDumpLogSegments() throws Exception {
         if (logDirs.isEmpty()) throw new NotSupported("no --log-dirs given");
         String t = topic();
@@ -764,7 +776,8 @@ public final class Driver {
         check(dir != null, "no " + t + "-0 directory under " + logDirs);
         Path log = dir.resolve("00000000000000000000.log");
         waitFor(() -> Files.exists(log), "segment file", null);
-        Proc r = okTool("kafka.tools.DumpLogSegments", null, "--files", log.toString(), "--deep-iteration", "--print-data-log");
+        String dump = dumpLogSegmentsClass();
+        Proc r = okTool(dump, null, "--files", log.toString(), "--deep-iteration", "--print-data-log");
         long dataRecords = r.out.lines().filter(l -> l.contains("| offset:") && l.contains("payload:")).count();
         check(!r.out.contains("Exception") && !r.out.toLowerCase().contains("corrupt"), "DumpLogSegments: " + tail(r.out));
         check(r.out.contains("payload: plain-19") && r.out.contains("payload: gzip-19") && r.out.contains("payload: tx"), "payloads missing: " + tail(r.out));
@@ -773,7 +786,7 @@ public final class Driver {
         for (String suffix : List.of(".index", ".timeindex")) {
             Path f = dir.resolve("00000000000000000000" + suffix);
             if (!Files.exists(f)) continue;
-            Proc ix = okTool("kafka.tools.DumpLogSegments", null, "--files", f.toString());
+            Proc ix = okTool(dump, null, "--files", f.toString());
             // Only "it parses": on a live, preallocated active-segment index Kafka's own files
             // show spurious mismatches too.
             check(!ix.out.contains("Exception"), "DumpLogSegments " + suffix + ": " + tail(ix.out));
@@ -809,6 +822,19 @@ public final class Driver {
         }
     }
 
+    /** kafka-clients' own version, from the properties file its jar carries (the class that
+     *  reads it moved to an internals package in 4.x, so the driver reads the file itself). */
+    static String clientVersion() {
+        try (InputStream in = Driver.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            if (in == null) return "unknown";
+            Properties p = new Properties();
+            p.load(in);
+            return p.getProperty("version", "unknown");
+        } catch (IOException e) {
+            return "unknown";
+        }
+    }
+
     static String json(String s) {
         StringBuilder sb = new StringBuilder("\"");
         for (char c : s.toCharArray()) {
@@ -826,7 +852,7 @@ public final class Driver {
     }
 
     void emit(String scenario, String status, String reason) {
-        String line = "{\"client\": " + json(client) + ", \"client_version\": " + json(AppInfoParser.getVersion())
+        String line = "{\"client\": " + json(client) + ", \"client_version\": " + json(clientVersion())
             + ", \"scenario\": " + json(scenario) + ", \"status\": " + json(status) + ", \"reason\": " + json(reason == null ? "" : reason) + "}";
         System.out.println(line);
         System.out.flush();
@@ -853,7 +879,7 @@ public final class Driver {
             System.err.println("usage: Driver --bootstrap HOST:PORT [--scenario a,b] [--topic-prefix P] [--timeout S] [--client NAME] [--classpath CP] [--log-dirs D1,D2]");
             System.exit(2);
         }
-        String version = AppInfoParser.getVersion();
+        String version = clientVersion();
         String client = a.getOrDefault("client", "java-" + version);
         List<String> logDirs = a.containsKey("log-dirs") ? Arrays.asList(a.get("log-dirs").split(",")) : List.of();
         Driver d = new Driver(client, a.get("bootstrap"), a.getOrDefault("topic-prefix", "j" + UUID.randomUUID().toString().substring(0, 6)),
