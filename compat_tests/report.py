@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from compat_tests.drivers import DRIVERS
-from compat_tests.scenarios import ALL_SCENARIOS, CLI_SCENARIOS, SCENARIOS
+from compat_tests.scenarios import (
+    ALL_SCENARIOS,
+    CLI_SCENARIOS,
+    CONSUMER_PROTOCOL_SCENARIOS,
+    SCENARIOS,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "docs" / "compat-results"
@@ -107,6 +112,8 @@ def render() -> str:
         "",
     ]
     lines += [f"- **{name}**: {text}" for name, text in SCENARIOS.items()]
+    lines += ["", "KIP-848 consumer groups (`group.protocol=consumer`; Java 4.4 and confluent-kafka):", ""]
+    lines += [f"- **{name}**: {text}" for name, text in CONSUMER_PROTOCOL_SCENARIOS.items()]
     lines += ["", "Kafka's command-line tools (Java driver, 4.4 tools, run by main class):", ""]
     lines += [f"- **{name}**: {text}" for name, text in CLI_SCENARIOS.items()]
     return "\n".join(lines) + "\n"
