@@ -106,7 +106,9 @@ def render() -> str:
         "Beside the matrix, the clients' own integration tests run against Odradek (and Apache "
         "Kafka as the oracle): franz-go's `pkg/kgo` tests (`python -m compat_tests.upstream.franz_go`) "
         "and librdkafka's broker tests (`python -m compat_tests.upstream.librdkafka`). Results, "
-        "allow-lists and open gaps: `compat_tests/go/FINDINGS.md`, `compat_tests/librdkafka/FINDINGS.md`.",
+        "allow-lists and open gaps: `compat_tests/go/FINDINGS.md`, `compat_tests/librdkafka/FINDINGS.md`. "
+        "KIP-848 answers compared with Kafka 4.4 by a raw-protocol probe "
+        "(`python -m compat_tests.probe_kip848`): `compat_tests/FINDINGS.md`.",
         "",
         "## Scenarios",
         "",
