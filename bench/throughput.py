@@ -3,7 +3,7 @@
 Several client processes run at once so the client is not the bottleneck. Prints MB/s,
 records/s and the broker's CPU seconds per GB moved (user + system time of the broker
 process, from /proc) for produce (acks=all) and consume, against Odradek and, in the same run:
-- with `--reference`, a real Apache Kafka 4.1 broker started from Maven Central jars (the
+- with `--reference`, a real Apache Kafka 4.4 broker started from Maven Central jars (the
   compat matrix's launcher: run `bash compat_tests/setup.sh` once), with ratios;
 - with `--baseline PATH`, the Odradek of another checkout (e.g. `git worktree add /tmp/base
   <commit>`), to show what a change does to the data path; repeat it for more checkouts
@@ -134,7 +134,7 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--reference", action="store_true",
-                    help="also run against Apache Kafka 4.1 (jars from compat_tests/setup.sh)")
+                    help="also run against Apache Kafka 4.4 (jars from compat_tests/setup.sh)")
     ap.add_argument("--baseline", type=Path, action="append", default=[],
                     help="also run the Odradek of this checkout (a worktree of another "
                          "commit); repeatable")

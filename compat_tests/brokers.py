@@ -3,7 +3,7 @@
 Odradek: `python -m odradek serve` on port 0 with a temp data dir; ready when stderr logs the
 `listening` event with the bound port.
 Kafka: a single-node KRaft broker+controller from the Maven Central jars resolved into
-`java/target/cp-clients-4.1.txt` (kafka_2.13 4.1.x): storage formatted with
+`java/target/cp-clients-4.4.txt` (kafka_2.13 4.4.x): storage formatted with
 `kafka.tools.StorageTool`, then `kafka.Kafka server.properties`, loopback only; ready when a
 Metadata request answers with the broker in it.
 """
@@ -25,11 +25,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 JAVA_DIR = HERE / "java"
-KAFKA_VERSION = "4.1.2"
+KAFKA_VERSION = "4.4.0"
 LISTENING = re.compile(r"listening.*\bport=(\d+)|\"event\": \"listening\".*\"port\": (\d+)")
 
-# Settings both targets get: no 3 s wait before the first rebalance of a new group.
-COMMON_OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
+# Settings both targets get: no 3 s wait before the first rebalance of a new group; consumer-
+# protocol (KIP-848) members heartbeat every second rather than every 5 s, so an assignment
+# change (a few heartbeats) fits a scenario's time (Kafka's floor for the interval is lowered
+# with it; Odradek has no such floor and keeps the setting as an unknown one).
+COMMON_OVERRIDES = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.consumer.heartbeat.interval.ms": "1000",
+    "group.consumer.min.heartbeat.interval.ms": "1000",
+}
 
 
 def java_classpath(name: str) -> str:
@@ -136,7 +143,7 @@ class OdradekBroker(Broker):
 class KafkaBroker(Broker):
     name = "apache-kafka"
     version = KAFKA_VERSION
-    cp_name = "clients-4.1"
+    cp_name = "clients-4.4"  # kafka_2.13 and kafka-tools 4.4.0: see java/pom.xml
 
     def __init__(self, data_dir: Path, log_path: Path, overrides: dict[str, str] | None = None,
                  source: Path | None = None, features: dict[str, int] | None = None) -> None:
@@ -204,14 +211,6 @@ class KafkaBroker(Broker):
         raise RuntimeError(f"kafka did not answer Metadata within {timeout}s; see {self.log_path}")
 
 
-class Kafka44Broker(KafkaBroker):
-    """Apache Kafka 4.4.0 (kafka_2.13 from the clients-4.4 classpath): the oracle for the 4.4
-    protocol, transactions v2 finalized by default."""
-
-    version = "4.4.0"
-    cp_name = "clients-4.4"
-
-
 def _cluster_id() -> str:
     # Kafka's cluster ids are 16 random bytes in url-safe base64 without padding.
     import base64
@@ -229,8 +228,6 @@ def make_broker(target: str, workdir: Path, overrides: dict[str, str] | None = N
     if target == "odradek":
         levels = {name: str(level) for name, level in (features or {}).items()}
         return OdradekBroker(data, log, {**(overrides or {}), **levels})
-    if target == "kafka":
+    if target in ("kafka", "kafka-4.4"):  # the oracle is Kafka 4.4.0
         return KafkaBroker(data, log, overrides, features=features)
-    if target == "kafka-4.4":
-        return Kafka44Broker(data, log, overrides, features=features)
     raise ValueError(f"unknown target {target!r}")

@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compat_tests.scenarios import CLI_SCENARIOS, SCENARIOS
+from compat_tests.scenarios import CLI_SCENARIOS, CONSUMER_PROTOCOL_SCENARIOS, SCENARIOS
 
 HERE = Path(__file__).resolve().parent
 
@@ -36,8 +36,7 @@ class Driver:
                 raise RuntimeError("kcat not installed (apt-get install kcat)")
             return [*py, "compat_tests.python.kcat"]
         if self.name.startswith("java-"):
-            cp_name = {"java-3.9": "clients-3.9", "java-4.1": "clients-4.1",
-                       "java-4.4": "clients-4.4"}[self.name]
+            cp_name = {"java-3.9": "clients-3.9", "java-4.1": "clients-4.1", "java-4.4": "clients-4.4"}[self.name]
             target = HERE / "java" / "target"
             cp_file = target / f"cp-{cp_name}.txt"
             if not (target / "classes").is_dir() or not cp_file.exists():
@@ -60,12 +59,10 @@ class Driver:
 DRIVERS: dict[str, Driver] = {
     d.name: d
     for d in (
-        Driver("java-4.1", "Java", extra_scenarios=tuple(CLI_SCENARIOS)),
+        Driver("java-4.4", "Java", extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *CLI_SCENARIOS)),
+        Driver("java-4.1", "Java"),
         Driver("java-3.9", "Java"),
-        # kafka-clients 4.4.0: transactions v2 (KIP-890) when the broker finalizes
-        # transaction.version 2; the transaction scenarios run under both levels.
-        Driver("java-4.4", "Java"),
-        Driver("confluent-kafka", "librdkafka"),
+        Driver("confluent-kafka", "librdkafka", extra_scenarios=tuple(CONSUMER_PROTOCOL_SCENARIOS)),
         Driver("kcat", "librdkafka"),
         Driver("kafka-python", "Python"),
         Driver("aiokafka", "Python"),

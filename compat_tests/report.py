@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from compat_tests.drivers import DRIVERS
-from compat_tests.scenarios import ALL_SCENARIOS, CLI_SCENARIOS, SCENARIOS
+from compat_tests.scenarios import (
+    ALL_SCENARIOS,
+    CLI_SCENARIOS,
+    CONSUMER_PROTOCOL_SCENARIOS,
+    SCENARIOS,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "docs" / "compat-results"
@@ -101,13 +106,17 @@ def render() -> str:
         "Beside the matrix, the clients' own integration tests run against Odradek (and Apache "
         "Kafka as the oracle): franz-go's `pkg/kgo` tests (`python -m compat_tests.upstream.franz_go`) "
         "and librdkafka's broker tests (`python -m compat_tests.upstream.librdkafka`). Results, "
-        "allow-lists and open gaps: `compat_tests/go/FINDINGS.md`, `compat_tests/librdkafka/FINDINGS.md`.",
+        "allow-lists and open gaps: `compat_tests/go/FINDINGS.md`, `compat_tests/librdkafka/FINDINGS.md`. "
+        "KIP-848 answers compared with Kafka 4.4 by a raw-protocol probe "
+        "(`python -m compat_tests.probe_kip848`): `compat_tests/FINDINGS.md`.",
         "",
         "## Scenarios",
         "",
     ]
     lines += [f"- **{name}**: {text}" for name, text in SCENARIOS.items()]
-    lines += ["", "Kafka's command-line tools (Java driver, 4.1 tools, run by main class):", ""]
+    lines += ["", "KIP-848 consumer groups (`group.protocol=consumer`; Java 4.4 and confluent-kafka):", ""]
+    lines += [f"- **{name}**: {text}" for name, text in CONSUMER_PROTOCOL_SCENARIOS.items()]
+    lines += ["", "Kafka's command-line tools (Java driver, 4.4 tools, run by main class):", ""]
     lines += [f"- **{name}**: {text}" for name, text in CLI_SCENARIOS.items()]
     return "\n".join(lines) + "\n"
 

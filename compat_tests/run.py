@@ -1,7 +1,7 @@
 """The matrix runner: `python -m compat_tests.run [--target odradek|kafka] [--clients ..] [--scenarios ..]`.
 
 Starts one broker for the whole run (Odradek on port 0 with a temp data dir, or Apache Kafka
-4.1 in KRaft mode), runs every selected driver (a few at a time) with every selected scenario,
+4.4 in KRaft mode), runs every selected driver (a few at a time) with every selected scenario,
 collects one row per (client, scenario), stores them in docs/compat-results/<target>.json and
 rewrites docs/compat.md. A driver that dies or hangs still yields a FAIL row for each scenario
 it did not report. Exit status 0 whatever the rows say (the pytest entry judges them),

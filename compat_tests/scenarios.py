@@ -73,4 +73,15 @@ CLI_SCENARIOS: dict[str, str] = {
     "cli-dump-log-segments": "DumpLogSegments --deep-iteration on the broker's own segment files",
 }
 
-ALL_SCENARIOS: dict[str, str] = {**SCENARIOS, **CLI_SCENARIOS}
+# KIP-848 consumer groups (`group.protocol=consumer`), for the clients that speak it.
+CONSUMER_PROTOCOL_SCENARIOS: dict[str, str] = {
+    "consumer-protocol-group": (
+        "group.protocol=consumer, 6 partitions: members A, B and C own 2+2+2 (disjoint, all 6); "
+        "each round produces 30 records, read by their partition's owner and committed after "
+        "every poll; round 2 after B unsubscribed (A and C own 3+3, B reads nothing), round 3 "
+        "after B subscribed again (2+2+2, B reads again): all 90 records consumed exactly "
+        "once, committed offsets 15 per partition"
+    ),
+}
+
+ALL_SCENARIOS: dict[str, str] = {**SCENARIOS, **CONSUMER_PROTOCOL_SCENARIOS, **CLI_SCENARIOS}

@@ -2,8 +2,7 @@
 # Installs and builds everything the compatibility-matrix drivers need, on a fresh Debian
 # machine (root) or again on a prepared one (each step is idempotent). `./test compat` runs it
 # when a driver is missing or one of its sources is newer than .setup-stamp, left here at the end.
-#   kcat (Debian) | Java: kafka-clients 3.9.1, 4.1.2 and 4.4.0, kafka-tools and kafka_2.13 4.1.2,
-#   kafka_2.13 4.4.0 (the 4.4 oracle)
+#   kcat (Debian) | Java: kafka-clients 3.9.1, 4.1.2 and 4.4.0, kafka-tools and kafka_2.13 4.4.0
 #   (Maven, then compiled) | Go: franz-go, sarama (module download, build) | Node: kafkajs (npm ci)
 # The Python clients come from the project's own `pip install -e '.[test]'`.
 set -euo pipefail
@@ -18,13 +17,13 @@ if ! command -v kcat >/dev/null 2>&1; then
     apt-get install -y -qq kcat >/dev/null
 fi
 
-step "java: resolve kafka-clients 3.9.1 / 4.1.2 and the 4.1.2 tools and broker; compile"
+step "java: resolve kafka-clients 3.9.1 / 4.1.2 / 4.4.0 and the 4.4.0 tools and broker; compile"
 (
     cd java
     # Resolve everything first (go-offline), so later builds can run with mvn -o.
     mvn -B -q -Pclients-3.9 dependency:go-offline dependency:build-classpath
+    mvn -B -q -Pclients-4.1 dependency:go-offline dependency:build-classpath
     mvn -B -q dependency:go-offline dependency:build-classpath
-    mvn -B -q -Pclients-4.4 dependency:go-offline dependency:build-classpath
     # Compiled against the 3.9 API (the older one) and run on either classpath.
     mvn -B -q -Pclients-3.9 compile
 )

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The second, slower target of the compatibility work (not the README's fast command):
-#   1. the matrix against Apache Kafka 4.1.2 (the oracle): every row must pass, else a scenario
+#   1. the matrix against Apache Kafka 4.4.0 (the oracle): every row must pass, else a scenario
 #      is wrong; rewrites the Kafka section of docs/compat.md;
 #   2. franz-go's kgo integration tests against Odradek (allow-list franz_go_allow.txt);
 #   3. librdkafka's broker tests against Odradek (allow-list librdkafka_allow.txt; the first

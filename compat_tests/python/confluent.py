@@ -289,6 +289,92 @@ def consumer_group(ctx: Ctx) -> None:
         c.close()
 
 
+def consumer_protocol_group(ctx: Ctx) -> str:
+    """KIP-848: three consumer-protocol members, one leaves and comes back; every record once."""
+    t = ctx.topic()
+    n = 6
+    create_topic(ctx, t, n)
+    conf = {"group.id": ctx.group(), "group.protocol": "consumer"}
+    everything = set(range(n))
+    seen: dict[bytes, str] = {}
+
+    class Member:
+        def __init__(self, name: str) -> None:
+            self.name = name
+            self.c = consumer(ctx, **conf)
+
+        def subscribe(self) -> None:
+            # With callbacks set, librdkafka changes the assignment only inside consume(),
+            # so the commit after each batch lands before a revocation takes effect.
+            self.c.subscribe([t], on_assign=lambda c, ps: None, on_revoke=lambda c, ps: None)
+
+        def parts(self) -> set[int]:
+            return {tp.partition for tp in self.c.assignment()}
+
+        def poll(self) -> None:
+            # Polled after unsubscribe() too: librdkafka serves the revocation (and so leaves
+            # the group) only inside a poll.
+            last: dict[int, int] = {}
+            for m in self.c.consume(100, timeout=0.05):
+                if m.error() is not None:
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise ScenarioFailed(f"{self.name}: consume error: {m.error()}")
+                check(m.partition() in self.parts(), f"{self.name} got a record of partition {m.partition()}, which it does not own")
+                v = m.value()
+                check(v not in seen, f"{v!r} consumed twice: by {seen.get(v)} and by {self.name}")
+                seen[v] = self.name
+                last[m.partition()] = m.offset()
+            if last:
+                self.c.commit(offsets=[TopicPartition(t, p, o + 1) for p, o in last.items()], asynchronous=False)
+
+    a, b, c = Member("A"), Member("B"), Member("C")
+    members = [a, b, c]
+
+    def balanced(live: list[Member]) -> bool:
+        owned = [m.parts() for m in live]
+        lo = n // len(live)
+        return sum(len(o) for o in owned) == n and set().union(*owned) == everything and all(lo <= len(o) <= lo + 1 for o in owned)
+
+    def poll_all() -> None:
+        for m in members:
+            m.poll()
+
+    def sizes(live: list[Member]) -> str:
+        return " ".join(f"{m.name}={sorted(m.parts())}" for m in live)
+
+    try:
+        for m in members:
+            m.subscribe()
+        ctx.wait_for(lambda: balanced(members), "A, B and C owning 2+2+2", poll_all)
+        produced = 0
+        for rnd in range(3):
+            live = members
+            if rnd == 1:
+                b.c.unsubscribe()  # leaves the group (member epoch -1)
+                live = [a, c]
+                ctx.wait_for(lambda: balanced([a, c]) and not b.parts(), "A and C owning 3+3 after B left", poll_all)
+            elif rnd == 2:
+                b.subscribe()  # joins again (member epoch 0)
+                ctx.wait_for(lambda: balanced(members), "2+2+2 after B rejoined", poll_all)
+            values = [f"r{rnd}-p{p}-{i}".encode() for p in range(n) for i in range(5)]
+            produce_all(ctx, producer(ctx), t, [{"value": v, "partition": int(v.split(b"-")[1][1:])} for v in values])
+            produced += len(values)
+            ctx.wait_for(lambda want=produced: len(seen) >= want, f"{produced} records consumed", poll_all)
+            check(balanced(live), f"assignment changed while consuming: {sizes(live)}")
+        want = {f"r{rnd}-p{p}-{i}".encode() for rnd in range(3) for p in range(n) for i in range(5)}
+        check(set(seen) == want, f"consumed {len(seen)} distinct records, expected the 90 produced")
+        by_b = {v for v, who in seen.items() if who == "B"}
+        check(not any(v.startswith(b"r1-") for v in by_b), "B consumed records while it was out of the group")
+        check(any(v.startswith(b"r2-") for v in by_b), "B consumed nothing after rejoining")
+        committed = a.c.committed([TopicPartition(t, p) for p in range(n)], timeout=10)
+        check([tp.offset for tp in committed] == [15] * n, f"committed {[tp.offset for tp in committed]}, expected 15 each")
+    finally:
+        for m in members:
+            m.c.close()
+    return "3 members, B left and rejoined; 90 records once each"
+
+
 def idempotent(ctx: Ctx) -> None:
     t = ctx.topic()
     create_topic(ctx, t, 1)
@@ -413,6 +499,7 @@ SCENARIOS = {
     "admin-topics": admin_topics,
     "consumer-group": consumer_group,
     "idempotent-producer": idempotent,
+    "consumer-protocol-group": consumer_protocol_group,
     "transactions": transactions,
     "consume-transform-produce": consume_transform_produce,
     "fencing": fencing,

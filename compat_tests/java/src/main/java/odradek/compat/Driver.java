@@ -60,8 +60,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
- * The Java driver of the compatibility matrix: kafka-clients (3.9 or 4.1, whichever is on the
- * classpath) runs every scenario; with --classpath it also runs Kafka's CLI tools by main class.
+ * The Java driver of the compatibility matrix: kafka-clients (3.9, 4.1 or 4.4, whichever is on
+ * the classpath) runs every scenario; with --classpath it also runs Kafka's CLI tools by main class.
  * One JSON line per scenario on stdout. Each scenario runs on its own daemon thread with a
  * deadline, so a hung call becomes FAIL "timeout"; the JVM ends with halt() so stuck client
  * threads can't keep it alive.
@@ -458,6 +458,97 @@ public final class Driver {
         return "";
     }
 
+    /** One member of consumerProtocolGroup: polls, checks ownership, commits what it read. */
+    final class Member {
+        final String name;
+        final Map<String, Object> conf;
+        final KafkaConsumer<byte[], byte[]> c;
+        final List<String> log = new ArrayList<>();
+
+        Member(String name, Map<String, Object> conf) {
+            this.name = name;
+            this.conf = conf;
+            this.c = consumer(conf);
+        }
+
+        void poll(Map<String, String> seen) {
+            Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
+            for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(50))) {
+                TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+                check(c.assignment().contains(tp), name + " got a record of " + tp + ", which it does not own");
+                String v = s(r.value());
+                String before = seen.putIfAbsent(v, name);
+                check(before == null, v + " consumed twice: by " + before + " and by " + name);
+                commit.put(tp, new OffsetAndMetadata(r.offset() + 1));
+            }
+            // Committed before the next poll, where a revocation would take effect.
+            if (!commit.isEmpty()) c.commitSync(commit, Duration.ofMillis(remainingMs()));
+        }
+    }
+
+    static String sizes(List<Member> ms) {
+        return ms.stream().map(m -> m.name + "=" + new TreeSet<>(parts(m.c))).collect(Collectors.joining(" "));
+    }
+
+    /** KIP-848: three consumer-protocol members, one leaves and comes back; every record once. */
+    String consumerProtocolGroup() throws Exception {
+        String t = topic();
+        int n = 6;
+        createTopic(t, n);
+        String g = group();
+        Map<String, Object> conf = Map.of(ConsumerConfig.GROUP_ID_CONFIG, g, "group.protocol", "consumer");
+        Set<Integer> all = new HashSet<>();
+        for (int p = 0; p < n; p++) all.add(p);
+        Map<String, String> seen = new java.util.concurrent.ConcurrentHashMap<>();
+        Member a = new Member("A", conf), b = new Member("B", conf), c = new Member("C", conf);
+        List<Member> members = List.of(a, b, c);
+        try {
+            for (Member m : members) m.c.subscribe(List.of(t));
+            java.util.function.Function<List<Member>, Boolean> balanced = live -> {
+                Set<Integer> u = new HashSet<>();
+                int total = 0;
+                for (Member m : live) { u.addAll(parts(m.c)); total += parts(m.c).size(); }
+                int lo = n / live.size();
+                return total == n && u.equals(all) && live.stream().allMatch(m -> parts(m.c).size() >= lo && parts(m.c).size() <= lo + 1);
+            };
+            Runnable pollAll = () -> { for (Member m : members) if (!m.c.subscription().isEmpty()) m.poll(seen); };
+            waitFor(() -> balanced.apply(members), "A, B and C owning 2+2+2 (" + sizes(members) + ")", pollAll);
+            int produced = 0;
+            for (int round = 0; round < 3; round++) {
+                if (round == 1) {
+                    b.c.unsubscribe();  // leaves the group (member epoch -1)
+                    check(parts(b.c).isEmpty(), "B still owns partitions after unsubscribe");
+                    waitFor(() -> balanced.apply(List.of(a, c)), "A and C owning 3+3 after B left", pollAll);
+                } else if (round == 2) {
+                    b.c.subscribe(List.of(t));  // joins again (member epoch 0)
+                    waitFor(() -> balanced.apply(members), "2+2+2 after B rejoined", pollAll);
+                }
+                List<ProducerRecord<byte[], byte[]>> recs = new ArrayList<>();
+                for (int p = 0; p < n; p++) for (int i = 0; i < 5; i++) recs.add(new ProducerRecord<>(t, p, null, b("r" + round + "-p" + p + "-" + i)));
+                produceAndClose(Map.of(), recs);
+                produced += recs.size();
+                int want = produced;
+                waitFor(() -> seen.size() >= want, want + " records consumed (have " + seen.size() + ")", pollAll);
+                String desc = sizes(round == 1 ? List.of(a, c) : members);
+                check(round == 1 ? balanced.apply(List.of(a, c)) : balanced.apply(members), "assignment changed while consuming: " + desc);
+            }
+            Set<String> want = new TreeSet<>();
+            for (int round = 0; round < 3; round++) for (int p = 0; p < n; p++) for (int i = 0; i < 5; i++) want.add("r" + round + "-p" + p + "-" + i);
+            check(seen.keySet().equals(want), "consumed " + seen.size() + " distinct records, expected the 90 produced");
+            Set<String> byB = seen.entrySet().stream().filter(e -> e.getValue().equals("B")).map(Map.Entry::getKey).collect(Collectors.toSet());
+            check(byB.stream().noneMatch(v -> v.startsWith("r1-")), "B consumed records while it was out of the group");
+            check(byB.stream().anyMatch(v -> v.startsWith("r2-")), "B consumed nothing after rejoining");
+            Set<TopicPartition> tps = new HashSet<>();
+            for (int p = 0; p < n; p++) tps.add(new TopicPartition(t, p));
+            Map<TopicPartition, OffsetAndMetadata> com = a.c.committed(tps);
+            for (TopicPartition tp : tps)
+                check(com.get(tp) != null && com.get(tp).offset() == 15, "committed " + tp + " = " + com.get(tp) + ", expected 15");
+        } finally {
+            for (Member m : members) m.c.close(Duration.ofSeconds(5));
+        }
+        return "3 members, B left and rejoined; 90 records once each";
+    }
+
     String idempotent() throws Exception {
         String t = topic();
         createTopic(t, 1);
@@ -740,6 +831,19 @@ public final class Driver {
         return "transactional ProducerPerformance 5000 = read_committed ConsoleConsumer " + read;
     }
 
+    /** DumpLogSegments moved from kafka_2.13 (Scala, kafka.tools) to kafka-tools (Java) after 4.1. */
+    static String dumpLogSegmentsClass() {
+        for (String c : List.of("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments")) {
+            try {
+                Class.forName(c, false, Driver.class.getClassLoader());
+                return c;
+            } catch (ClassNotFoundException e) {
+                // not in this Kafka version
+            }
+        }
+        throw new NotSupported("no DumpLogSegments class on the classpath");
+    }
+
     String cliDumpLogSegments() throws Exception {
         if (logDirs.isEmpty()) throw new NotSupported("no --log-dirs given");
         String t = topic();
@@ -763,7 +867,8 @@ public final class Driver {
         check(dir != null, "no " + t + "-0 directory under " + logDirs);
         Path log = dir.resolve("00000000000000000000.log");
         waitFor(() -> Files.exists(log), "segment file", null);
-        Proc r = okTool("kafka.tools.DumpLogSegments", null, "--files", log.toString(), "--deep-iteration", "--print-data-log");
+        String dump = dumpLogSegmentsClass();
+        Proc r = okTool(dump, null, "--files", log.toString(), "--deep-iteration", "--print-data-log");
         long dataRecords = r.out.lines().filter(l -> l.contains("| offset:") && l.contains("payload:")).count();
         check(!r.out.contains("Exception") && !r.out.toLowerCase().contains("corrupt"), "DumpLogSegments: " + tail(r.out));
         check(r.out.contains("payload: plain-19") && r.out.contains("payload: gzip-19") && r.out.contains("payload: tx"), "payloads missing: " + tail(r.out));
@@ -772,7 +877,7 @@ public final class Driver {
         for (String suffix : List.of(".index", ".timeindex")) {
             Path f = dir.resolve("00000000000000000000" + suffix);
             if (!Files.exists(f)) continue;
-            Proc ix = okTool("kafka.tools.DumpLogSegments", null, "--files", f.toString());
+            Proc ix = okTool(dump, null, "--files", f.toString());
             // Only "it parses": on a live, preallocated active-segment index Kafka's own files
             // show spurious mismatches too.
             check(!ix.out.contains("Exception"), "DumpLogSegments " + suffix + ": " + tail(ix.out));
@@ -795,6 +900,7 @@ public final class Driver {
             case "admin-topics": return this::adminTopics;
             case "consumer-group": return this::consumerGroup;
             case "idempotent-producer": return this::idempotent;
+            case "consumer-protocol-group": return this::consumerProtocolGroup;
             case "transactions": return this::transactions;
             case "consume-transform-produce": return this::consumeTransformProduce;
             case "fencing": return this::fencing;
@@ -805,6 +911,19 @@ public final class Driver {
             case "cli-perf": return this::cliPerf;
             case "cli-dump-log-segments": return this::cliDumpLogSegments;
             default: return null;
+        }
+    }
+
+    /** kafka-clients' own version, from the properties file its jar carries (the class that
+     *  reads it moved to an internals package in 4.x, so the driver reads the file itself). */
+    static String clientVersion() {
+        try (InputStream in = Driver.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            if (in == null) return "unknown";
+            Properties p = new Properties();
+            p.load(in);
+            return p.getProperty("version", "unknown");
+        } catch (IOException e) {
+            return "unknown";
         }
     }
 
@@ -839,19 +958,6 @@ public final class Driver {
             if (el.getClassName().startsWith("odradek.compat")) { where = " at " + el.getMethodName() + ":" + el.getLineNumber(); break; }
         }
         return r.getClass().getSimpleName() + ": " + r.getMessage() + where;
-    }
-
-    /** kafka-clients' version: AppInfoParser moved to utils.internals in 4.4. */
-    static String clientVersion() {
-        for (String name : new String[] {"org.apache.kafka.common.utils.AppInfoParser",
-                                         "org.apache.kafka.common.utils.internals.AppInfoParser"}) {
-            try {
-                return (String) Class.forName(name).getMethod("getVersion").invoke(null);
-            } catch (ReflectiveOperationException e) {
-                // try the next home
-            }
-        }
-        return "unknown";
     }
 
     public static void main(String[] argv) {

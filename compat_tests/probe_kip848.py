@@ -1,0 +1,473 @@
+"""Raw-protocol probe of KIP-848 edge cases: the same requests to Odradek and to Apache Kafka.
+
+`python -m compat_tests.probe_kip848 [--target odradek|kafka|both] [--markdown FILE]`
+
+Starts each broker (compat_tests.brokers, the matrix's settings), sends every case's requests
+on one connection with the project's wire layer (request header v1/v2 chosen from the api's
+flexible versions, like a real client), and prints one line per case and target: the answer's
+error code, its error message and the other fields that matter for the case. With both targets
+it also says, per case, whether the two answers are the same; --markdown writes that table.
+Member ids, epochs and similar values that differ by nature between runs are normalised
+(shown as their shape: "<uuid22>", "epoch+1", ...) so the comparison is about behaviour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import struct
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from odradek.wire._generated.add_offsets_to_txn import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+)
+from odradek.wire._generated.api_keys import ApiKey
+from odradek.wire._generated.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from odradek.wire._generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from odradek.wire._generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from odradek.wire._generated.error_codes import ErrorCode
+from odradek.wire._generated.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from odradek.wire._generated.header import RequestHeader, ResponseHeader
+from odradek.wire._generated.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from odradek.wire._generated.join_group import JoinGroupRequest, JoinGroupResponse
+from odradek.wire._generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from odradek.wire._generated.sync_group import SyncGroupRequest, SyncGroupResponse
+from odradek.wire._generated.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
+from odradek.wire.headers import request_header_version, response_header_version
+
+TOPIC = "probe-t"
+TOPIC2 = "probe-u"
+RETRIABLE = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+             ErrorCode.NOT_COORDINATOR}
+
+
+def err(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
+class Conn:
+    """One client connection: request header by the api's flexible versions, in order."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.correlation = 0
+
+    def call(self, api_key: int, version: int, request: Any, response_cls: Any) -> Any:
+        self.correlation += 1
+        header = RequestHeader(request_api_key=api_key, request_api_version=version,
+                               correlation_id=self.correlation, client_id="probe-kip848")
+        payload = b"".join(bytes(p) for p in header.encode(request_header_version(api_key, version)))
+        payload += b"".join(bytes(p) for p in request.encode(version))
+        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
+        size = struct.unpack(">i", self._recv(4))[0]
+        frame = self._recv(size)
+        head, pos = ResponseHeader.decode(frame, response_header_version(api_key, version))
+        assert head.correlation_id == self.correlation, "response out of order"
+        response, _ = response_cls.decode(frame, version, pos)
+        return response
+
+    def _recv(self, n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("connection closed by the broker")
+            out += chunk
+        return out
+
+    def close(self) -> None:
+        self.sock.close()
+
+    # --- helpers
+
+    def retrying(self, send: Callable[[], Any], code: Callable[[Any], int], deadline_s: float = 30) -> Any:
+        """Repeat while the coordinator is still starting (a fresh Kafka creates its topic)."""
+        end = time.monotonic() + deadline_s
+        while True:
+            resp = send()
+            if code(resp) not in RETRIABLE or time.monotonic() > end:
+                return resp
+            time.sleep(0.3)
+
+    def heartbeat(self, version: int = 1, **fields: Any) -> Any:
+        fields.setdefault("rebalance_timeout_ms", 30000)
+        req = ConsumerGroupHeartbeatRequest(**fields)
+        return self.retrying(
+            lambda: self.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, req, ConsumerGroupHeartbeatResponse),
+            lambda r: r.error_code)
+
+
+def subscription(topics: list[str]) -> bytes:
+    """ConsumerProtocol subscription v0: version, topics, null user data."""
+    out = struct.pack(">hi", 0, len(topics))
+    for t in topics:
+        out += struct.pack(">h", len(t)) + t.encode()
+    return out + struct.pack(">i", -1)
+
+
+def assignment(topic: str, partitions: list[int]) -> bytes:
+    """ConsumerProtocol assignment v0: version, [topic, partitions], null user data."""
+    out = struct.pack(">hi", 0, 1) + struct.pack(">h", len(topic)) + topic.encode()
+    out += struct.pack(">i", len(partitions)) + b"".join(struct.pack(">i", p) for p in partitions)
+    return out + struct.pack(">i", -1)
+
+
+def new_id() -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def gid(case: str) -> str:
+    return f"probe-{case}-{uuid.uuid4().hex[:6]}"
+
+
+def hb_summary(r: Any, epoch_base: int | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"error": err(r.error_code)}
+    if r.error_message:
+        out["message"] = r.error_message
+    if r.error_code == 0:
+        out["member_id"] = "<empty>" if not r.member_id else ("<22 chars>" if len(r.member_id) == 22 else f"<{len(r.member_id)} chars>")
+        out["epoch"] = r.member_epoch if epoch_base is None else f"epoch{r.member_epoch - epoch_base:+d}"
+        if r.assignment is not None:
+            out["assigned"] = sum(len(tp.partitions) for tp in r.assignment.topic_partitions)
+    return out
+
+
+# ------------------------------------------------------------------ cases
+
+@dataclass
+class Case:
+    name: str
+    what: str
+    run: Callable[[Conn], dict[str, Any]]
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def join(c: Conn, group: str, version: int = 1, **extra: Any) -> Any:
+    fields: dict[str, Any] = {"group_id": group, "member_id": new_id() if version >= 1 else "",
+                              "member_epoch": 0, "subscribed_topic_names": [TOPIC], "topic_partitions": []}
+    fields.update(extra)
+    return c.heartbeat(version, **fields)
+
+
+def case_v1_empty_member(c: Conn) -> dict[str, Any]:
+    return hb_summary(join(c, gid("v1empty"), 1, member_id=""))
+
+
+def case_v0_empty_member(c: Conn) -> dict[str, Any]:
+    return hb_summary(join(c, gid("v0empty"), 0, member_id=""))
+
+
+def case_join_null_partitions(c: Conn) -> dict[str, Any]:
+    return hb_summary(join(c, gid("nullparts"), topic_partitions=None))
+
+
+def owned(r: Any) -> list[Any]:
+    if r.assignment is None:
+        return []
+    return [ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=tp.topic_id, partitions=list(tp.partitions))
+            for tp in r.assignment.topic_partitions]
+
+
+def case_stale_epoch(c: Conn) -> dict[str, Any]:
+    """Join at epoch E, grow the subscription by a topic until the member is at E+1, then send
+    E (its previous epoch) with owned partitions a subset and not a subset, and E+2."""
+    g = gid("stale")
+    first = join(c, g)
+    assert first.error_code == 0, err(first.error_code)
+    mine, base, member = owned(first), first.member_epoch, first.member_id
+    epoch, subscribed = base, False
+    end = time.monotonic() + 15
+    while epoch < base + 1 and time.monotonic() < end:
+        r = c.heartbeat(1, group_id=g, member_id=member, member_epoch=epoch, topic_partitions=mine,
+                        subscribed_topic_names=None if subscribed else [TOPIC, TOPIC2])
+        subscribed = True
+        assert r.error_code == 0, (err(r.error_code), r.error_message)
+        epoch = r.member_epoch
+        if r.assignment is not None:
+            mine = owned(r)
+        time.sleep(0.2)
+    assert epoch == base + 1, f"epoch {epoch} after joining at {base}"
+    bogus = [ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=mine[0].topic_id, partitions=[0, 1, 7])]
+    out: dict[str, Any] = {}
+    for label, e, parts in (("E (previous), owned a subset", base, mine[:1]),
+                            ("E (previous), owned not a subset", base, bogus),
+                            ("E+2 (greater)", base + 2, mine)):
+        r = c.heartbeat(1, group_id=g, member_id=member, member_epoch=e, topic_partitions=parts)
+        answer = hb_summary(r, base)
+        if "message" in answer:  # the epochs in it are absolute: show them relative to E
+            answer["message"] = answer["message"].replace(f"({base + 2})", "(E+2)").replace(
+                f"({base + 1})", "(E+1)").replace(f"({base})", "(E)")
+        out[label] = answer
+    return out
+
+
+def case_unknown_assignor(c: Conn) -> dict[str, Any]:
+    return hb_summary(join(c, gid("assignor"), server_assignor="no-such-assignor"))
+
+
+def case_regex_valid(c: Conn) -> dict[str, Any]:
+    g = gid("regex")
+    r = join(c, g, subscribed_topic_names=None, subscribed_topic_regex="probe-.*")
+    out = {"join": hb_summary(r)}
+    if r.error_code == 0:
+        # The regex is resolved asynchronously on Kafka: heartbeat until partitions come.
+        end = time.monotonic() + 15
+        epoch = r.member_epoch
+        while time.monotonic() < end:
+            h = c.heartbeat(1, group_id=g, member_id=r.member_id, member_epoch=epoch)
+            if h.error_code != 0:
+                out["later"] = hb_summary(h)
+                break
+            epoch = h.member_epoch
+            if h.assignment is not None and h.assignment.topic_partitions:
+                out["later"] = {"assigned": sum(len(tp.partitions) for tp in h.assignment.topic_partitions)}
+                break
+            time.sleep(0.5)
+        else:
+            out["later"] = "no assignment within 15 s"
+    return out
+
+
+def case_regex_invalid(c: Conn) -> dict[str, Any]:
+    return hb_summary(join(c, gid("badregex"), subscribed_topic_names=None, subscribed_topic_regex="probe-[.*"))
+
+
+def case_no_subscription(c: Conn) -> dict[str, Any]:
+    return hb_summary(join(c, gid("nosub"), subscribed_topic_names=None, subscribed_topic_regex=None))
+
+
+def offset_commit(c: Conn, group: str, epoch: int, member: str, version: int = 9) -> Any:
+    req = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=epoch, member_id=member, topics=[
+        OffsetCommitRequest.OffsetCommitRequestTopic(name=TOPIC, partitions=[
+            OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=1)])])
+    return c.retrying(lambda: c.call(ApiKey.OFFSET_COMMIT, version, req, OffsetCommitResponse),
+                      lambda r: r.topics[0].partitions[0].error_code)
+
+
+def case_offset_commit_no_group(c: Conn) -> dict[str, Any]:
+    out = {}
+    for label, epoch, member in (("member epoch 3, member x", 3, "x"), ("epoch -1, no member (admin)", -1, "")):
+        r = offset_commit(c, gid("nogroup"), epoch, member)
+        out[label] = err(r.topics[0].partitions[0].error_code)
+    return out
+
+
+def case_describe_groups(c: Conn) -> dict[str, Any]:
+    g = gid("describe")
+    first = join(c, g)
+    assert first.error_code == 0, err(first.error_code)
+    req = DescribeGroupsRequest(groups=[g], include_authorized_operations=False)
+    r = c.call(ApiKey.DESCRIBE_GROUPS, 5, req, DescribeGroupsResponse)
+    d = r.groups[0]
+    out: dict[str, Any] = {"error": err(d.error_code), "state": d.group_state, "protocol_type": d.protocol_type,
+                           "protocol_data": d.protocol_data, "members": len(d.members)}
+    if d.error_message:
+        out["message"] = d.error_message
+    if d.members:
+        m = d.members[0]
+        out["member"] = {"same_id": m.member_id == first.member_id, "client_id": m.client_id,
+                         "metadata_bytes": len(m.member_metadata), "assignment_bytes": len(m.member_assignment)}
+    return out
+
+
+def case_txn_offset_commit_stale(c: Conn) -> dict[str, Any]:
+    g = gid("txn")
+    first = join(c, g)
+    assert first.error_code == 0, err(first.error_code)
+    txn = f"probe-txn-{uuid.uuid4().hex[:6]}"
+    find = FindCoordinatorRequest(key_type=1, coordinator_keys=[txn])
+    c.retrying(lambda: c.call(ApiKey.FIND_COORDINATOR, 4, find, FindCoordinatorResponse),
+               lambda r: r.coordinators[0].error_code)
+    init = InitProducerIdRequest(transactional_id=txn, transaction_timeout_ms=60000)
+    pid = c.retrying(lambda: c.call(ApiKey.INIT_PRODUCER_ID, 4, init, InitProducerIdResponse), lambda r: r.error_code)
+    assert pid.error_code == 0, err(pid.error_code)
+    add = AddOffsetsToTxnRequest(transactional_id=txn, producer_id=pid.producer_id, producer_epoch=pid.producer_epoch, group_id=g)
+    a = c.call(ApiKey.ADD_OFFSETS_TO_TXN, 3, add, AddOffsetsToTxnResponse)
+    out: dict[str, Any] = {"add_offsets": err(a.error_code)}
+    for label, epoch in (("stale epoch", first.member_epoch - 1), ("current epoch", first.member_epoch)):
+        req = TxnOffsetCommitRequest(
+            transactional_id=txn, group_id=g, producer_id=pid.producer_id, producer_epoch=pid.producer_epoch,
+            generation_id_or_member_epoch=epoch, member_id=first.member_id, topics=[
+                TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=TOPIC, partitions=[
+                    TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1)])])
+        r = c.call(ApiKey.TXN_OFFSET_COMMIT, 4, req, TxnOffsetCommitResponse)
+        out[label] = err(r.topics[0].partitions[0].error_code)
+    return out
+
+
+def classic_join(c: Conn, group: str, member: str = "") -> Any:
+    req = JoinGroupRequest(group_id=group, session_timeout_ms=30000, rebalance_timeout_ms=30000, member_id=member,
+                           protocol_type="consumer", protocols=[
+                               JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=subscription([TOPIC]))])
+    return c.retrying(lambda: c.call(ApiKey.JOIN_GROUP, 9, req, JoinGroupResponse), lambda r: r.error_code)
+
+
+def join_summary(r: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"error": err(r.error_code)}
+    if r.error_code == 0:
+        out.update(generation=r.generation_id, protocol=r.protocol_name, leader=r.leader == r.member_id,
+                   skip_assignment=r.skip_assignment, members=len(r.members))
+    elif r.member_id:
+        out["member_id_given"] = True
+    return out
+
+
+def case_classic_join_consumer_group(c: Conn) -> dict[str, Any]:
+    g = gid("mig1")
+    first = join(c, g)
+    assert first.error_code == 0, err(first.error_code)
+    r1 = classic_join(c, g)
+    out = {"join (no member id)": join_summary(r1)}
+    if r1.error_code == ErrorCode.MEMBER_ID_REQUIRED:
+        r2 = classic_join(c, g, r1.member_id)
+        out["join (its member id)"] = join_summary(r2)
+    return out
+
+
+def case_heartbeat_classic_group(c: Conn) -> dict[str, Any]:
+    g = gid("mig2")
+    r1 = classic_join(c, g)
+    r2 = classic_join(c, g, r1.member_id) if r1.error_code == ErrorCode.MEMBER_ID_REQUIRED else r1
+    assert r2.error_code == 0, err(r2.error_code)
+    sync = SyncGroupRequest(group_id=g, generation_id=r2.generation_id, member_id=r2.member_id, protocol_type="consumer",
+                            protocol_name=r2.protocol_name, assignments=[
+                                SyncGroupRequest.SyncGroupRequestAssignment(member_id=r2.member_id,
+                                                                            assignment=assignment(TOPIC, [0, 1]))])
+    s = c.call(ApiKey.SYNC_GROUP, 5, sync, SyncGroupResponse)
+    assert s.error_code == 0, err(s.error_code)
+    out = {"classic group": "Stable, 1 member"}
+    out["heartbeat join"] = hb_summary(join(c, g))
+    desc = c.call(ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=[g]), DescribeGroupsResponse).groups[0]
+    out["then DescribeGroups"] = {"error": err(desc.error_code), "state": desc.group_state,
+                                  "protocol_type": desc.protocol_type, "members": len(desc.members)}
+    return out
+
+
+def case_rejoin_epoch0(c: Conn) -> dict[str, Any]:
+    g = gid("rejoin")
+    first = join(c, g)
+    assert first.error_code == 0, err(first.error_code)
+    base = first.member_epoch
+    again = c.heartbeat(1, group_id=g, member_id=first.member_id, member_epoch=0, subscribed_topic_names=[TOPIC],
+                        topic_partitions=[])
+    out = {"first join": hb_summary(first), "same member id, epoch 0 again": hb_summary(again, base)}
+    return out
+
+
+CASES = [
+    Case("hb-v1-empty-member", "ConsumerGroupHeartbeat v1 join with an empty member id", case_v1_empty_member),
+    Case("hb-v0-empty-member", "ConsumerGroupHeartbeat v0 join with an empty member id", case_v0_empty_member),
+    Case("hb-join-null-partitions", "join (epoch 0) with TopicPartitions null", case_join_null_partitions),
+    Case("hb-stale-epoch", "at epoch E+1: heartbeat with E (its previous epoch; owned partitions a subset / not a subset) and with E+2", case_stale_epoch),
+    Case("hb-unknown-assignor", "join with ServerAssignor 'no-such-assignor'", case_unknown_assignor),
+    Case("hb-regex-valid", "join with SubscribedTopicRegex 'probe-.*' (and no topic names)", case_regex_valid),
+    Case("hb-regex-invalid", "join with SubscribedTopicRegex 'probe-[.*'", case_regex_invalid),
+    Case("hb-no-subscription", "join with SubscribedTopicNames and SubscribedTopicRegex both null", case_no_subscription),
+    Case("offset-commit-v9-no-group", "OffsetCommit v9 to a group that does not exist", case_offset_commit_no_group),
+    Case("describe-groups-v5-consumer", "DescribeGroups v5 on a consumer group with one member", case_describe_groups),
+    Case("txn-offset-commit-stale", "TxnOffsetCommit v4 for a consumer group member at epoch E: with E-1 and with E",
+         case_txn_offset_commit_stale),
+    Case("classic-join-consumer-group", "classic JoinGroup v9 to a consumer group with one member",
+         case_classic_join_consumer_group),
+    Case("heartbeat-classic-group", "ConsumerGroupHeartbeat join to a Stable classic group with one member",
+         case_heartbeat_classic_group),
+    Case("rejoin-epoch-0", "dynamic member heartbeats again with its member id and epoch 0", case_rejoin_epoch0),
+]
+
+
+def prepare(port: int) -> None:
+    c = Conn(port)
+    try:
+        req = CreateTopicsRequest(timeout_ms=30000, topics=[
+            CreateTopicsRequest.CreatableTopic(name=TOPIC, num_partitions=2, replication_factor=1),
+            CreateTopicsRequest.CreatableTopic(name=TOPIC2, num_partitions=1, replication_factor=1)])
+        r = c.call(ApiKey.CREATE_TOPICS, 7, req, CreateTopicsResponse)
+        for t in r.topics:
+            assert t.error_code in (0, ErrorCode.TOPIC_ALREADY_EXISTS), err(t.error_code)
+        find = FindCoordinatorRequest(key_type=0, coordinator_keys=["probe"])
+        c.retrying(lambda: c.call(ApiKey.FIND_COORDINATOR, 4, find, FindCoordinatorResponse),
+                   lambda r: r.coordinators[0].error_code, 60)
+        time.sleep(1)  # let the new topic reach the group coordinator's metadata image
+    finally:
+        c.close()
+
+
+def run_target(target: str, cases: list[Case]) -> None:
+    from compat_tests.brokers import make_broker
+
+    work = Path(tempfile.mkdtemp(prefix=f"probe-kip848-{target}-"))
+    broker = make_broker(target, work)
+    print(f"starting {target} ...", file=sys.stderr)
+    broker.start()
+    try:
+        prepare(broker.port)
+        for case in cases:
+            c = Conn(broker.port)
+            try:
+                case.answers[target] = case.run(c)
+            except Exception as exc:  # the probe's own failure, shown as the answer
+                case.answers[target] = {"probe failed": f"{type(exc).__name__}: {exc}"}
+            finally:
+                c.close()
+            print(f"{target:8} {case.name:28} {case.answers[target]}", file=sys.stderr)
+    finally:
+        broker.stop()
+
+
+def fmt(answer: dict[str, Any] | None) -> str:
+    if answer is None:
+        return ""
+    return str(answer).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(cases: list[Case], targets: list[str]) -> str:
+    lines = ["| case | request | " + " | ".join(targets) + (" | same? |" if len(targets) > 1 else ""),
+             "| --- | --- |" + " --- |" * (len(targets) + (1 if len(targets) > 1 else 0))]
+    for case in cases:
+        cells = [fmt(case.answers.get(t)) for t in targets]
+        row = f"| {case.name} | {case.what} | " + " | ".join(cells) + " |"
+        if len(targets) > 1:
+            same = len({repr(case.answers.get(t)) for t in targets}) == 1
+            row += " same |" if same else " **different** |"
+        lines.append(row)
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m compat_tests.probe_kip848", description=__doc__.splitlines()[0])
+    ap.add_argument("--target", choices=["odradek", "kafka", "both"], default="both")
+    ap.add_argument("--cases", default="", help="comma list of case names (default: all)")
+    ap.add_argument("--markdown", default="", help="write the results table to this file")
+    args = ap.parse_args(argv)
+    cases = [c for c in CASES if not args.cases or c.name in args.cases.split(",")]
+    targets = ["odradek", "kafka"] if args.target == "both" else [args.target]
+    for t in targets:
+        run_target(t, cases)
+    table = markdown(cases, targets)
+    print(table)
+    if args.markdown:
+        Path(args.markdown).write_text(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
