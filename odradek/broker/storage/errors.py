@@ -157,6 +157,15 @@ def is_out_of_space(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in OUT_OF_SPACE_ERRNOS
 
 
+# No file descriptor left in the process (EMFILE) or the system (ENFILE): an open failed.
+OUT_OF_DESCRIPTORS_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
+
+
+def is_out_of_descriptors(exc: BaseException) -> bool:
+    """True for an OSError saying no file descriptor is left to open a file with."""
+    return isinstance(exc, OSError) and exc.errno in OUT_OF_DESCRIPTORS_ERRNOS
+
+
 # -- the mapping --------------------------------------------------------------------------------
 
 # Exceptions from outside this module, most specific first.
@@ -177,6 +186,7 @@ def error_code_for(exc: BaseException) -> ErrorCode:
 
 
 __all__ = [
+    "OUT_OF_DESCRIPTORS_ERRNOS",
     "OUT_OF_SPACE_ERRNOS",
     "AppendFailedError",
     "CheckpointError",
@@ -195,5 +205,6 @@ __all__ = [
     "ProducerStateError",
     "StorageError",
     "error_code_for",
+    "is_out_of_descriptors",
     "is_out_of_space",
 ]

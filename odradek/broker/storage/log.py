@@ -60,6 +60,7 @@ from odradek.broker.storage.errors import LogClosedError as LogClosedError
 from odradek.broker.storage.errors import MessageTooLargeError as MessageTooLargeError
 from odradek.broker.storage.errors import OffsetOutOfRangeError as OffsetOutOfRangeError
 from odradek.broker.storage.errors import StorageError as StorageError
+from odradek.broker.storage.handles import HandleCache
 from odradek.broker.storage.leader_epoch import LeaderEpochCache
 from odradek.broker.storage.loader import load_log
 from odradek.broker.storage.producer_state import (
@@ -118,8 +119,12 @@ class PartitionLog:
         on_log_start_offset_change: Callable[[PartitionLog], None] | None,
         rng: random.Random | None = None,
         on_dir_failure: Callable[[PartitionLog, OSError], None] | None = None,
+        handles: HandleCache | None = None,
     ) -> None:
         self.directory = directory
+        # Where its segments count their descriptors (see handles.py); None: never closed
+        # before the log is.
+        self.handles = handles
         self.topic, self.partition = files.parse_partition_dir_name(directory.name)
         self.config = config
         self._segments = segments
@@ -173,11 +178,13 @@ class PartitionLog:
         on_log_start_offset_change: Callable[[PartitionLog], None] | None = None,
         rng: random.Random | None = None,
         on_dir_failure: Callable[[PartitionLog, OSError], None] | None = None,
+        handles: HandleCache | None = None,
     ) -> PartitionLog:
         """Load (or create) the log in `directory` (`loader.load_log`: unless
         `had_clean_shutdown`, the segments from the one holding `recovery_point` on are
         re-validated, a torn tail cut, indexes and producer state rebuilt). `on_dir_failure`
-        is told about an I/O error that fails the log dir (see the module docstring)."""
+        is told about an I/O error that fails the log dir (see the module docstring); its
+        segments count their descriptors in `handles` (see `handles.py`)."""
         loaded = load_log(
             directory,
             config,
@@ -185,6 +192,7 @@ class PartitionLog:
             recovery_point=recovery_point,
             log_start_offset=log_start_offset,
             had_clean_shutdown=had_clean_shutdown,
+            handles=handles,
         )
         return cls(
             directory,
@@ -198,6 +206,7 @@ class PartitionLog:
             on_log_start_offset_change=on_log_start_offset_change,
             rng=rng,
             on_dir_failure=on_dir_failure,
+            handles=handles,
         )
 
     # -- facts ------------------------------------------------------------------------------
@@ -485,6 +494,7 @@ class PartitionLog:
                 index_interval_bytes=self.config.index_interval_bytes,
                 max_index_size=self.config.segment_index_bytes,
                 now_ms=now_ms,
+                handles=self.handles,
             )
         except BaseException:
             if snapshot is not None:

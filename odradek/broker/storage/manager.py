@@ -47,6 +47,7 @@ from odradek.broker.storage.errors import (
     StorageError,
     is_out_of_space,
 )
+from odradek.broker.storage.handles import HandleCache, default_capacity
 from odradek.broker.storage.log import PartitionLog
 
 log = structlog.get_logger(__name__)
@@ -66,11 +67,17 @@ class LogManager:
         *,
         config_for: Callable[[str], LogSettings] | None = None,
         now_ms: int | None = None,
+        segment_descriptors: int | None = None,
     ) -> None:
         """Load every partition log found in `log_dirs` (created when missing).
-        `config_for(topic)` gives a topic's config (default: `defaults`)."""
+        `config_for(topic)` gives a topic's config (default: `defaults`). Segments hold at
+        most `segment_descriptors` descriptors in all (default: `handles.default_capacity()`,
+        from the soft RLIMIT_NOFILE now); cold ones are closed (see `handles.py`)."""
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
+        self.handles = HandleCache(
+            default_capacity() if segment_descriptors is None else segment_descriptors
+        )
         self.log_dirs = [Path(d) for d in log_dirs]
         self.defaults = defaults
         self._config_for = config_for
@@ -130,6 +137,7 @@ class LogManager:
                 had_clean_shutdown=clean and tp in recovery_points,
                 on_log_start_offset_change=self._log_start_changed,
                 on_dir_failure=self._log_failed,
+                handles=self.handles,
             )
             self._add(tp, partition_log, log_dir)
         try:
@@ -223,6 +231,7 @@ class LogManager:
             now_ms=_wall_ms() if now_ms is None else now_ms,
             on_log_start_offset_change=self._log_start_changed,
             on_dir_failure=self._log_failed,
+            handles=self.handles,
         )
         self._add(tp, partition_log, log_dir)
         return partition_log

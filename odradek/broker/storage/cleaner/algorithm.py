@@ -521,6 +521,7 @@ class Cleaner:
             now_ms=now_ms,
             suffix=files.CLEANED_SUFFIX,
             replace=True,
+            handles=plog.handles,
         )
         try:
             txns.cleaned_index = cleaned.txn_index
@@ -537,7 +538,8 @@ class Cleaner:
                 txns.add_aborted(plog.collect_aborted_txns(segment.base_offset, upper))
                 yield from self._clean_into(plog, segment, cleaned, ctx)
             cleaned.on_become_inactive()
-            yield cleaned.flush
+            with cleaned.pinned():  # the driver may fsync it in a worker thread
+                yield cleaned.flush
             _check_live(plog, group)
             cleaned.set_last_modified(group[-1].last_modified_ms)
             try:
