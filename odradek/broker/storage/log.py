@@ -20,7 +20,12 @@ state, epoch cache) is only changed once all of them succeeded. A full file syst
 EDQUOT) is answered with `AppendFailedError` (KAFKA_STORAGE_ERROR, retriable) and the next
 append tries again; any other I/O error, or a failed undo, is a failed log dir: the manager's
 `on_dir_failure` callback takes the whole dir offline (`mark_offline`), and its logs refuse
-every read and write with `LogDirOfflineError` until the broker restarts.
+every read and write with `LogDirOfflineError` until the broker restarts. A file that cannot be
+opened for lack of descriptors (EMFILE, ENFILE; the segment's descriptor was evicted, see
+`handles.py`) fails only that request: an append is undone and answered `AppendFailedError`, a
+read or an fsync `OutOfDescriptorsError` (the recovery point stays where it was), both
+KAFKA_STORAGE_ERROR; a retried idempotent batch that finds its original gets the fsync the
+original missed before it is acknowledged.
 
 Offsets: `log_start_offset` <= `high_watermark` <= `log_end_offset` (the next offset to
 assign). `recovery_point` is the offset below which everything has been fsynced; after a
@@ -52,7 +57,13 @@ import structlog
 
 from odradek.broker.storage import files
 from odradek.broker.storage.config import LONG_MAX, LogSettings
-from odradek.broker.storage.errors import AppendFailedError, LogDirOfflineError, is_out_of_space
+from odradek.broker.storage.errors import (
+    AppendFailedError,
+    LogDirOfflineError,
+    OutOfDescriptorsError,
+    is_out_of_descriptors,
+    is_out_of_space,
+)
 
 # The log's exceptions live in errors.py; re-exported here for the modules that import them
 # from this one.
@@ -322,6 +333,10 @@ class PartitionLog:
         if producer_batches:
             prepared = self.producer_state.prepare(producer_batches, origin)
             if prepared.duplicate is not None:
+                if self._unflushed_messages >= self.config.flush_messages:
+                    # The fsync due after the original failed (no descriptor was left): the
+                    # retry is acknowledged only once it is done.
+                    self.flush(now_ms=now_ms)
                 return self._duplicate_info(prepared.duplicate)
 
         aborted = self.producer_state.aborted_txns(prepared) if prepared is not None else []
@@ -403,9 +418,17 @@ class PartitionLog:
             raise
 
     def _write_failed(self, exc: OSError, what: str) -> AppendFailedError | LogDirOfflineError:
-        """What a failed append raises: the file system is full and every write was undone:
-        AppendFailedError, the log dir stays online; else the log dir failed."""
-        if is_out_of_space(exc) and not any(s.torn for s in self._segments[-2:]):
+        """What a failed append raises: the file system is full, or no descriptor was left to
+        open a file, and every write was undone: AppendFailedError, the log dir stays online;
+        else the log dir failed."""
+        torn = any(s.torn for s in self._segments[-2:])
+        if is_out_of_descriptors(exc) and not torn:
+            self._warn_out_of_descriptors(what, exc)
+            return AppendFailedError(
+                f"{what} of {self.topic}-{self.partition} failed and was undone: no file "
+                f"descriptor left ({exc.strerror or exc})"
+            )
+        if is_out_of_space(exc) and not torn:
             if not self._out_of_space:
                 self._out_of_space = True
                 log.warning(
@@ -419,6 +442,25 @@ class PartitionLog:
                 f"{exc.strerror or exc}"
             )
         return self._dir_failed(exc, what)
+
+    def _out_of_descriptors(self, exc: OSError, what: str) -> OutOfDescriptorsError:
+        """A read or fsync that could not open its file: answered, the log dir stays online."""
+        self._warn_out_of_descriptors(what, exc)
+        return OutOfDescriptorsError(
+            f"{what} of {self.topic}-{self.partition} failed: no file descriptor left "
+            f"({exc.strerror or exc})"
+        )
+
+    def _warn_out_of_descriptors(self, what: str, exc: OSError) -> None:
+        if self.handles is None or self.handles.should_warn():
+            log.warning(
+                "out of file descriptors; the request is answered KAFKA_STORAGE_ERROR "
+                "(retriable) and nothing was changed",
+                log=f"{self.topic}-{self.partition}",
+                what=what,
+                error=str(exc),
+                segment_descriptors=None if self.handles is None else self.handles.held,
+            )
 
     def _dir_failed(self, exc: OSError, what: str) -> LogDirOfflineError:
         """An I/O error that fails the log dir: tell the manager (which takes every log of the
@@ -550,6 +592,8 @@ class PartitionLog:
                 if data is not None:
                     return data
         except OSError as exc:  # as Kafka: a read that fails is a failed log dir
+            if is_out_of_descriptors(exc):  # but nothing was read: answer and go on
+                raise self._out_of_descriptors(exc, f"read at offset {fetch_offset}") from exc
             raise self._dir_failed(exc, f"read at offset {fetch_offset}") from exc
         return b""
 
@@ -790,6 +834,8 @@ class PartitionLog:
             try:
                 segment.flush()
             except OSError as exc:
+                if is_out_of_descriptors(exc):  # not fsynced: the next flush tries again
+                    raise self._out_of_descriptors(exc, "fsync") from exc
                 raise self._dir_failed(exc, "fsync") from exc
         self.recovery_point = end
         if end == self.log_end_offset:

@@ -23,7 +23,14 @@ and it gets no more checkpoints, retention, flushes, new partitions or clean-shu
 (so the next start recovers it); the other dirs keep working. It stays offline until the
 broker restarts. Unlike Kafka, which halts the broker once every dir has failed, the broker
 keeps running (and answering with errors). A full file system (ENOSPC, EDQUOT) does not take
-a dir offline: see `PartitionLog` and docs/storage.md, "Durability".
+a dir offline: see `PartitionLog` and docs/storage.md, "Durability"; nor does a file that
+cannot be opened because the process is out of descriptors (EMFILE, ENFILE): that request is
+answered KAFKA_STORAGE_ERROR and the next one tries again (docs/storage.md, "File
+descriptors").
+
+File descriptors: one `HandleCache` (`handles.py`) bounds what every segment of every log
+holds, sized from the soft RLIMIT_NOFILE when the manager is made (`segment_descriptors`
+overrides it); cold segments are closed and reopen on next use.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from odradek.broker.storage.errors import (
     CheckpointError,
     LogDirOfflineError,
     StorageError,
+    is_out_of_descriptors,
     is_out_of_space,
 )
 from odradek.broker.storage.handles import HandleCache, default_capacity
@@ -198,9 +206,13 @@ class LogManager:
 
     def _io_error(self, log_dir: Path, what: str, exc: OSError) -> None:
         """An I/O error outside an append (a checkpoint, a retention deletion): a full disk
-        is logged, anything else fails the dir."""
+        or a file not opened for lack of descriptors is logged, anything else fails the
+        dir."""
         if is_out_of_space(exc):
             log.warning(f"log dir full: {what} failed", dir=str(log_dir), error=str(exc))
+        elif is_out_of_descriptors(exc):  # nothing was written; the next pass tries again
+            log.warning(f"out of file descriptors: {what} failed", dir=str(log_dir),
+                        error=str(exc))
         else:
             self.handle_dir_failure(log_dir, f"{what}: {exc}")
 

@@ -36,7 +36,12 @@ from odradek.broker.storage.cleaner.algorithm import (
     Step,
 )
 from odradek.broker.storage.cleaner.dirty import LogToClean, log_to_clean
-from odradek.broker.storage.errors import CheckpointError, LogClosedError, is_out_of_space
+from odradek.broker.storage.errors import (
+    CheckpointError,
+    LogClosedError,
+    is_out_of_descriptors,
+    is_out_of_space,
+)
 from odradek.broker.storage.log import PartitionLog
 from odradek.broker.storage.manager import LogManager, TopicPartition
 
@@ -197,11 +202,15 @@ class LogCleaner:
 
     def _io_failure(self, tp: TopicPartition, what: str, exc: OSError) -> None:
         """As Kafka's cleaner: a full disk postpones cleaning (the half-written segment is
-        gone, the log untouched, the next pass tries again); any other I/O error fails the
-        log dir (LogManager.handle_dir_failure)."""
+        gone, the log untouched, the next pass tries again), and so does a file that could
+        not be opened for lack of descriptors; any other I/O error fails the log dir
+        (LogManager.handle_dir_failure)."""
         log_dir = self.manager.log_dir_of(*tp)
         if is_out_of_space(exc) or log_dir is None:
             log.warning(f"log dir full: {what} postponed", log=f"{tp[0]}-{tp[1]}",
+                        error=str(exc))
+        elif is_out_of_descriptors(exc):
+            log.warning(f"out of file descriptors: {what} postponed", log=f"{tp[0]}-{tp[1]}",
                         error=str(exc))
         else:
             self.manager.handle_dir_failure(log_dir, f"{what} of {tp[0]}-{tp[1]}: {exc}")

@@ -21,6 +21,7 @@ from storage_testutil import values_of
 
 from odradek.broker.storage import files
 from odradek.broker.storage.cleaner import LogCleaner
+from odradek.broker.storage.errors import AppendFailedError, OutOfDescriptorsError
 from odradek.broker.storage.handles import MIN_CAPACITY, HandleCache, default_capacity
 from odradek.broker.storage.log import PartitionLog
 from odradek.broker.storage.manager import LogManager
@@ -454,3 +455,62 @@ def test_out_of_descriptors_closes_cold_segments_and_retries(
         assert values_of(log.read(0, 1 << 20)) == [(0, b"v")]
         log.close()
     target.close()
+
+
+def test_with_no_descriptor_left_requests_fail_and_the_dir_stays_online(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = LogManager([tmp_path / "d"], SMALL, now_ms=0, segment_descriptors=THREE_SEGMENTS)
+    logs = [manager.create("t", p, now_ms=0) for p in range(4)]
+    for log in logs:
+        put(log, b"k", b"v")
+    for segment in (s for log in logs for s in log.segments):  # nothing left to give back
+        segment.drop_descriptors()
+        manager.handles.update(segment)
+    fail_opens(monkeypatch, None)
+    with pytest.raises(AppendFailedError, match="descriptor"):
+        put(logs[0], b"k", b"lost")
+    with pytest.raises(OutOfDescriptorsError):
+        logs[1].read(0, 1 << 20)
+    with pytest.raises(OutOfDescriptorsError):
+        logs[2].flush()
+    manager.checkpoint()  # logged, not a failed dir
+    monkeypatch.undo()
+    assert manager.is_online(tmp_path / "d")
+    assert not any(log.offline for log in logs)
+    assert put(logs[0], b"k", b"w") == 1  # the failed append left nothing behind
+    assert values_of(logs[0].read(0, 1 << 20)) == [(0, b"v"), (1, b"w")]
+    assert values_of(logs[1].read(0, 1 << 20)) == [(0, b"v")]
+    logs[2].flush()
+    assert logs[2].recovery_point == logs[2].log_end_offset
+    manager.close_all()
+
+
+def test_a_retried_batch_whose_fsync_found_no_descriptor_is_fsynced_before_its_ack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flush.messages=1: an append is acknowledged only once fsynced. When the fsync cannot
+    open a file the append is answered an error; the producer's retry is a duplicate, and
+    gets the fsync before its acknowledgement."""
+    config = LogConfig.from_overrides({"flush.messages": "1"})
+    log = PartitionLog.open(tmp_path / "t-0", config, now_ms=0, handles=HandleCache(16))
+    raw = build_batch([Record(0, 0, b"k", b"v")], producer_id=7, producer_epoch=0,
+                      base_sequence=0)
+    real_open = os.open
+
+    def no_short_lived_descriptor(path: Any, flags: int, mode: int = 0o777) -> int:
+        if flags == os.O_RDONLY:  # the fsync of a file without a descriptor
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real_open(path, flags, mode)
+
+    put(log, b"k", b"first")  # the leader epoch is recorded (its checkpoint fsyncs the dir)
+    assert log.recovery_point == 1
+    monkeypatch.setattr(os, "open", no_short_lived_descriptor)
+    with pytest.raises(OutOfDescriptorsError):
+        log.append(memoryview(bytearray(raw)), leader_epoch=0, now_ms=0)
+    assert log.log_end_offset == 2 and log.recovery_point == 1 and not log.offline
+    monkeypatch.undo()
+    info = log.append(memoryview(bytearray(raw)), leader_epoch=0, now_ms=0)
+    assert info.duplicate and info.first_offset == 1
+    assert log.recovery_point == 2
+    log.close()
