@@ -768,9 +768,9 @@ class PartitionLog:
     ) -> None:
         """Swap `cleaned` (a flushed segment written with the `.cleaned` suffix at the base
         offset of `old[0]`) in for `old`, consecutive non-active segments of this log, with
-        Kafka's crash-safe renames (see the module docstring). The old segments stay open,
-        their files renamed `.deleted`, until `delete_retired` runs `file.delete.delay.ms`
-        later. Raises ValueError, changing nothing, when `old` is not (or no longer) such a
+        Kafka's crash-safe renames (see the module docstring). The old segments stay readable,
+        their files renamed `.deleted` (and reopened by that name if evicted meanwhile), until
+        `delete_retired` runs `file.delete.delay.ms` later. Raises ValueError, changing nothing, when `old` is not (or no longer) such a
         run of segments, e.g. because retention deleted one meanwhile."""
         self._check_open()
         if not old or cleaned.suffix != files.CLEANED_SUFFIX:

@@ -243,8 +243,9 @@ class LogSegment:
     @property
     def fd(self) -> int:
         """The `.log` descriptor, opened (again) when the segment holds none. Read it again
-        after any call that may open a file: that may have evicted it (see the module
-        docstring). Runs on every append and read: one store besides the check."""
+        after a call that may open another segment's file: that may have evicted this one
+        (see the module docstring). Runs on every append and read: one store besides the
+        check."""
         fd = self._fd
         if fd is None:
             fd = self._open_fd()
@@ -274,8 +275,9 @@ class LogSegment:
         )
 
     def drop_descriptors(self) -> None:
-        """Eviction: close every descriptor, writing nothing; the next use reopens them. Only
-        the HandleCache calls this (it has already stopped counting them)."""
+        """Close every descriptor, writing nothing and telling no cache; unless closed for
+        good the next use reopens them. The HandleCache evicts with it (having already
+        stopped counting them); `close` uses it, then counts again."""
         fd, self._fd = self._fd, None
         try:
             for index in (self.offset_index, self.time_index, self.txn_index):
@@ -828,13 +830,8 @@ class LogSegment:
             self.release()
             raise
         self._closed = True
-        fd, self._fd = self._fd, None
         try:
-            self.offset_index.drop_descriptor()
-            self.time_index.drop_descriptor()
-            self.txn_index.drop_descriptor()
-            if fd is not None:
-                os.close(fd)
+            self.drop_descriptors()
         finally:
             self._descriptors_changed()
 

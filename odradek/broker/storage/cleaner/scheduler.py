@@ -5,7 +5,8 @@ One pass chooses and cleans one log. `LogCleaner.grab_filthiest` measures every 
 log (`dirty.py`) and takes the one with the largest dirty ratio among those whose ratio
 exceeds `min.cleanable.dirty.ratio` or whose oldest dirty segment is past
 `max.compaction.lag.ms`. `run_pass_async` drives `Cleaner.clean_steps` (`algorithm.py`) on
-the event loop: other tasks run every `slice_ms`, fsyncs run in a worker thread, and
+the event loop: other tasks run every `slice_ms`, fsyncs run in a worker thread (on a
+segment pinned against eviction, see `handles.py`), and
 `log.cleaner.io.max.bytes.per.second` is honoured, so fetches and produces go on while a log
 is cleaned. A clean that fails marks its partition uncleanable until restart; an aborted one
 (the log changed under it) just ends the pass.
