@@ -26,6 +26,10 @@ Limits, with Kafka's names and meanings:
   sees a close, not a hang), takes the spare back and backs off briefly; existing
   connections are served throughout and new ones are accepted again as soon as descriptors
   are free.
+- At start the soft RLIMIT_NOFILE is raised to the hard limit, as the JVM does for Kafka
+  (HotSpot's MaxFDLimit, on by default), before the logs are opened: segments may hold half
+  of it (`storage/handles.py`), the rest is for sockets. One `file descriptors` line says
+  what the limit is and what segments may hold.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from __future__ import annotations
 import enum
 import errno
 import os
+import resource
 import signal
 import socket
 import time
@@ -361,6 +366,28 @@ def _lock(config: BrokerConfig) -> list[DirLock]:
         raise _data_dir_error(exc, config) from None
 
 
+def raise_descriptor_limit() -> tuple[int, int]:
+    """Raise the soft RLIMIT_NOFILE to the hard limit (to the kernel's `nr_open` when the hard
+    limit is unlimited); (soft limit before, soft limit now). Unchanged when not permitted."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return soft, soft
+    target = hard
+    if hard == resource.RLIM_INFINITY:
+        try:
+            with open("/proc/sys/fs/nr_open") as f:
+                target = int(f.read())
+        except (OSError, ValueError):
+            target = 1 << 20
+    if target <= soft:
+        return soft, soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (OSError, ValueError):
+        return soft, soft
+    return soft, target
+
+
 async def serve(config: BrokerConfig) -> None:
     """Run the broker until SIGINT/SIGTERM, then close every log cleanly.
 
@@ -373,8 +400,12 @@ async def serve(config: BrokerConfig) -> None:
     try:
         locks = _lock(config)
         try:
+            before, limit = raise_descriptor_limit()
             broker = _open_broker(config)
             heap.settle()  # what start-up loaded lives as long as the process
+            log.info("file descriptors", limit=limit,
+                     **({"raised_from": before} if limit != before else {}),
+                     segments_may_hold=broker.logs.handles.capacity)
             try:
                 await _run(broker, bound)
             finally:

@@ -1,10 +1,11 @@
 """Integration-test harness: a real broker process per test, driven by stock clients.
 
-`start_broker(data_dir, overrides=..., env=...)` runs `python -m odradek serve` with
-`listeners=PLAINTEXT://127.0.0.1:0` and `log.dirs=<data_dir>`, reads its stderr in a thread
-and returns once the `listening` event names the bound port (deadline, no blind polling).
-`broker` is one such broker in the test's tmp_path. On a failed test every broker's stderr
-is attached to the report; at teardown each running broker gets SIGTERM and must exit 0.
+`start_broker(data_dir, overrides=..., env=..., nofile=(soft, hard))` runs `python -m odradek
+serve` (under that RLIMIT_NOFILE when given) with `listeners=PLAINTEXT://127.0.0.1:0` and
+`log.dirs=<data_dir>`, reads its stderr in a thread and returns once the `listening` event
+names the bound port (deadline, no blind polling). `broker` is one such broker in the test's
+tmp_path. On a failed test every broker's stderr is attached to the report; at teardown each
+running broker gets SIGTERM and must exit 0.
 
 Set ODRADEK_IT_SERVER_CMD (a shell-style command line) to run the same tests against another
 server that accepts `serve --override key=value ...` and logs the same `listening` line, e.g. a
@@ -34,15 +35,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture
 def start_broker(request: pytest.FixtureRequest) -> Iterator[StartBroker]:
-    """Factory: `start_broker(data_dir, overrides={"key": "value"}, env={"VAR": "value"})`
-    -> a running broker (`env` is added to its environment)."""
+    """Factory: `start_broker(data_dir, overrides={"key": "value"}, env={"VAR": "value"},
+    nofile=(soft, hard))` -> a running broker (`env` is added to its environment, `nofile` is
+    its RLIMIT_NOFILE)."""
     brokers: list[BrokerProcess] = []
     request.node.stash[_BROKERS] = brokers
 
     def start(data_dir: Path, overrides: Mapping[str, str] | None = None,
-              env: Mapping[str, str] | None = None) -> BrokerProcess:
+              env: Mapping[str, str] | None = None,
+              nofile: tuple[int, int] | None = None) -> BrokerProcess:
         data_dir.mkdir(parents=True, exist_ok=True)
-        broker = BrokerProcess(data_dir, overrides or {}, env)
+        broker = BrokerProcess(data_dir, overrides or {}, env, nofile)
         brokers.append(broker)
         broker.start()
         return broker

@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import re
+import resource
 import shlex
 import signal
 import subprocess
@@ -85,7 +86,8 @@ class BrokerProcess:
     """One broker subprocess; restartable on the same port and data directory."""
 
     def __init__(self, data_dir: Path, overrides: Mapping[str, str],
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None,
+                 nofile: tuple[int, int] | None = None) -> None:
         self.data_dir = data_dir
         self.overrides = dict(overrides)
         self.env = dict(env or {})  # added to the broker's environment (e.g. a test hook)
@@ -97,6 +99,8 @@ class BrokerProcess:
         self._eof = True
         self._reader: threading.Thread | None = None
         self.preexec_fn: Callable[[], None] | None = None  # run in the child before exec
+        if nofile is not None:  # the broker's RLIMIT_NOFILE (soft, hard)
+            self.preexec_fn = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, nofile)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -232,6 +236,11 @@ class BrokerProcess:
     def stderr_text(self) -> str:
         with self._cond:
             return "".join(self._lines)
+
+    def open_descriptors(self) -> int:
+        """How many descriptors the broker process holds now (/proc/PID/fd)."""
+        assert self.proc is not None
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
 
     def wait_for_log(self, pattern: str, timeout: float = 10.0) -> str:
         """The first stderr line matching `pattern`, waiting up to `timeout` for it."""

@@ -21,6 +21,9 @@ read or write) KAFKA_STORAGE_ERROR; anything else UNKNOWN_SERVER_ERROR.
 `is_out_of_space(exc)` tells the two kinds of failed write apart (see docs/storage.md,
 "Durability"): a full file system (ENOSPC, EDQUOT) is answered with KAFKA_STORAGE_ERROR while
 the log dir stays online, any other I/O error takes the log dir offline.
+`is_out_of_descriptors(exc)` (EMFILE, ENFILE) is neither: no file could be opened, nothing was
+read or written, the request is answered KAFKA_STORAGE_ERROR (retriable) and the dir stays
+online (docs/storage.md, "File descriptors").
 """
 
 from __future__ import annotations
@@ -72,9 +75,18 @@ class UnknownPartitionError(StorageError):
 
 
 class AppendFailedError(StorageError):
-    """A write of an append failed because the file system is full, and was undone: the log
-    is exactly as before the append. KAFKA_STORAGE_ERROR is retriable: clients retry, and the
-    retry succeeds once space is freed."""
+    """A write of an append failed because the file system is full (or no file descriptor
+    was left to open a file with), and was undone: the log is exactly as before the append.
+    KAFKA_STORAGE_ERROR is retriable: clients retry, and the retry succeeds once space (or a
+    descriptor) is freed."""
+
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class OutOfDescriptorsError(StorageError):
+    """A read or an fsync could not open its file: the process (EMFILE) or the system
+    (ENFILE) has no descriptor left. Nothing changed and the log dir stays online;
+    KAFKA_STORAGE_ERROR is retriable."""
 
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
 
@@ -157,6 +169,15 @@ def is_out_of_space(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in OUT_OF_SPACE_ERRNOS
 
 
+# No file descriptor left in the process (EMFILE) or the system (ENFILE): an open failed.
+OUT_OF_DESCRIPTORS_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
+
+
+def is_out_of_descriptors(exc: BaseException) -> bool:
+    """True for an OSError saying no file descriptor is left to open a file with."""
+    return isinstance(exc, OSError) and exc.errno in OUT_OF_DESCRIPTORS_ERRNOS
+
+
 # -- the mapping --------------------------------------------------------------------------------
 
 # Exceptions from outside this module, most specific first.
@@ -177,6 +198,7 @@ def error_code_for(exc: BaseException) -> ErrorCode:
 
 
 __all__ = [
+    "OUT_OF_DESCRIPTORS_ERRNOS",
     "OUT_OF_SPACE_ERRNOS",
     "AppendFailedError",
     "CheckpointError",
@@ -191,9 +213,11 @@ __all__ = [
     "LogDirOfflineError",
     "MessageTooLargeError",
     "OffsetOutOfRangeError",
+    "OutOfDescriptorsError",
     "OutOfOrderSequenceError",
     "ProducerStateError",
     "StorageError",
     "error_code_for",
+    "is_out_of_descriptors",
     "is_out_of_space",
 ]

@@ -6,7 +6,11 @@ appended to the file with `os.write`, so the file always holds exactly the valid
 layout Kafka leaves after trimming an index on close) and a killed process loses nothing it
 wrote. A torn trailing entry (length not a multiple of the entry size) is dropped on load.
 Entries are loaded lazily, on first use, so that opening a log with many segments stays cheap,
-and the descriptor is opened by the first write, so an idle partition holds only its `.log`.
+and the descriptor is opened by the first write, so an idle partition holds none. With a
+`HandleCache` (`attach`) the descriptor is counted against the cache's capacity as its
+segment's, and closed when the segment is evicted (`drop_descriptor`: the entries stay in
+memory, the next write reopens the file by its current path, and `torn` survives, so a
+torn file is still cut before its next entry).
 
 A write that fails (a full disk, a short write) is cut back off the file before the error is
 raised, so the file still holds exactly the entries in memory; should that cut fail too, the
@@ -19,8 +23,12 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 from odradek.broker.storage.errors import CorruptIndexError as CorruptIndexError  # re-exported
+from odradek.broker.storage.handles import HandleCache, Holder, open_file
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND
 
 
 class IndexFile:
@@ -35,6 +43,17 @@ class IndexFile:
         self._loaded = False
         # Set when a failed write could not be cut back off the file (see the module docstring).
         self.torn = False
+        self._handles: HandleCache | None = None
+        self._holder: Holder | None = None  # the segment its descriptor is counted for
+
+    def attach(self, handles: HandleCache | None, holder: Holder) -> None:
+        """Count this file's write descriptor in `handles` as `holder`'s (its segment)."""
+        self._handles = handles
+        self._holder = holder
+
+    @property
+    def has_descriptor(self) -> bool:
+        return self._fd is not None
 
     # -- subclass hooks ---------------------------------------------------------------------
 
@@ -57,13 +76,14 @@ class IndexFile:
         """Create the (empty) file if missing; Kafka expects `.index` to exist for every `.log`.
         The descriptor is not kept: it is opened by the first write (issue #10: a partition
         that is never written to costs no index descriptors)."""
-        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
+        os.close(open_file(self._handles, self.path, _WRITE_FLAGS, keep=self._holder,
+                           counted=False))
 
     def _ensure_loaded(self) -> None:
         if self._loaded:
             return
         try:
-            with open(self.path, "rb") as f:
+            with self._open_for_reading() as f:
                 data = f.read()
         except FileNotFoundError:
             data = b""
@@ -74,10 +94,19 @@ class IndexFile:
             # A torn entry from a killed process: drop it so appends stay aligned.
             os.ftruncate(self._write_fd(), usable)
 
+    def _open_for_reading(self) -> BinaryIO:
+        """A short-lived reader of the file (not counted: closed before this call returns to
+        the event loop)."""
+        fd = open_file(self._handles, self.path, os.O_RDONLY, keep=self._holder, counted=False)
+        return open(fd, "rb")
+
     def _write_fd(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        return self._fd
+        fd = self._fd
+        if fd is None:
+            fd = self._fd = open_file(self._handles, self.path, _WRITE_FLAGS, keep=self._holder)
+            if self._handles is not None and self._holder is not None:
+                self._handles.update(self._holder)  # may evict other segments, never this one
+        return fd
 
     def _write(self, data: bytes, size: int | None = None) -> None:
         """Append `data` (whole entries) to the file, which holds `size` bytes (default: the
@@ -148,8 +177,9 @@ class IndexFile:
         if self._fd is not None:
             os.fsync(self._fd)
             return
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
+        try:  # no descriptor (closed or evicted): fsync flushes the inode through any
+            fd = open_file(self._handles, self.path, os.O_RDONLY, keep=self._holder,
+                           counted=False)
         except FileNotFoundError:
             return
         try:
@@ -164,7 +194,7 @@ class IndexFile:
         if self._loaded:
             raise RuntimeError("use the loaded entries")
         try:
-            with open(self.path, "rb") as f:
+            with self._open_for_reading() as f:
                 length = os.fstat(f.fileno()).st_size
                 if length % self.entry_size:
                     raise CorruptIndexError(
@@ -180,6 +210,17 @@ class IndexFile:
         return first, last
 
     def close(self) -> None:
+        """Close the write descriptor (reopened by the next write); entries stay in memory."""
+        if self._fd is None:
+            return
+        try:
+            self.drop_descriptor()
+        finally:
+            if self._handles is not None and self._holder is not None:
+                self._handles.update(self._holder)
+
+    def drop_descriptor(self) -> None:
+        """`close` without telling the cache (its segment does, or is being evicted)."""
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)

@@ -45,6 +45,7 @@ import structlog
 from odradek.broker.storage import files
 from odradek.broker.storage.config import LogSettings
 from odradek.broker.storage.errors import CorruptIndexError, CorruptSegmentError
+from odradek.broker.storage.handles import HandleCache
 from odradek.broker.storage.leader_epoch import LeaderEpochCache
 from odradek.broker.storage.producer_state import ProducerStateManager
 from odradek.broker.storage.segment import LogSegment
@@ -72,8 +73,12 @@ def load_log(
     recovery_point: int = 0,
     log_start_offset: int = 0,
     had_clean_shutdown: bool = False,
+    handles: HandleCache | None = None,
 ) -> LoadedLog:
-    """Load (or create) the log in `directory` (see the module docstring).
+    """Load (or create) the log in `directory` (see the module docstring). Its segments count
+    their descriptors in `handles` (see `handles.py`): loading opens a `.log` only to read it
+    (recovery, the tail check of a non-empty segment, producer-state replay), and what it
+    opens is evicted as later logs load.
 
     Unless `had_clean_shutdown`, every segment from the one holding `recovery_point`
     onwards is recovered: batches re-validated, a torn or corrupt tail cut off (and any
@@ -95,6 +100,7 @@ def load_log(
             recovery_point=recovery_point,
             log_start_offset=log_start_offset,
             had_clean_shutdown=had_clean_shutdown,
+            handles=handles,
         )
     except Exception as exc:
         log.warning(
@@ -116,6 +122,7 @@ def load_log(
         recovery_point=0,
         log_start_offset=log_start_offset,
         had_clean_shutdown=False,
+        handles=handles,
     )
 
 
@@ -128,11 +135,12 @@ def _load(
     recovery_point: int,
     log_start_offset: int,
     had_clean_shutdown: bool,
+    handles: HandleCache | None,
 ) -> LoadedLog:
     """`load_log`'s work; every segment it opens is added to `opened` (closed on failure)."""
     directory.mkdir(parents=True, exist_ok=True)
     files.parse_partition_dir_name(directory.name)  # fail early on a bad name
-    segments = _load_segments(directory, config, now_ms, opened)
+    segments = _load_segments(directory, config, now_ms, opened, handles)
     epochs = LeaderEpochCache(directory)
     epochs_changed = False
 
@@ -213,6 +221,7 @@ def _load(
                 index_interval_bytes=config.index_interval_bytes,
                 max_index_size=config.segment_index_bytes,
                 now_ms=now_ms,
+                handles=handles,
             )
         ]
         opened.extend(segments)
@@ -234,7 +243,11 @@ def _load(
 
 
 def _load_segments(
-    directory: Path, config: LogSettings, now_ms: int, opened: list[LogSegment]
+    directory: Path,
+    config: LogSettings,
+    now_ms: int,
+    opened: list[LogSegment],
+    handles: HandleCache | None,
 ) -> list[LogSegment]:
     """Open every segment in `directory`, after settling interrupted cleanings and removing
     leftovers of interrupted deletions and index files whose `.log` is gone."""
@@ -274,6 +287,7 @@ def _load_segments(
                 index_interval_bytes=config.index_interval_bytes,
                 max_index_size=config.segment_index_bytes,
                 now_ms=now_ms,
+                handles=handles,
             )
         )
     return list(opened)

@@ -20,7 +20,12 @@ state, epoch cache) is only changed once all of them succeeded. A full file syst
 EDQUOT) is answered with `AppendFailedError` (KAFKA_STORAGE_ERROR, retriable) and the next
 append tries again; any other I/O error, or a failed undo, is a failed log dir: the manager's
 `on_dir_failure` callback takes the whole dir offline (`mark_offline`), and its logs refuse
-every read and write with `LogDirOfflineError` until the broker restarts.
+every read and write with `LogDirOfflineError` until the broker restarts. A file that cannot be
+opened for lack of descriptors (EMFILE, ENFILE; the segment's descriptor was evicted, see
+`handles.py`) fails only that request: an append is undone and answered `AppendFailedError`, a
+read or an fsync `OutOfDescriptorsError` (the recovery point stays where it was), both
+KAFKA_STORAGE_ERROR; a retried idempotent batch that finds its original gets the fsync the
+original missed before it is acknowledged.
 
 Offsets: `log_start_offset` <= `high_watermark` <= `log_end_offset` (the next offset to
 assign). `recovery_point` is the offset below which everything has been fsynced; after a
@@ -52,7 +57,13 @@ import structlog
 
 from odradek.broker.storage import files
 from odradek.broker.storage.config import LONG_MAX, LogSettings
-from odradek.broker.storage.errors import AppendFailedError, LogDirOfflineError, is_out_of_space
+from odradek.broker.storage.errors import (
+    AppendFailedError,
+    LogDirOfflineError,
+    OutOfDescriptorsError,
+    is_out_of_descriptors,
+    is_out_of_space,
+)
 
 # The log's exceptions live in errors.py; re-exported here for the modules that import them
 # from this one.
@@ -60,6 +71,7 @@ from odradek.broker.storage.errors import LogClosedError as LogClosedError
 from odradek.broker.storage.errors import MessageTooLargeError as MessageTooLargeError
 from odradek.broker.storage.errors import OffsetOutOfRangeError as OffsetOutOfRangeError
 from odradek.broker.storage.errors import StorageError as StorageError
+from odradek.broker.storage.handles import HandleCache
 from odradek.broker.storage.leader_epoch import LeaderEpochCache
 from odradek.broker.storage.loader import load_log
 from odradek.broker.storage.producer_state import (
@@ -118,8 +130,12 @@ class PartitionLog:
         on_log_start_offset_change: Callable[[PartitionLog], None] | None,
         rng: random.Random | None = None,
         on_dir_failure: Callable[[PartitionLog, OSError], None] | None = None,
+        handles: HandleCache | None = None,
     ) -> None:
         self.directory = directory
+        # Where its segments count their descriptors (see handles.py); None: never closed
+        # before the log is.
+        self.handles = handles
         self.topic, self.partition = files.parse_partition_dir_name(directory.name)
         self.config = config
         self._segments = segments
@@ -173,11 +189,13 @@ class PartitionLog:
         on_log_start_offset_change: Callable[[PartitionLog], None] | None = None,
         rng: random.Random | None = None,
         on_dir_failure: Callable[[PartitionLog, OSError], None] | None = None,
+        handles: HandleCache | None = None,
     ) -> PartitionLog:
         """Load (or create) the log in `directory` (`loader.load_log`: unless
         `had_clean_shutdown`, the segments from the one holding `recovery_point` on are
         re-validated, a torn tail cut, indexes and producer state rebuilt). `on_dir_failure`
-        is told about an I/O error that fails the log dir (see the module docstring)."""
+        is told about an I/O error that fails the log dir (see the module docstring); its
+        segments count their descriptors in `handles` (see `handles.py`)."""
         loaded = load_log(
             directory,
             config,
@@ -185,6 +203,7 @@ class PartitionLog:
             recovery_point=recovery_point,
             log_start_offset=log_start_offset,
             had_clean_shutdown=had_clean_shutdown,
+            handles=handles,
         )
         return cls(
             directory,
@@ -198,6 +217,7 @@ class PartitionLog:
             on_log_start_offset_change=on_log_start_offset_change,
             rng=rng,
             on_dir_failure=on_dir_failure,
+            handles=handles,
         )
 
     # -- facts ------------------------------------------------------------------------------
@@ -315,6 +335,10 @@ class PartitionLog:
             prepared = self.producer_state.prepare(producer_batches, origin,
                                                    transaction_version)
             if prepared.duplicate is not None:
+                if self._unflushed_messages >= self.config.flush_messages:
+                    # The fsync due after the original failed (no descriptor was left): the
+                    # retry is acknowledged only once it is done.
+                    self.flush(now_ms=now_ms)
                 return self._duplicate_info(prepared.duplicate)
 
         aborted = self.producer_state.aborted_txns(prepared) if prepared is not None else []
@@ -396,9 +420,17 @@ class PartitionLog:
             raise
 
     def _write_failed(self, exc: OSError, what: str) -> AppendFailedError | LogDirOfflineError:
-        """What a failed append raises: the file system is full and every write was undone:
-        AppendFailedError, the log dir stays online; else the log dir failed."""
-        if is_out_of_space(exc) and not any(s.torn for s in self._segments[-2:]):
+        """What a failed append raises: the file system is full, or no descriptor was left to
+        open a file, and every write was undone: AppendFailedError, the log dir stays online;
+        else the log dir failed."""
+        torn = any(s.torn for s in self._segments[-2:])
+        if is_out_of_descriptors(exc) and not torn:
+            self._warn_out_of_descriptors(what, exc)
+            return AppendFailedError(
+                f"{what} of {self.topic}-{self.partition} failed and was undone: no file "
+                f"descriptor left ({exc.strerror or exc})"
+            )
+        if is_out_of_space(exc) and not torn:
             if not self._out_of_space:
                 self._out_of_space = True
                 log.warning(
@@ -412,6 +444,25 @@ class PartitionLog:
                 f"{exc.strerror or exc}"
             )
         return self._dir_failed(exc, what)
+
+    def _out_of_descriptors(self, exc: OSError, what: str) -> OutOfDescriptorsError:
+        """A read or fsync that could not open its file: answered, the log dir stays online."""
+        self._warn_out_of_descriptors(what, exc)
+        return OutOfDescriptorsError(
+            f"{what} of {self.topic}-{self.partition} failed: no file descriptor left "
+            f"({exc.strerror or exc})"
+        )
+
+    def _warn_out_of_descriptors(self, what: str, exc: OSError) -> None:
+        if self.handles is None or self.handles.should_warn():
+            log.warning(
+                "out of file descriptors; the request is answered KAFKA_STORAGE_ERROR "
+                "(retriable) and nothing was changed",
+                log=f"{self.topic}-{self.partition}",
+                what=what,
+                error=str(exc),
+                segment_descriptors=None if self.handles is None else self.handles.held,
+            )
 
     def _dir_failed(self, exc: OSError, what: str) -> LogDirOfflineError:
         """An I/O error that fails the log dir: tell the manager (which takes every log of the
@@ -487,6 +538,7 @@ class PartitionLog:
                 index_interval_bytes=self.config.index_interval_bytes,
                 max_index_size=self.config.segment_index_bytes,
                 now_ms=now_ms,
+                handles=self.handles,
             )
         except BaseException:
             if snapshot is not None:
@@ -542,6 +594,8 @@ class PartitionLog:
                 if data is not None:
                     return data
         except OSError as exc:  # as Kafka: a read that fails is a failed log dir
+            if is_out_of_descriptors(exc):  # but nothing was read: answer and go on
+                raise self._out_of_descriptors(exc, f"read at offset {fetch_offset}") from exc
             raise self._dir_failed(exc, f"read at offset {fetch_offset}") from exc
         return b""
 
@@ -716,9 +770,9 @@ class PartitionLog:
     ) -> None:
         """Swap `cleaned` (a flushed segment written with the `.cleaned` suffix at the base
         offset of `old[0]`) in for `old`, consecutive non-active segments of this log, with
-        Kafka's crash-safe renames (see the module docstring). The old segments stay open,
-        their files renamed `.deleted`, until `delete_retired` runs `file.delete.delay.ms`
-        later. Raises ValueError, changing nothing, when `old` is not (or no longer) such a
+        Kafka's crash-safe renames (see the module docstring). The old segments stay readable,
+        their files renamed `.deleted` (and reopened by that name if evicted meanwhile), until
+        `delete_retired` runs `file.delete.delay.ms` later. Raises ValueError, changing nothing, when `old` is not (or no longer) such a
         run of segments, e.g. because retention deleted one meanwhile."""
         self._check_open()
         if not old or cleaned.suffix != files.CLEANED_SUFFIX:
@@ -782,6 +836,8 @@ class PartitionLog:
             try:
                 segment.flush()
             except OSError as exc:
+                if is_out_of_descriptors(exc):  # not fsynced: the next flush tries again
+                    raise self._out_of_descriptors(exc, "fsync") from exc
                 raise self._dir_failed(exc, "fsync") from exc
         self.recovery_point = end
         if end == self.log_end_offset:

@@ -23,7 +23,14 @@ and it gets no more checkpoints, retention, flushes, new partitions or clean-shu
 (so the next start recovers it); the other dirs keep working. It stays offline until the
 broker restarts. Unlike Kafka, which halts the broker once every dir has failed, the broker
 keeps running (and answering with errors). A full file system (ENOSPC, EDQUOT) does not take
-a dir offline: see `PartitionLog` and docs/storage.md, "Durability".
+a dir offline: see `PartitionLog` and docs/storage.md, "Durability"; nor does a file that
+cannot be opened because the process is out of descriptors (EMFILE, ENFILE): that request is
+answered KAFKA_STORAGE_ERROR and the next one tries again (docs/storage.md, "File
+descriptors").
+
+File descriptors: one `HandleCache` (`handles.py`) bounds what every segment of every log
+holds, sized from the soft RLIMIT_NOFILE when the manager is made (`segment_descriptors`
+overrides it); cold segments are closed and reopen on next use.
 """
 
 from __future__ import annotations
@@ -45,8 +52,10 @@ from odradek.broker.storage.errors import (
     CheckpointError,
     LogDirOfflineError,
     StorageError,
+    is_out_of_descriptors,
     is_out_of_space,
 )
+from odradek.broker.storage.handles import HandleCache, default_capacity
 from odradek.broker.storage.log import PartitionLog
 
 log = structlog.get_logger(__name__)
@@ -66,11 +75,17 @@ class LogManager:
         *,
         config_for: Callable[[str], LogSettings] | None = None,
         now_ms: int | None = None,
+        segment_descriptors: int | None = None,
     ) -> None:
         """Load every partition log found in `log_dirs` (created when missing).
-        `config_for(topic)` gives a topic's config (default: `defaults`)."""
+        `config_for(topic)` gives a topic's config (default: `defaults`). Segments hold at
+        most `segment_descriptors` descriptors in all (default: `handles.default_capacity()`,
+        from the soft RLIMIT_NOFILE now); cold ones are closed (see `handles.py`)."""
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
+        self.handles = HandleCache(
+            default_capacity() if segment_descriptors is None else segment_descriptors
+        )
         self.log_dirs = [Path(d) for d in log_dirs]
         self.defaults = defaults
         self._config_for = config_for
@@ -130,6 +145,7 @@ class LogManager:
                 had_clean_shutdown=clean and tp in recovery_points,
                 on_log_start_offset_change=self._log_start_changed,
                 on_dir_failure=self._log_failed,
+                handles=self.handles,
             )
             self._add(tp, partition_log, log_dir)
         try:
@@ -190,9 +206,13 @@ class LogManager:
 
     def _io_error(self, log_dir: Path, what: str, exc: OSError) -> None:
         """An I/O error outside an append (a checkpoint, a retention deletion): a full disk
-        is logged, anything else fails the dir."""
+        or a file not opened for lack of descriptors is logged, anything else fails the
+        dir."""
         if is_out_of_space(exc):
             log.warning(f"log dir full: {what} failed", dir=str(log_dir), error=str(exc))
+        elif is_out_of_descriptors(exc):  # nothing was written; the next pass tries again
+            log.warning(f"out of file descriptors: {what} failed", dir=str(log_dir),
+                        error=str(exc))
         else:
             self.handle_dir_failure(log_dir, f"{what}: {exc}")
 
@@ -223,6 +243,7 @@ class LogManager:
             now_ms=_wall_ms() if now_ms is None else now_ms,
             on_log_start_offset_change=self._log_start_changed,
             on_dir_failure=self._log_failed,
+            handles=self.handles,
         )
         self._add(tp, partition_log, log_dir)
         return partition_log

@@ -518,13 +518,15 @@ def _segment_batches(segment: LogSegment, start_offset: int) -> Iterable[BatchIn
     first = segment.translate_offset(start_offset)
     if first is None:
         return
-    fd, end = segment.fd, segment.size
+    end = segment.size
     pos = first.position
     buf, buf_pos = b"", pos  # buf holds the file's bytes from buf_pos
     while pos + BATCH_HEADER_SIZE <= end:
         rel = pos - buf_pos
         if rel + BATCH_HEADER_SIZE > len(buf):
-            buf, buf_pos, rel = os.pread(fd, _SCAN_CHUNK, pos), pos, 0
+            # `segment.fd` read again each time: between yields the caller may open files,
+            # which may evict this segment's descriptor (see segment.py).
+            buf, buf_pos, rel = os.pread(segment.fd, _SCAN_CHUNK, pos), pos, 0
             if len(buf) < BATCH_HEADER_SIZE:
                 return
         header = read_header(buf, rel)

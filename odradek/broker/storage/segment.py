@@ -12,6 +12,17 @@ Appends are written with `os.pwrite` at the segment's known size (no user-space 
 no O_APPEND); reads use `os.pread` on the same descriptor. Offsets map to positions through
 the sparse `.index` and then a short scan of batch headers.
 
+Descriptors (issue #10): the `.log` descriptor is opened on first use (`fd`), not when the
+segment is opened or created (its size comes from `os.stat`), and the index files open theirs
+on their first write. With a `HandleCache` (`handles.py`) a cold segment gives its descriptors
+back (`drop_descriptors`, "evicted") and `fd` reopens the file by its current path (renames
+by `change_file_suffixes` included) on next use; `close`, `release` and `delete` close it for
+good, after which `fd` raises ValueError. Nothing in memory depends on a descriptor: the
+size, the lazily known facts and `torn` survive an eviction. A segment's own operations
+never evict it (the cache spares the segment that is opening a file), so a method may keep
+its `.log` descriptor in a variable while its indexes open theirs; across a call that may
+open another segment's file it reads `fd` again.
+
 An append lands whole or not at all: when any of its writes fails (the `.log` write, a short
 write, an index entry, an aborted-txn entry) the `.log` and the indexes are cut back to what
 they held before and the in-memory facts restored (`mark` / `rollback`, also used by
@@ -25,7 +36,8 @@ A segment's four files may carry an extra suffix (`suffix`): the log cleaner wri
 segment as `<base>.log.cleaned` (and `.index.cleaned`, ...) and swaps it in by renaming
 (`change_file_suffixes`, see `cleaner/algorithm.py` and `PartitionLog.replace_segments`).
 
-Not thread-safe: the broker calls it from its one event loop.
+Not thread-safe: the broker calls it from its one event loop; the log cleaner fsyncs a
+segment from a worker thread only while it is `pinned()`.
 """
 
 from __future__ import annotations
@@ -40,6 +52,8 @@ from typing import NamedTuple
 from odradek.broker.storage import files
 from odradek.broker.storage.errors import CorruptIndexError as CorruptIndexError  # re-exported
 from odradek.broker.storage.errors import CorruptSegmentError as CorruptSegmentError
+from odradek.broker.storage.handles import HandleCache, open_file
+from odradek.broker.storage.handles import pinned as pinned_in
 from odradek.broker.storage.offset_index import OffsetIndex
 from odradek.broker.storage.time_index import NO_TIMESTAMP, TimeIndex
 from odradek.broker.storage.txn_index import AbortedTxn, TransactionIndex
@@ -93,12 +107,13 @@ class LogSegment:
         self,
         directory: Path,
         base_offset: int,
-        fd: int,
         *,
+        size: int,
         index_interval_bytes: int,
         max_index_size: int,
         now_ms: int,
         suffix: str = "",
+        handles: HandleCache | None = None,
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
@@ -119,8 +134,18 @@ class LogSegment:
         self.txn_index = TransactionIndex(
             files.txn_index_file(directory, base_offset, suffix), base_offset
         )
-        self._fd: int | None = fd
-        self.size = os.fstat(fd).st_size
+        # The `.log` descriptor: None until first used, and again once evicted or closed.
+        self._fd: int | None = None
+        self._closed = False  # closed for good (`close`, `release`, `delete`): never reopened
+        self._handles = handles
+        # Kept by the HandleCache (see handles.Holder).
+        self.handle_count = 0
+        self.pins = 0
+        self.referenced = False
+        if handles is not None:
+            for index in (self.offset_index, self.time_index, self.txn_index):
+                index.attach(handles, self)
+        self.size = size
         # Lazily known facts (None = not computed yet).
         self._next_offset: int | None = None if self.size else base_offset
         self._max_ts: tuple[int, int] | None = None if self.size else (NO_TIMESTAMP, base_offset)
@@ -142,6 +167,7 @@ class LogSegment:
         now_ms: int,
         suffix: str = "",
         replace: bool = False,
+        handles: HandleCache | None = None,
     ) -> LogSegment:
         """A new empty segment. Leftover empty files at that base offset are replaced (any
         leftover files when `replace`, as the cleaner does with a stale `.cleaned` segment)."""
@@ -154,15 +180,18 @@ class LogSegment:
             files.txn_index_file(directory, base_offset, suffix),
         ):
             index_path.unlink(missing_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        # Not kept: a new partition holds no descriptor until it is written or read.
+        os.close(open_file(handles, path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644,
+                           counted=False))
         segment = cls(
             directory,
             base_offset,
-            fd,
+            size=0,
             index_interval_bytes=index_interval_bytes,
             max_index_size=max_index_size,
             now_ms=now_ms,
             suffix=suffix,
+            handles=handles,
         )
         try:
             segment.offset_index.create()
@@ -183,17 +212,20 @@ class LogSegment:
         max_index_size: int = 10 * 1024 * 1024,
         now_ms: int,
         suffix: str = "",
+        handles: HandleCache | None = None,
     ) -> LogSegment:
-        """An existing segment; its indexes are read lazily (call `sanity_check()` first)."""
-        fd = os.open(files.log_file(directory, base_offset, suffix), os.O_RDWR)
+        """An existing segment; its indexes are read lazily (call `sanity_check()` first) and
+        its `.log` is opened on first use."""
+        size = os.stat(files.log_file(directory, base_offset, suffix)).st_size
         return cls(
             directory,
             base_offset,
-            fd,
+            size=size,
             index_interval_bytes=index_interval_bytes,
             max_index_size=max_index_size,
             now_ms=now_ms,
             suffix=suffix,
+            handles=handles,
         )
 
     def sanity_check(self) -> None:
@@ -210,9 +242,59 @@ class LogSegment:
 
     @property
     def fd(self) -> int:
-        if self._fd is None:
+        """The `.log` descriptor, opened (again) when the segment holds none. Read it again
+        after a call that may open another segment's file: that may have evicted this one
+        (see the module docstring). Runs on every append and read: one store besides the
+        check."""
+        fd = self._fd
+        if fd is None:
+            fd = self._open_fd()
+        self.referenced = True
+        return fd
+
+    def _open_fd(self) -> int:
+        if self._closed:
             raise ValueError(f"segment {self.log_path} is closed")
-        return self._fd
+        fd = self._fd = open_file(self._handles, self.log_path, os.O_RDWR, keep=self)
+        if self._handles is not None:
+            self._handles.update(self)  # may evict other segments, never this one
+        return fd
+
+    @property
+    def closed(self) -> bool:
+        """Closed for good: `fd` raises (an evicted segment is not closed)."""
+        return self._closed
+
+    def descriptors_held(self) -> int:
+        """The `.log` descriptor and the index write descriptors it holds now."""
+        return (
+            (self._fd is not None)
+            + self.offset_index.has_descriptor
+            + self.time_index.has_descriptor
+            + self.txn_index.has_descriptor
+        )
+
+    def drop_descriptors(self) -> None:
+        """Close every descriptor, writing nothing and telling no cache; unless closed for
+        good the next use reopens them. The HandleCache evicts with it (having already
+        stopped counting them); `close` uses it, then counts again."""
+        fd, self._fd = self._fd, None
+        try:
+            for index in (self.offset_index, self.time_index, self.txn_index):
+                index.drop_descriptor()
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def _descriptors_changed(self) -> None:
+        if self._handles is not None:
+            self._handles.update(self)
+
+    def pinned(self) -> contextlib.AbstractContextManager[None]:
+        """A block in which the segment's descriptors stay open: another thread (the cleaner's
+        fsync) may use them. Opens the `.log` descriptor first."""
+        _ = self.fd
+        return pinned_in(self._handles, self)
 
     @property
     def next_offset(self) -> int:
@@ -324,14 +406,19 @@ class LogSegment:
         """Cut the `.log` to `size` bytes and the offset and time indexes to `index_entries`
         (None: they gained nothing), then run `more`; each cut is tried even when another
         failed, the first error raised (the segment stays `torn`)."""
-        self.size = size
         failures: list[OSError] = []
-        self._torn = True
-        try:
-            os.ftruncate(self.fd, size)
-            self._torn = False
-        except OSError as exc:
-            failures.append(exc)
+        if self._fd is None and not self._torn and size == self.size:
+            # Nothing was written since it was evicted (a write needs the descriptor): the
+            # file holds `size` bytes already, and a reopen could fail for lack of descriptors.
+            pass
+        else:
+            self._torn = True
+            try:
+                os.ftruncate(self.fd, size)
+                self._torn = False
+            except OSError as exc:
+                failures.append(exc)
+        self.size = size
         cuts = list(more)
         if index_entries is not None:
             offsets, times = index_entries
@@ -359,6 +446,9 @@ class LogSegment:
         if self._torn:
             os.ftruncate(self.fd, self.size)
             self._torn = False
+        # Opened before anything is written: when no descriptor is left there is nothing to
+        # undo. Kept while the indexes open theirs (a segment's own opens never evict it).
+        fd = self.fd
         # What an error must restore: the facts below only change once everything is written
         # (but the rolling timestamp), the index counts only once an entry is due.
         position = start = self.size
@@ -369,7 +459,7 @@ class LogSegment:
                 self._rolling_ts = max(b.max_timestamp for b in batches)
             bytes_since = self._bytes_since_last_index_entry()
             max_ts, max_ts_offset = self.max_timestamp_and_offset
-            _pwrite_all(self.fd, data, position)
+            _pwrite_all(fd, data, position)
             for batch in batches:
                 if batch.max_timestamp > max_ts:
                     max_ts, max_ts_offset = batch.max_timestamp, batch.last_offset
@@ -686,7 +776,7 @@ class LogSegment:
 
     @property
     def last_modified_ms(self) -> int:
-        return int(os.fstat(self.fd).st_mtime * 1000)
+        return int(os.stat(self.log_path).st_mtime * 1000)
 
     def on_become_inactive(self) -> None:
         """Called when a newer segment takes over appends: write the final time index entry
@@ -697,13 +787,28 @@ class LogSegment:
 
     def release_index_handles(self) -> None:
         """Close the index write descriptors (reopened on demand); entries stay in memory."""
-        self.offset_index.close()
-        self.time_index.close()
-        self.txn_index.close()
+        try:
+            self.offset_index.drop_descriptor()
+            self.time_index.drop_descriptor()
+            self.txn_index.drop_descriptor()
+        finally:
+            self._descriptors_changed()
 
     def flush(self) -> None:
-        """fsync the log and its indexes."""
-        os.fsync(self.fd)
+        """fsync the log and its indexes. A segment holding no `.log` descriptor (evicted, or
+        never used) fsyncs a short-lived one, not counted by the cache: fsync writes back the
+        inode's dirty pages whichever descriptor wrote them (see `handles.py`)."""
+        fd = self._fd
+        if fd is not None:
+            os.fsync(fd)
+        elif self._closed:
+            raise ValueError(f"segment {self.log_path} is closed")
+        else:
+            fd = open_file(self._handles, self.log_path, os.O_RDONLY, keep=self, counted=False)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         self.offset_index.flush()
         self.time_index.flush()
         self.txn_index.flush()
@@ -711,11 +816,11 @@ class LogSegment:
     def close(self) -> None:
         """Write the final time index entry and close every descriptor. On an OSError (e.g.
         a full disk) every descriptor is released all the same, then the error raised."""
-        if self._fd is None:
+        if self._closed:
             return
         try:
             if self._torn:
-                os.ftruncate(self._fd, self.size)
+                os.ftruncate(self.fd, self.size)
                 self._torn = False
             if self.size and self._max_ts is not None:
                 # Only when known (as Kafka): an untouched segment already ends with its maximum.
@@ -724,22 +829,24 @@ class LogSegment:
         except BaseException:
             self.release()
             raise
-        self.offset_index.close()
-        self.time_index.close()
-        self.txn_index.close()
-        os.close(self._fd)
-        self._fd = None
+        self._closed = True
+        try:
+            self.drop_descriptors()
+        finally:
+            self._descriptors_changed()
 
     def release(self) -> None:
-        """Close every descriptor, writing nothing and ignoring errors (the log dir failed, or
-        the segment is about to be deleted)."""
+        """Close every descriptor for good, writing nothing and ignoring errors (the log dir
+        failed, or the segment is about to be deleted)."""
+        self._closed = True
         for index in (self.offset_index, self.time_index, self.txn_index):
             with contextlib.suppress(OSError):
-                index.close()
-        if self._fd is not None:
+                index.drop_descriptor()
+        fd, self._fd = self._fd, None
+        if fd is not None:
             with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
+                os.close(fd)
+        self._descriptors_changed()
 
     def delete(self) -> None:
         """Close and remove all four files (the `.log` first: an index without its log is

@@ -27,13 +27,15 @@ Crash safety: a group is written as `<base>.log.cleaned` (+ `.index.cleaned`,
 `.timeindex.cleaned`, `.txnindex.cleaned`), fsynced, then `PartitionLog.replace_segments`
 renames it `.swap`, the old segments' files `.deleted`, then drops `.swap`; a crash at any
 point is settled on the next start (`loader.py`), so the log holds the old or the new segment
-set. Old segments stay open after the swap for `file.delete.delay.ms` so that a reader
-holding one keeps working. The caller writes the checkpoint only after the swaps, so a crash
-costs a repeated clean, never a record.
+set. Old segments stay readable after the swap for `file.delete.delay.ms` (reopened by
+their `.deleted` names if evicted, see `handles.py`) so that a reader holding one keeps
+working. The caller writes the checkpoint only after the swaps, so a crash costs a repeated
+clean, never a record.
 
 `Cleaner.clean_steps` is a generator that yields after every chunk it reads or writes, and
 yields a callable for each fsync, so that its driver (`scheduler.py`) can share the event
-loop. Appends only touch the active segment, which is never cleaned; retention or topic
+loop; the segment being fsynced is pinned meanwhile, as the driver runs the fsync in a worker
+thread while the event loop may evict other segments (see `handles.py`). Appends only touch the active segment, which is never cleaned; retention or topic
 deletion removing a segment that is being cleaned aborts the clean (`CleaningAbortedError`:
 nothing is swapped, the `.cleaned` files are removed).
 """
@@ -521,6 +523,7 @@ class Cleaner:
             now_ms=now_ms,
             suffix=files.CLEANED_SUFFIX,
             replace=True,
+            handles=plog.handles,
         )
         try:
             txns.cleaned_index = cleaned.txn_index
@@ -537,7 +540,8 @@ class Cleaner:
                 txns.add_aborted(plog.collect_aborted_txns(segment.base_offset, upper))
                 yield from self._clean_into(plog, segment, cleaned, ctx)
             cleaned.on_become_inactive()
-            yield cleaned.flush
+            with cleaned.pinned():  # the driver may fsync it in a worker thread
+                yield cleaned.flush
             _check_live(plog, group)
             cleaned.set_last_modified(group[-1].last_modified_ms)
             try:

@@ -5,7 +5,8 @@ One pass chooses and cleans one log. `LogCleaner.grab_filthiest` measures every 
 log (`dirty.py`) and takes the one with the largest dirty ratio among those whose ratio
 exceeds `min.cleanable.dirty.ratio` or whose oldest dirty segment is past
 `max.compaction.lag.ms`. `run_pass_async` drives `Cleaner.clean_steps` (`algorithm.py`) on
-the event loop: other tasks run every `slice_ms`, fsyncs run in a worker thread, and
+the event loop: other tasks run every `slice_ms`, fsyncs run in a worker thread (on a
+segment pinned against eviction, see `handles.py`), and
 `log.cleaner.io.max.bytes.per.second` is honoured, so fetches and produces go on while a log
 is cleaned. A clean that fails marks its partition uncleanable until restart; an aborted one
 (the log changed under it) just ends the pass.
@@ -36,7 +37,12 @@ from odradek.broker.storage.cleaner.algorithm import (
     Step,
 )
 from odradek.broker.storage.cleaner.dirty import LogToClean, log_to_clean
-from odradek.broker.storage.errors import CheckpointError, LogClosedError, is_out_of_space
+from odradek.broker.storage.errors import (
+    CheckpointError,
+    LogClosedError,
+    is_out_of_descriptors,
+    is_out_of_space,
+)
 from odradek.broker.storage.log import PartitionLog
 from odradek.broker.storage.manager import LogManager, TopicPartition
 
@@ -197,11 +203,15 @@ class LogCleaner:
 
     def _io_failure(self, tp: TopicPartition, what: str, exc: OSError) -> None:
         """As Kafka's cleaner: a full disk postpones cleaning (the half-written segment is
-        gone, the log untouched, the next pass tries again); any other I/O error fails the
-        log dir (LogManager.handle_dir_failure)."""
+        gone, the log untouched, the next pass tries again), and so does a file that could
+        not be opened for lack of descriptors; any other I/O error fails the log dir
+        (LogManager.handle_dir_failure)."""
         log_dir = self.manager.log_dir_of(*tp)
         if is_out_of_space(exc) or log_dir is None:
             log.warning(f"log dir full: {what} postponed", log=f"{tp[0]}-{tp[1]}",
+                        error=str(exc))
+        elif is_out_of_descriptors(exc):
+            log.warning(f"out of file descriptors: {what} postponed", log=f"{tp[0]}-{tp[1]}",
                         error=str(exc))
         else:
             self.manager.handle_dir_failure(log_dir, f"{what} of {tp[0]}-{tp[1]}: {exc}")
