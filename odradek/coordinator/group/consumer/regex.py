@@ -14,7 +14,7 @@ RE2/J:
 - error descriptions are RE2/J's words (RE2 says "missing )", RE2/J "missing closing )"), so
   INVALID_REGULAR_EXPRESSION carries Kafka's message. A pattern with several errors names the
   one RE2 finds, which may not be the one RE2/J would name first.
-Known remaining differences (docs/consumer-groups.md): RE2 bounds the compiled program's
+Known remaining differences (docs/architecture.md, regex subscriptions): RE2 bounds the compiled program's
 memory (a huge pattern fails with "pattern too large - compile failed", RE2/J has no such
 limit) and each library has its own Unicode tables for `\\p{...}`.
 
