@@ -23,7 +23,7 @@ import anyio.abc
 import anyio.lowlevel
 import structlog
 
-from odradek.broker.cluster import Cluster
+from odradek.broker.cluster import Cluster, Topic
 from odradek.broker.connection import IncomingRequest
 from odradek.broker.context import ClientInfo, GroupRuntime, RequestContext, TxnRuntime
 from odradek.broker.coordinators.producer_ids import PRODUCER_ID_BLOCK_FILE, ProducerIdAllocator
@@ -73,6 +73,9 @@ class _ClusterTopics:
         topic = self._cluster.by_id.get(topic_id)
         return None if topic is None else topic.name
 
+    def topic_names(self) -> Iterable[str]:
+        return list(self._cluster.topics)
+
 
 class NotAppliedWarnings:
     """One warning line per setting Odradek accepts but does not apply (`Effect.NOT_APPLIED`),
@@ -108,7 +111,7 @@ class Broker:
         self.not_applied.broker(config)
         # Cluster metadata first: the logs are opened with each topic's effective config.
         self.cluster = Cluster(config, self._create_log, self._delete_logs, self._reconfigure,
-                               self._delete_partition_logs)
+                               self._delete_partition_logs, self._topics_created)
         self.logs = LogManager(config.log_dirs, resolve_topic_config({}, config),
                                config_for=self._config_for)
         for topic in self.cluster.deleted_on_load:  # deletions a previous run left unsaved
@@ -162,6 +165,7 @@ class Broker:
                 heartbeat_interval_ms=cfg.get_int("group.consumer.heartbeat.interval.ms"),
                 max_size=cfg.get_int("group.consumer.max.size"),
                 assignors=tuple(parse_assignors(",".join(cfg.get_list("group.consumer.assignors")))),
+                regex_refresh_interval_ms=cfg.get_int("group.consumer.regex.refresh.interval.ms"),
             ),
             topics=_ClusterTopics(self.cluster))
         return CoordinatorRuntime("group", shard, topic, self.partitions, self.cluster, self)
@@ -219,6 +223,13 @@ class Broker:
         # Committed offsets go with the topic, so a re-created topic starts clean (as Kafka).
         gone = set(topics)
         self.groups.call_loaded(lambda g: g.delete_topic_offsets(gone))
+
+    def _topics_created(self, topics: Sequence[Topic]) -> None:
+        """New topics may match consumer groups' regexes: resolve them at the next heartbeat
+        (Kafka's lastMetadataImageWithNewTopics). Before load, replay's end does it."""
+        groups = getattr(self, "groups", None)  # topics created while the broker is built
+        if groups is not None:
+            groups.call_loaded(lambda g: g.topics_created())
 
     def _delete_partition_logs(self, topic: str, partitions: Iterable[int],
                                checkpoint: bool) -> None:

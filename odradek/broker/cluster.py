@@ -140,8 +140,11 @@ class Cluster:
                  create_log: Callable[[str, int, Mapping[str, str]], Any],
                  delete_logs: Callable[[Sequence[str], bool], None],
                  reconfigure_logs: Callable[[str, Mapping[str, str]], None],
-                 delete_partition_logs: Callable[[str, Iterable[int], bool], None]) -> None:
+                 delete_partition_logs: Callable[[str, Iterable[int], bool], None],
+                 topics_created: Callable[[Sequence[Topic]], None] | None = None) -> None:
         self.config = config
+        # Told of every topic created (registered and saved); consumer groups' regexes.
+        self._topics_created = topics_created
         self.node_id = config.get_int("node.id")
         self._create_log = create_log
         self._delete_logs = delete_logs
@@ -354,6 +357,8 @@ class Cluster:
             self._undo(self._delete_logs, [name], True)
             raise ClusterError(ErrorCode.KAFKA_STORAGE_ERROR,
                                f"Cannot create topic '{name}': {exc}") from exc
+        if self._topics_created is not None:
+            self._topics_created([topic])
         return topic
 
     async def create_topics(self, wanted: Sequence[NewTopic]) -> dict[str, Topic | OSError]:
@@ -387,6 +392,9 @@ class Cluster:
                         self._unregister(topic)
                         outcome[topic.name] = exc
                     self._undo(self._delete_logs, [t.name for t in done], True)
+                    done = []
+            if done and self._topics_created is not None:
+                self._topics_created(done)
         finally:
             for want in wanted:
                 self.release(want.name)

@@ -219,6 +219,7 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("group.consumer.session.timeout.ms", _T.INT, 45_000, at_least(1)),
     _b("group.consumer.heartbeat.interval.ms", _T.INT, 5_000, at_least(1)),
     _b("group.consumer.max.size", _T.INT, INT_MAX, at_least(1)),
+    _b("group.consumer.regex.refresh.interval.ms", _T.INT, 600_000, at_least(10_000)),
     _b("group.consumer.assignors", _T.LIST, ("uniform", "range"), each_one_of(
         "uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
         "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),

@@ -2,13 +2,14 @@
 
 - Per group: state (Empty, Assigning, Reconciling, Stable), group epoch, assignment epoch,
   the assignor in use, and each member's id, instance id, rack, epoch, client id and host,
-  subscribed topics, current assignment and target assignment (topic id, name, partitions).
+  subscribed topics and regex, current assignment and target assignment (topic id, name,
+  partitions).
   v1 adds each member's type (1: consumer protocol).
 - A group that does not exist, or is a classic group: GROUP_ID_NOT_FOUND with Kafka's
   message ("Group g not found." / "Group g is not a consumer group.").
 - Authorized operations: INT32_MIN unless requested; when requested every group operation is
   allowed (there is no authorizer).
-- Not implemented yet: ACLs, regex subscriptions (never accepted, so never shown).
+- Not implemented yet: ACLs.
 """
 
 from __future__ import annotations

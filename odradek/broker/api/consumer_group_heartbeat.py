@@ -17,11 +17,17 @@
   COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR when the write fails. Session timeout
   `group.consumer.session.timeout.ms`; a member that does not revoke within its rebalance
   timeout is fenced.
-- State is written to `__consumer_offsets` as Kafka's ConsumerGroup* records and rebuilt
-  from them on start.
-- Not implemented yet: SubscribedTopicRegex (answered INVALID_REQUEST "SubscribedTopicRegex
-  is not supported yet.", as Kafka 3.7-3.9 did), online migration between classic and
-  consumer groups, rack-aware assignment, per-group configs, ACLs, quotas.
+- v1 SubscribedTopicRegex (Kafka 4's regex subscriptions, RE2/J syntax, full matches against
+  every topic name, internal ones included): an invalid regex gets INVALID_REGULAR_EXPRESSION
+  "SubscribedTopicRegex `<regex>` is not a valid regular expression: <RE2/J's description>.";
+  "" means no regex. The member's topics are its names plus what its regex resolves to,
+  resolved in the heartbeat itself (Kafka: a moment later), again after a topic is created or
+  `group.consumer.regex.refresh.interval.ms` (10 min), never within 10 s of the last time.
+- State is written to `__consumer_offsets` as Kafka's ConsumerGroup* records (resolved
+  regexes as ConsumerGroupRegularExpression) and rebuilt from them on start.
+- Not implemented yet: online migration between classic and consumer groups, rack-aware
+  assignment, per-group configs (a group's own regex refresh interval), ACLs (Kafka keeps
+  only the topics the member may DESCRIBE), quotas.
 """
 
 from __future__ import annotations

@@ -1165,7 +1165,7 @@ class GroupCoordinator(ConsumerGroupOps):
         gid, kind = ckey.group, ckey.record_type
         cg = loader.consumer.get(gid)
         if cg is None:
-            if value is None or kind in (r.PARTITION_METADATA, r.REGULAR_EXPRESSION):
+            if value is None or kind == r.PARTITION_METADATA:
                 return  # a tombstone for a group already gone; metadata Kafka < 4.1 kept
             cg = loader.consumer[gid] = ConsumerGroup(gid)
         if kind == r.GROUP_METADATA:
@@ -1183,7 +1183,9 @@ class GroupCoordinator(ConsumerGroupOps):
         elif kind == r.CURRENT_ASSIGNMENT:
             cg.apply_current(ckey.member_id,
                              None if value is None else r.parse_current(ckey.member_id, value))
-        # PARTITION_METADATA (Kafka < 4.1) and REGULAR_EXPRESSION: nothing Odradek keeps.
+        elif kind == r.REGULAR_EXPRESSION:
+            cg.apply_regex(ckey.member_id, None if value is None else r.parse_regex(value))
+        # PARTITION_METADATA (Kafka < 4.1): nothing Odradek keeps.
 
     def finish_load(self) -> None:
         loader, self._loader = self._loader, None
@@ -1207,6 +1209,9 @@ class GroupCoordinator(ConsumerGroupOps):
                 # Members of a loaded group keep their ids: they get a session to come back.
                 self._schedule_heartbeat(group, member, now)
         self.schedule_loaded_consumer_members(now)
+        # Every topic is new to a freshly loaded coordinator (as Kafka's first metadata image):
+        # resolved regexes are refreshed at their groups' next heartbeats.
+        self.topics_created(now)
         if loader.unknown_keys:
             self._log("skipped records with unknown key versions", count=loader.unknown_keys)
 

@@ -17,8 +17,17 @@ Timers: ("cg-session", group, member) session expiry (`group.consumer.session.ti
 ("cg-rebalance", group, member) a member that does not revoke within its rebalance timeout;
 either fences (removes) the member.
 
-Not implemented yet: SubscribedTopicRegex (INVALID_REQUEST "SubscribedTopicRegex is not
-supported yet.", Kafka 3.7-3.9's answer), classic members in consumer groups and online
+SubscribedTopicRegex (RE2/J syntax, `regex.py`): a member's regex is checked when no other
+member uses it (INVALID_REGULAR_EXPRESSION), and the group's regexes are resolved against every
+topic name (full matches, internal topics included, as Kafka) when one is new or unresolved, a
+topic was created since (`topics_created`, Kafka's lastMetadataImageWithNewTopics) or
+`group.consumer.regex.refresh.interval.ms` passed, never within 10 s of the last resolution.
+Each resolution is a ConsumerGroupRegularExpression record; the member's topics are its names
+plus its regex's topics; the regex is tombstoned when its last member goes. Kafka resolves in a
+background task and bumps the epoch when that completes; here the topics are in memory and the
+resolution is part of the heartbeat's own write.
+
+Not implemented yet: classic members in consumer groups and online
 migration (a classic JoinGroup to a non-empty consumer group gets INCONSISTENT_GROUP_PROTOCOL;
 a ConsumerGroupHeartbeat to a non-empty classic group GROUP_ID_NOT_FOUND), rack-aware
 assignment, per-group configs (KIP-848 dynamic group configs).
@@ -49,10 +58,17 @@ from odradek.coordinator.group.consumer.model import (
     ConsumerGroupMember,
     FencedMemberEpoch,
     MemberState,
+    ResolvedRegex,
     is_subset,
     new_member_id,
     owned_map,
     reconcile,
+)
+from odradek.coordinator.group.consumer.regex import (
+    InvalidRegex,
+    compile_regex,
+    invalid_regex_message,
+    resolve,
 )
 from odradek.coordinator.group.records import OFFSETS_TOPIC, group_metadata_key
 from odradek.wire import ErrorCode
@@ -85,6 +101,10 @@ class TopicsView(Protocol):
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None: ...
 
+    def topic_names(self) -> Iterable[str]:
+        """Every topic's name, internal ones included (what a regex is resolved against)."""
+        ...
+
 
 class NoTopics:
     def topic_info(self, name: str) -> tuple[uuid.UUID, int] | None:
@@ -93,6 +113,9 @@ class NoTopics:
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         return None
 
+    def topic_names(self) -> Iterable[str]:
+        return ()
+
 
 @dataclass(frozen=True, slots=True)
 class ConsumerConfig:
@@ -100,6 +123,14 @@ class ConsumerConfig:
     heartbeat_interval_ms: int = 5_000
     max_size: int = INT_MAX
     assignors: tuple[str, ...] = ASSIGNORS  # the first is the default
+    # group.consumer.regex.refresh.interval.ms: a group's regexes are resolved again at a
+    # heartbeat this long after their last resolution, even without new topics.
+    regex_refresh_interval_ms: int = 600_000
+
+
+# The least time between two resolutions of one group's regexes (Kafka's
+# REGEX_BATCH_REFRESH_MIN_INTERVAL_MS): a heartbeat within it never resolves them again.
+REGEX_REFRESH_MIN_INTERVAL_MS = 10_000
 
 
 @dataclass(slots=True)
@@ -180,6 +211,11 @@ class _Changes:
         self.records.append(rec.current_record(self.gid, m))
         self.cg.apply_current(m.member_id, m)
 
+    def regex(self, regex: str, resolved: ResolvedRegex | None) -> None:
+        self.records.append(rec.regex_record(self.gid, regex, resolved) if resolved is not None
+                            else rec.regex_tombstone(self.gid, regex))
+        self.cg.apply_regex(regex, resolved)
+
     def remove_member(self, member_id: str) -> None:
         self.records += [rec.current_tombstone(self.gid, member_id),
                          rec.target_tombstone(self.gid, member_id),
@@ -208,6 +244,10 @@ class ConsumerGroupOps:
     consumer_config: ConsumerConfig
     topics: TopicsView
     _log: Callable[..., None]
+    # The metadata version of the latest topic creation (Kafka's
+    # lastMetadataImageWithNewTopics): a group whose regexes were resolved at an older one
+    # resolves them again at its next heartbeat. Set by `topics_created`.
+    topics_version: int = -1
 
     def now(self) -> int:  # pragma: no cover - GroupCoordinator's
         raise NotImplementedError
@@ -217,6 +257,15 @@ class ConsumerGroupOps:
 
     def _add_group(self, group_id: str, now: int) -> Group:  # pragma: no cover
         raise NotImplementedError
+
+    # -- notifications ------------------------------------------------------------------------
+
+    def topics_created(self, now: int | None = None) -> None:
+        """Topics were created (the broker calls this; load calls it for every topic): regexes
+        resolved before now are stale. The version is the clock, kept increasing, so versions
+        written by an earlier run compare correctly."""
+        at = self.now() if now is None else now
+        self.topics_version = max(at, self.topics_version + 1)
 
     # -- lookups ----------------------------------------------------------------------------
 
@@ -278,9 +327,6 @@ class ConsumerGroupOps:
                 raise bad("InstanceId can't be null.")
         elif req.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise bad("MemberEpoch is invalid.")
-        if req.subscribed_topic_regex:
-            # An empty regex subscribes to nothing (librdkafka sends "" beside its names).
-            raise bad("SubscribedTopicRegex is not supported yet.")
         assignors = self.consumer_config.assignors
         if req.server_assignor is not None and req.server_assignor not in assignors:
             raise _Fail(ErrorCode.UNSUPPORTED_ASSIGNOR,
@@ -422,12 +468,18 @@ class ConsumerGroupOps:
             subscribed_topic_names=(tuple(sorted(set(req.subscribed_topic_names)))
                                     if req.subscribed_topic_names is not None
                                     else member.subscribed_topic_names),
+            # "" clears the regex (librdkafka sends "" beside its topic names); null keeps it.
+            subscribed_topic_regex=((req.subscribed_topic_regex or None)
+                                    if req.subscribed_topic_regex is not None
+                                    else member.subscribed_topic_regex),
             client_id=req.client_id, client_host=req.client_host)
         bump = False
         if is_new or not updated.subscription_equals(member):
             changes.member(updated)
             if updated.subscribed_topic_names != member.subscribed_topic_names:
                 bump = True
+        if self._update_regexes(cg, changes, member, updated, now):
+            bump = True
         new_hash = self._metadata_hash(cg.subscribed_topic_names())
         if new_hash != cg.metadata_hash:
             bump = True
@@ -464,6 +516,57 @@ class ConsumerGroupOps:
             ErrorCode.NONE, None, member_id, current.member_epoch, cfg.heartbeat_interval_ms,
             current.assigned if full or changed else None), changes
 
+    def _update_regexes(self, cg: ConsumerGroup, changes: _Changes,
+                        member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                        now: int) -> bool:
+        """The group's resolved regexes after this member's heartbeat (Kafka's
+        maybeUpdateRegularExpressions); True if the group epoch must move.
+
+        A regex no other member uses is checked (INVALID_REGULAR_EXPRESSION) and resolved; one
+        the member alone used is tombstoned. All the group's regexes are resolved again when
+        one is unresolved, a topic was created since the last resolution, or the refresh
+        interval passed, but never within REGEX_REFRESH_MIN_INTERVAL_MS of the last one.
+        Kafka resolves in a background task and bumps the epoch when it completes; here the
+        topics are in memory, so the resolution is made at once, in the same write."""
+        old, new = member.subscribed_topic_regex, updated.subscribed_topic_regex
+        others = cg.subscribed_regexes(exclude=updated.member_id)
+        bump = refresh = False
+        if old != new:
+            if old and others.get(old, 0) == 0 and old in cg.resolved_regexes:
+                changes.regex(old, None)
+            if new:
+                if others.get(new, 0) == 0:
+                    try:
+                        compile_regex(new)
+                    except InvalidRegex as exc:
+                        raise _Fail(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                                    invalid_regex_message(new, exc.description)) from None
+                    refresh = True
+                else:
+                    bump = new in cg.resolved_regexes
+        subscribed = dict(others)
+        if new:
+            subscribed[new] = subscribed.get(new, 0) + 1
+        if not subscribed:
+            return bump
+        last = cg.last_regex_refresh_ms()
+        if last >= 0 and now <= last + REGEX_REFRESH_MIN_INTERVAL_MS:
+            return bump
+        refresh = (refresh or set(subscribed) != set(cg.resolved_regexes)
+                   or cg.last_regex_version() < self.topics_version
+                   or now >= last + self.consumer_config.regex_refresh_interval_ms)
+        if not refresh:
+            return bump
+        version = self.topics_version
+        for regex, topics in sorted(resolve(subscribed, self.topics.topic_names()).items()):
+            before = cg.resolved_regexes.get(regex)
+            if before is None or before.topics != topics:
+                bump = True
+            changes.regex(regex, ResolvedRegex(topics, version, now))
+        self._log("consumer group regexes resolved", group=cg.group_id,
+                  regexes=sorted(subscribed))
+        return bump
+
     @staticmethod
     def _check_epoch(member: ConsumerGroupMember, received: int, owned: Assignment | None) -> None:
         if received > member.member_epoch:
@@ -481,7 +584,7 @@ class ConsumerGroupOps:
     def _update_targets(self, cg: ConsumerGroup, changes: _Changes, now: int) -> None:
         specs = {}
         for mid, m in cg.members.items():
-            ids = self._subscribed_ids(m.subscribed_topic_names)
+            ids = self._subscribed_ids(cg.member_topic_names(m))
             specs[mid] = MemberSpec(mid, m.instance_id, frozenset(ids), cg.targets.get(mid, {}))
         counts = self._subscribed_ids(cg.subscribed_topic_names())
         name = cg.preferred_assignor() or self.consumer_config.assignors[0]
@@ -530,7 +633,10 @@ class ConsumerGroupOps:
         return self._commit(group, snapshot, "", changes.records, result)
 
     def _fence(self, cg: ConsumerGroup, changes: _Changes, member_id: str) -> None:
+        regex = cg.members[member_id].subscribed_topic_regex
         changes.remove_member(member_id)
+        if regex and regex in cg.resolved_regexes and regex not in cg.subscribed_regexes():
+            changes.regex(regex, None)  # the last member using it is gone
         changes.epoch(cg.group_epoch + 1, self._metadata_hash(cg.subscribed_topic_names()))
         self._cancel_member_timers(cg.group_id, member_id)
 
@@ -577,8 +683,9 @@ class ConsumerGroupOps:
         for member_id in cg.members:
             out += [rec.current_tombstone(gid, member_id), rec.target_tombstone(gid, member_id),
                     rec.member_tombstone(gid, member_id)]
-        out += [rec.assignment_epoch_tombstone(gid), rec.partition_metadata_tombstone(gid),
-                rec.group_epoch_tombstone(gid)]
+        out += [rec.assignment_epoch_tombstone(gid), rec.partition_metadata_tombstone(gid)]
+        out += [rec.regex_tombstone(gid, regex) for regex in sorted(cg.resolved_regexes)]
+        out.append(rec.group_epoch_tombstone(gid))
         return out
 
     def schedule_loaded_consumer_members(self, now: int) -> None:

@@ -186,6 +186,16 @@ def _next(member: ConsumerGroupMember, epoch: int, target_epoch: int, target: As
                    pending_revocation={})
 
 
+@dataclass(frozen=True, slots=True)
+class ResolvedRegex:
+    """A subscribed regex's topics (ConsumerGroupRegularExpression record): the names it
+    matched at metadata `version`, resolved at `timestamp` (ms)."""
+
+    topics: frozenset[str]
+    version: int
+    timestamp: int
+
+
 class ConsumerGroup:
     """One consumer group's state, changed only through the `apply_*` record calls."""
 
@@ -198,6 +208,7 @@ class ConsumerGroup:
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.targets: dict[str, Assignment] = {}
         self.partition_epochs: dict[TopicPartitionId, int] = {}
+        self.resolved_regexes: dict[str, ResolvedRegex] = {}
 
     def copy(self) -> ConsumerGroup:
         other = ConsumerGroup(self.group_id)
@@ -207,6 +218,7 @@ class ConsumerGroup:
         other.static_members = dict(self.static_members)
         other.targets = dict(self.targets)
         other.partition_epochs = dict(self.partition_epochs)
+        other.resolved_regexes = dict(self.resolved_regexes)
         return other
 
     def __repr__(self) -> str:
@@ -230,10 +242,42 @@ class ConsumerGroup:
         return not self.members
 
     def subscribed_topic_names(self) -> set[str]:
-        return {t for m in self.members.values() for t in m.subscribed_topic_names}
+        """The topics the group subscribes to: every member's names plus what the group's
+        resolved regexes matched (Kafka's subscribedTopicNames counts both)."""
+        names = {t for m in self.members.values() for t in m.subscribed_topic_names}
+        for resolved in self.resolved_regexes.values():
+            names |= resolved.topics
+        return names
+
+    def member_topic_names(self, member: ConsumerGroupMember) -> set[str]:
+        """One member's topics: its names plus what its regex resolved to (nothing yet if
+        the regex is unresolved)."""
+        names = set(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            resolved = self.resolved_regexes.get(member.subscribed_topic_regex)
+            if resolved is not None:
+                names |= resolved.topics
+        return names
 
     def is_subscribed_to(self, topic: str) -> bool:
-        return any(topic in m.subscribed_topic_names for m in self.members.values())
+        return topic in self.subscribed_topic_names()
+
+    def subscribed_regexes(self, exclude: str | None = None) -> dict[str, int]:
+        """Each regex the members subscribe to and how many do (`exclude`: one member id
+        left out of the count)."""
+        counts: dict[str, int] = {}
+        for mid, m in self.members.items():
+            if m.subscribed_topic_regex and mid != exclude:
+                counts[m.subscribed_topic_regex] = counts.get(m.subscribed_topic_regex, 0) + 1
+        return counts
+
+    def last_regex_refresh_ms(self) -> int:
+        """When the group's regexes were last resolved (-1: never, or none is left)."""
+        return max((r.timestamp for r in self.resolved_regexes.values()), default=-1)
+
+    def last_regex_version(self) -> int:
+        """The metadata version the group's regexes were last resolved at (-1: none)."""
+        return max((r.version for r in self.resolved_regexes.values()), default=-1)
 
     def preferred_assignor(self, members: Mapping[str, ConsumerGroupMember] | None = None,
                            ) -> str | None:
@@ -326,6 +370,14 @@ class ConsumerGroup:
 
     def apply_assignment_epoch(self, epoch: int) -> None:
         self.assignment_epoch = epoch
+
+    def apply_regex(self, regex: str, resolved: ResolvedRegex | None) -> None:
+        """ConsumerGroupRegularExpression: a regex's topics (None: tombstone, no member
+        subscribes to it any more)."""
+        if resolved is None:
+            self.resolved_regexes.pop(regex, None)
+        else:
+            self.resolved_regexes[regex] = resolved
 
 
 def new_member_id() -> str:

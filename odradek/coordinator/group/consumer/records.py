@@ -10,12 +10,14 @@ Each key is `int16 version | struct`, the version being the record type; each va
     6  ConsumerGroupTargetAssignmentMetadata  group -> assignment epoch
     7  ConsumerGroupTargetAssignmentMember    group, member -> target partitions
     8  ConsumerGroupCurrentMemberAssignment   group, member -> epochs, state, partitions
-   16  ConsumerGroupRegularExpression   group, regex -> resolved topics (read, ignored)
+   16  ConsumerGroupRegularExpression   group, regex -> resolved topics, metadata version,
+                                        resolution time
 
 Writing a group follows Kafka's order per change (member subscription, group epoch, target
 assignment members then its epoch, current assignments); removing a member tombstones its
-current assignment, target and subscription, in that order; removing a group then tombstones
-its target-assignment epoch, partition metadata and group epoch.
+current assignment, target and subscription, in that order (and the regex it alone used);
+removing a group then tombstones its target-assignment epoch, partition metadata, resolved
+regexes and group epoch.
 """
 
 from __future__ import annotations
@@ -25,7 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from odradek.coordinator.group.consumer.assignors import Assignment
-from odradek.coordinator.group.consumer.model import ConsumerGroupMember, MemberState
+from odradek.coordinator.group.consumer.model import (
+    ConsumerGroupMember,
+    MemberState,
+    ResolvedRegex,
+)
 from odradek.wire._generated.internal import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -35,6 +41,7 @@ from odradek.wire._generated.internal import (
     ConsumerGroupMetadataValue,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
@@ -75,7 +82,7 @@ class ConsumerKey:
 
     record_type: int
     group: str
-    member_id: str = ""
+    member_id: str = ""  # the regex, for ConsumerGroupRegularExpression
 
 
 def _join(parts: list[bytes | bytearray | memoryview]) -> bytes:
@@ -84,7 +91,12 @@ def _join(parts: list[bytes | bytearray | memoryview]) -> bytes:
 
 def _key(record_type: int, group: str, member_id: str | None = None) -> bytes:
     cls = _KEY_CLASSES[record_type]
-    key = cls(group_id=group) if member_id is None else cls(group_id=group, member_id=member_id)
+    if record_type == REGULAR_EXPRESSION:
+        key = cls(group_id=group, regular_expression=member_id or "")
+    elif member_id is None:
+        key = cls(group_id=group)
+    else:
+        key = cls(group_id=group, member_id=member_id)
     return _I16.pack(record_type) + _join(key.encode(record_type))
 
 
@@ -95,7 +107,8 @@ def _value(value: Any) -> bytes:
 def parse_key(data: bytes | memoryview, record_type: int) -> ConsumerKey:
     cls = _KEY_CLASSES[record_type]
     key, _ = cls.decode(data, record_type, 2)
-    member = getattr(key, "member_id", "")
+    member = getattr(key, "regular_expression" if record_type == REGULAR_EXPRESSION
+                     else "member_id", "")
     return ConsumerKey(record_type, str(key.group_id), str(member))
 
 
@@ -226,3 +239,22 @@ def parse_current(member_id: str, data: bytes | memoryview) -> ConsumerGroupMemb
                   for tp in v.assigned_partitions if tp.partitions},
         pending_revocation={tp.topic_id: frozenset(tp.partitions)
                             for tp in v.partitions_pending_revocation if tp.partitions})
+
+
+# -- resolved regular expressions -------------------------------------------------------------
+
+
+def regex_record(group: str, regex: str, resolved: ResolvedRegex) -> KeyValue:
+    value = ConsumerGroupRegularExpressionValue(
+        topics=sorted(resolved.topics), version=resolved.version, timestamp=resolved.timestamp)
+    return _key(REGULAR_EXPRESSION, group, regex), _value(value)
+
+
+def regex_tombstone(group: str, regex: str) -> KeyValue:
+    return (_key(REGULAR_EXPRESSION, group, regex), None)
+
+
+def parse_regex(data: bytes | memoryview) -> ResolvedRegex:
+    _value_version(data, "ConsumerGroupRegularExpressionValue")
+    v, _ = ConsumerGroupRegularExpressionValue.decode(data, VALUE_VERSION, 2)
+    return ResolvedRegex(frozenset(v.topics), v.version, v.timestamp)

@@ -74,9 +74,11 @@ def test_errors_on_the_wire(broker: Broker) -> None:
     assert hb(broker, 1).error_code == ErrorCode.NONE
     r = hb(broker, 1, member_epoch=7, rebalance_timeout_ms=-1, subscribed_topic_names=None)
     assert r.error_code == ErrorCode.FENCED_MEMBER_EPOCH
-    r = hb(broker, 1, subscribed_topic_regex="t.*")
-    assert (r.error_code, r.error_message) == (ErrorCode.INVALID_REQUEST,
-                                               "SubscribedTopicRegex is not supported yet.")
+    r = hb(broker, 1, member_id="m9", subscribed_topic_regex="(t.*")
+    assert (r.error_code, r.error_message) == (
+        ErrorCode.INVALID_REGULAR_EXPRESSION,
+        "SubscribedTopicRegex `(t.*` is not a valid regular expression: missing closing ).")
+    assert r.member_epoch == 0 and r.assignment is None
     r = hb(broker, 1, group_id="other", member_epoch=3)
     assert r.error_code == ErrorCode.GROUP_ID_NOT_FOUND
 
@@ -122,3 +124,47 @@ def test_list_describe_offsets_and_replay(broker: Broker, tmp_path: Path) -> Non
         ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=tp.topic_id, partitions=tp.partitions)
         for tp in r.assignment.topic_partitions])
     assert (r2.error_code, r2.member_epoch) == (ErrorCode.NONE, 1)
+
+
+def test_regex_subscription_follows_topics_and_survives_a_restart(broker: Broker,
+                                                                  tmp_path: Path) -> None:
+    now = [1_000_000]
+    broker.now_ms = lambda: now[0]  # type: ignore[method-assign]
+    broker.cluster.create_topic("orders-eu", 2, {})
+    r = hb(broker, 1, subscribed_topic_names=[], subscribed_topic_regex="^orders-.*")
+    eu = broker.cluster.get("orders-eu").topic_id  # type: ignore[union-attr]
+    assert (r.error_code, r.member_epoch) == (ErrorCode.NONE, 1)
+    assert [(tp.topic_id, tp.partitions) for tp in r.assignment.topic_partitions] == [(eu, [0, 1])]
+
+    def beat() -> ConsumerGroupHeartbeatRequest:
+        return hb(broker, 1, member_epoch=r.member_epoch, rebalance_timeout_ms=-1,
+                  subscribed_topic_names=None, topic_partitions=None)
+
+    broker.cluster.create_topic("orders-us", 1, {})
+    now[0] += 5_000  # within 10 s of the last resolution: not yet
+    assert (beat().member_epoch, beat().assignment) == (1, None)
+    now[0] += 5_001
+    r = beat()
+    us = broker.cluster.get("orders-us").topic_id  # type: ignore[union-attr]
+    assert r.member_epoch == 2
+    assert sorted((tp.topic_id, tp.partitions) for tp in r.assignment.topic_partitions) == sorted(
+        [(eu, [0, 1]), (us, [0])])
+    d = call(broker, ApiKey.CONSUMER_GROUP_DESCRIBE, 1,
+             ConsumerGroupDescribeRequest(group_ids=["g"])).groups[0]
+    assert (d.members[0].subscribed_topic_regex, d.group_epoch) == ("^orders-.*", 2)
+
+    reopened = open_broker(tmp_path, **SETTINGS)
+    reopened.now_ms = lambda: now[0]  # type: ignore[method-assign]
+    after = call(reopened, ApiKey.CONSUMER_GROUP_DESCRIBE, 1,
+                 ConsumerGroupDescribeRequest(group_ids=["g"])).groups[0]
+    assert repr(after) == repr(d)
+    cg = reopened.groups.shard.consumer_group("g")
+    assert cg is not None and cg.resolved_regexes["^orders-.*"].topics == {"orders-eu", "orders-us"}
+
+    # The last member leaving tombstones the regex; a restart finds none.
+    left = hb(reopened, 1, member_epoch=-1)
+    assert left.error_code == ErrorCode.NONE and not cg.resolved_regexes
+    again = open_broker(tmp_path, **SETTINGS)
+    call(again, ApiKey.CONSUMER_GROUP_DESCRIBE, 1, ConsumerGroupDescribeRequest(group_ids=["g"]))
+    cg2 = again.groups.shard.consumer_group("g")
+    assert cg2 is not None and cg2.resolved_regexes == {} and cg2.members == {}
