@@ -40,9 +40,12 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from odradek.wire import ErrorCode
-from odradek.wire._generated.fetch import FetchRequest, FetchResponse
+
+if TYPE_CHECKING:  # the Fetch codec is loaded by the first Fetch, not at start-up
+    from odradek.wire._generated.fetch import FetchRequest, FetchResponse
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
