@@ -58,7 +58,8 @@ def generate(spec_dirs: Sequence[Path], out: Path) -> None:
                   else "internal_streams" if m.name.startswith("Streams") else "internal")
         by_family[family].append(m)
     for family, members in by_family.items():
-        files[f"{family}.py"] = emit_module(members, stamp_line)
+        if members or family == "internal":  # an older snapshot may have no share records
+            files[f"{family}.py"] = emit_module(members, stamp_line)
     files["api_keys.py"] = emit_api_keys(api_rows, stamp_line)
     files["error_codes.py"] = emit_error_codes(specs.errors, stamp_line)
     files["__init__.py"] = (
