@@ -7,7 +7,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compat_tests.scenarios import CLI_SCENARIOS, CONSUMER_PROTOCOL_SCENARIOS, SCENARIOS
+from compat_tests.scenarios import (
+    CLI_SCENARIOS,
+    CONSUMER_PROTOCOL_SCENARIOS,
+    FETCH_SESSION_SCENARIOS,
+    SCENARIOS,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -59,14 +64,15 @@ class Driver:
 DRIVERS: dict[str, Driver] = {
     d.name: d
     for d in (
-        Driver("java-4.4", "Java", extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *CLI_SCENARIOS)),
+        Driver("java-4.4", "Java", extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
+                                                 *CLI_SCENARIOS)),
         Driver("java-4.1", "Java"),
         Driver("java-3.9", "Java"),
         Driver("confluent-kafka", "librdkafka", extra_scenarios=tuple(CONSUMER_PROTOCOL_SCENARIOS)),
         Driver("kcat", "librdkafka"),
-        Driver("kafka-python", "Python"),
+        Driver("kafka-python", "Python", extra_scenarios=tuple(FETCH_SESSION_SCENARIOS)),
         Driver("aiokafka", "Python"),
-        Driver("franz-go", "Go"),
+        Driver("franz-go", "Go", extra_scenarios=tuple(FETCH_SESSION_SCENARIOS)),
         Driver("sarama", "Go"),
         Driver("kafkajs", "Node"),
     )
