@@ -22,7 +22,7 @@ each request and passes the bytes on unchanged (responses are piped back untouch
 is kept per (api, version) per client version, from the first scenario that sent it, except
 Produce, kept once per kind of batch (plain, transactional, each compression codec):
 
-    python -m tools.capture_golden --java [--java-clients java-4.1,java-3.9]
+    python -m tools.capture_golden --java [--java-clients java-4.4,java-4.1,java-3.9]
 """
 
 from __future__ import annotations
@@ -552,7 +552,7 @@ PRODUCE_KEY = 0
 # A kept frame longer than this gives way to a shorter one of the same (api, version): the
 # golden files stay small (the producers' batches hold short values anyway).
 MAX_KEPT_FRAME = 8192
-JAVA_CLIENTS = ("java-4.1", "java-3.9")
+JAVA_CLIENTS = ("java-4.4", "java-4.1", "java-3.9")
 # Java driver scenarios (compat_tests/scenarios.py), in order of preference for the frames kept.
 JAVA_SCENARIOS = (
     # ApiVersions, CreateTopics, Metadata, DescribeCluster, InitProducerId, Produce (the
@@ -567,6 +567,8 @@ JAVA_SCENARIOS = (
     "compression-snappy",
     "compression-lz4",
     "compression-zstd",
+    # ConsumerGroupHeartbeat and the consumer-protocol OffsetCommit/OffsetFetch (java-4.4 only)
+    "consumer-protocol-group",
 )
 # Produce frames are kept once per kind of batch: the scenarios named here write their own
 # (transactional, one per codec); every other scenario's are plain (acks=all, which the Java
@@ -717,7 +719,8 @@ def run_java(out: Path, clients: list[str], timeout: float = 60.0) -> None:
     broker = OdradekBroker(
         workdir / "data",
         workdir / "odradek.log",
-        overrides={"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}"},
+        overrides={"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}",
+                   "group.consumer.heartbeat.interval.ms": "1000"},
     )
     try:
         broker.start()
@@ -727,7 +730,8 @@ def run_java(out: Path, clients: list[str], timeout: float = 60.0) -> None:
             # (api key, version, Produce flavour or "") -> (scenario, frame)
             kept: dict[tuple[int, int, str], tuple[str, bytes]] = {}
             version = "?"
-            for scenario in JAVA_SCENARIOS:
+            scenarios = [s for s in JAVA_SCENARIOS if s in DRIVERS[client].all_scenarios()]
+            for scenario in scenarios:
                 version = _run_java_scenario(argv, f"127.0.0.1:{proxy.port}", scenario, timeout)
                 for (key, v), frame in proxy.take().items():
                     if key not in API_SPECS:
@@ -739,7 +743,7 @@ def run_java(out: Path, clients: list[str], timeout: float = 60.0) -> None:
                         kept[slot] = (scenario, frame)
             _forget(out, manifest, f"{client}-*__*.bin")
             label = f"kafka-clients {version} (Java)"
-            for scenario in JAVA_SCENARIOS:
+            for scenario in scenarios:
                 frames = {(k, v): f for (k, v, _), (sc, f) in kept.items() if sc == scenario}
                 if frames:
                     _write_frames(out, manifest, f"{client}-{scenario}", label, frames)
