@@ -275,13 +275,40 @@ def case_consumer_v10(c: Conn) -> dict[str, Any]:
             "fetch unknown member": fetch_summary(f_unk, 10), "fetch admin": fetch_summary(f_admin, 10)}
 
 
+def case_consumer_v10_errors_and_unknown_ids(c: Conn) -> dict[str, Any]:
+    """A member error together with an unknown topic id, in OffsetCommit and OffsetFetch v10."""
+    g = f"pv-cge-{uuid.uuid4().hex[:6]}"
+    hb = join(c, g)
+    assert hb.error_code == 0, err(hb.error_code)
+    m, e = hb.member_id, hb.member_epoch
+    req = OffsetCommitRequest(group_id=g, generation_id_or_member_epoch=e + 1, member_id=m, topics=[
+        OffsetCommitRequest.OffsetCommitRequestTopic(topic_id=tid, partitions=[
+            OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=1)])
+        for tid in (uuid.uuid4(), topic_id())])
+    r = c.call(ApiKey.OFFSET_COMMIT, 10, req, OffsetCommitResponse)
+    f = fetch(c, 10, g, [(uuid.uuid4(), [0]), (topic_id(), [0])], member=m, epoch=e + 1)
+    return {"commit epoch+1": sorted((ids(t.topic_id), [err(p.error_code) for p in t.partitions]) for t in r.topics),
+            "fetch epoch+1": fetch_summary(f, 10)}
+
+
+def case_list_txns_v2_with_states(c: Conn) -> dict[str, Any]:
+    r = c.call(ApiKey.LIST_TRANSACTIONS, 2, ListTransactionsRequest(
+        transactional_id_pattern="txn-.*", state_filters=["Empty", "Nope"]), ListTransactionsResponse)
+    bad = c.call(ApiKey.LIST_TRANSACTIONS, 2, ListTransactionsRequest(
+        transactional_id_pattern="[", state_filters=["Nope"]), ListTransactionsResponse)
+    return {"pattern+states": (err(r.error_code), r.unknown_state_filters,
+                               sorted(t.transactional_id for t in r.transaction_states if t.transactional_id in TXN_IDS)),
+            "bad pattern+unknown state": (err(bad.error_code), bad.unknown_state_filters, len(bad.transaction_states))}
+
+
 # ------------------------------------------------------------ DescribeGroups / DeleteGroups
 
 def describe(c: Conn, version: int, groups: list[str]) -> dict[str, dict[str, Any]]:
     """Keyed by group id: Kafka answers in its shards' order, not the request's."""
     r = c.call(ApiKey.DESCRIBE_GROUPS, version, DescribeGroupsRequest(groups=groups), DescribeGroupsResponse)
     return {d.group_id: {"error": err(d.error_code), "message": d.error_message, "state": d.group_state,
-                         "type": d.protocol_type, "members": len(d.members)}
+                         "type": d.protocol_type, "members": len(d.members),
+                         "answers": sum(x.group_id == d.group_id for x in r.groups)}
             for d in r.groups}
 
 
@@ -297,7 +324,8 @@ def case_describe_v6(c: Conn) -> dict[str, Any]:
     for v in (5, 6):
         names = {unknown: "<unknown>", cg: "<cg>", simple: "<simple>", cl: "<cl>"}
         found = describe(c, v, [unknown, cg, simple, cl, "", unknown])
-        out[f"v{v}"] = {names.get(k, "<empty>"): _norm(a, names) for k, a in found.items()}
+        answers = {names.get(k, "<empty>"): _norm(a, names) for k, a in found.items()}
+        out[f"v{v}"] = dict(sorted(answers.items()))  # Kafka answers in its shards' order
     return out
 
 
@@ -348,7 +376,8 @@ def case_api_versions_v5(c: Conn) -> dict[str, Any]:
     cid = STATE["cluster_id"]
     cases = {"none": (None, -1), "match": (cid, 1), "other cluster": ("AAAAAAAAAAAAAAAAAAAAAA", 1),
              "other node": (cid, 7), "cluster only": (cid, -1), "node only": (None, 1),
-             "other cluster, no node": ("AAAAAAAAAAAAAAAAAAAAAA", -1), "empty cluster": ("", 1)}
+             "other cluster, no node": ("AAAAAAAAAAAAAAAAAAAAAA", -1), "empty cluster": ("", 1),
+             "node -2 only": (None, -2), "cluster, node -2": (cid, -2)}
     out = {}
     for name, (cl, node) in cases.items():
         conn = Conn(c.sock.getpeername()[1])
@@ -443,6 +472,10 @@ CASES = [
     Case("classic_v10", "classic group: OffsetCommit/OffsetFetch v10 generation/member checks",
          case_classic_v10),
     Case("consumer_v10", "consumer group: OffsetCommit/OffsetFetch v10 member epoch checks", case_consumer_v10),
+    Case("consumer_v10_errors", "consumer group: a stale epoch with an unknown topic id, commit and fetch v10",
+         case_consumer_v10_errors_and_unknown_ids),
+    Case("list_txns_v2_states", "ListTransactions v2 pattern with state filters; a bad pattern with an unknown state",
+         case_list_txns_v2_with_states),
     Case("describe_v6", "DescribeGroups v5 vs v6: unknown, consumer, simple, classic, empty id",
          case_describe_v6),
     Case("delete_v3", "DeleteGroups v2 vs v3: consumer with member, classic with member, simple, unknown x2, ''",
