@@ -567,9 +567,13 @@ JAVA_SCENARIOS = (
     "compression-snappy",
     "compression-lz4",
     "compression-zstd",
-    # ConsumerGroupHeartbeat and the consumer-protocol OffsetCommit/OffsetFetch (java-4.4 only)
-    "consumer-protocol-group",
 )
+# More for the 4.4 client, which speaks the newest versions: KIP-848 consumer groups (OffsetCommit
+# and OffsetFetch v10 by topic id) and `compat_tests/java44/AdminVersionsProbe.java`, run as
+# the pseudo-scenario "admin-versions" (ListOffsets v11, DescribeGroups v6, DeleteGroups v3,
+# ListTransactions v2 with a pattern, ApiVersions v5).
+JAVA_EXTRA_SCENARIOS = {"java-4.4": ("consumer-protocol-group", "admin-versions")}
+ADMIN_PROBE = Path(__file__).resolve().parent.parent / "compat_tests" / "java44" / "AdminVersionsProbe.java"
 # Produce frames are kept once per kind of batch: the scenarios named here write their own
 # (transactional, one per codec); every other scenario's are plain (acks=all, which the Java
 # producer makes idempotent by default) and the first plain one is kept.
@@ -706,6 +710,18 @@ def _run_java_scenario(argv: list[str], bootstrap: str, scenario: str, timeout: 
     return "?"
 
 
+def _run_admin_probe(bootstrap: str, timeout: float) -> str:
+    """Run the Java 4.4 AdminVersionsProbe (single-file source) on the 4.4 classpath."""
+    from compat_tests.brokers import java_classpath
+
+    cmd = ["java", "-cp", java_classpath("clients-4.4"), str(ADMIN_PROBE), bootstrap, "golden"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 60,
+                          stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        log.warning("admin-versions: exited %d: %s", proc.returncode, proc.stderr[-400:])
+    return "4.4.0"
+
+
 def run_java(out: Path, clients: list[str], timeout: float = 60.0) -> None:
     # The matrix knows how to start Odradek and the Java driver; reuse it.
     from compat_tests.brokers import OdradekBroker
@@ -719,8 +735,7 @@ def run_java(out: Path, clients: list[str], timeout: float = 60.0) -> None:
     broker = OdradekBroker(
         workdir / "data",
         workdir / "odradek.log",
-        overrides={"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}",
-                   "group.consumer.heartbeat.interval.ms": "1000"},
+        overrides={"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}"},
     )
     try:
         broker.start()
@@ -730,9 +745,13 @@ def run_java(out: Path, clients: list[str], timeout: float = 60.0) -> None:
             # (api key, version, Produce flavour or "") -> (scenario, frame)
             kept: dict[tuple[int, int, str], tuple[str, bytes]] = {}
             version = "?"
-            scenarios = [s for s in JAVA_SCENARIOS if s in DRIVERS[client].all_scenarios()]
+            scenarios = (*JAVA_SCENARIOS, *JAVA_EXTRA_SCENARIOS.get(client, ()))
             for scenario in scenarios:
-                version = _run_java_scenario(argv, f"127.0.0.1:{proxy.port}", scenario, timeout)
+                bootstrap = f"127.0.0.1:{proxy.port}"
+                if scenario == "admin-versions":
+                    _run_admin_probe(bootstrap, timeout)
+                else:
+                    version = _run_java_scenario(argv, bootstrap, scenario, timeout)
                 for (key, v), frame in proxy.take().items():
                     if key not in API_SPECS:
                         log.warning("%s %s: unknown api key %d skipped", client, scenario, key)
