@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from admin_testutil import call, open_broker
 
+import odradek.broker.broker
 from odradek.broker.broker import Broker
 from odradek.coordinator.group.records import OFFSETS_TOPIC, partition_for
 from odradek.wire import ApiKey, ErrorCode
@@ -29,6 +30,13 @@ from odradek.wire._generated.sync_group import SyncGroupRequest
 
 SUB = struct.pack(">h", 0) + b"".join(ConsumerProtocolSubscription(topics=["t"]).encode(0))
 PARTITIONS = 4  # offsets.topic.num.partitions for these tests: quick to create
+
+
+@pytest.fixture(autouse=True)
+def _joins_answered_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing fires coordinator timers in these in-process calls, so a new group's join
+    phase must not wait for its settle timer (tests/unit/coordinator covers that timer)."""
+    monkeypatch.setattr(odradek.broker.broker, "JOIN_SETTLE_MS", 0)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from admin_testutil import call, open_broker
 
+import odradek.broker.broker
 from odradek.broker.broker import Broker
 from odradek.wire import ApiKey, ErrorCode
 from odradek.wire._generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
@@ -23,6 +24,13 @@ from odradek.wire.primitives import ZERO_UUID
 
 SETTINGS = {"offsets.topic.num.partitions": "2"}
 Fetched = dict[uuid.UUID, dict[int, tuple[int, str | None, int]]]
+
+
+@pytest.fixture(autouse=True)
+def _joins_answered_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing fires coordinator timers in these in-process calls, so a new group's join
+    phase must not wait for its settle timer (tests/unit/coordinator covers that timer)."""
+    monkeypatch.setattr(odradek.broker.broker, "JOIN_SETTLE_MS", 0)
 
 
 @pytest.fixture
