@@ -59,9 +59,10 @@ class Driver:
 DRIVERS: dict[str, Driver] = {
     d.name: d
     for d in (
-        Driver("java-4.4", "Java", extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *CLI_SCENARIOS)),
-        Driver("java-4.1", "Java"),
-        Driver("java-3.9", "Java"),
+        Driver("java-4.4", "Java",
+               extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *CLI_SCENARIOS, "streams-eos", "txn-copier")),
+        Driver("java-4.1", "Java", extra_scenarios=("streams-eos",)),
+        Driver("java-3.9", "Java", extra_scenarios=("streams-eos",)),
         Driver("confluent-kafka", "librdkafka", extra_scenarios=tuple(CONSUMER_PROTOCOL_SCENARIOS)),
         Driver("kcat", "librdkafka"),
         Driver("kafka-python", "Python"),

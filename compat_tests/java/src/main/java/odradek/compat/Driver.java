@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
@@ -885,6 +886,110 @@ public final class Driver {
         return "";
     }
 
+    // ------------------------------------------------------------------ Kafka's own applications
+
+    String streamsEos() throws Exception {
+        try {
+            Class.forName("org.apache.kafka.streams.KafkaStreams", false, Driver.class.getClassLoader());
+        } catch (ClassNotFoundException e) {
+            throw new NotSupported("no kafka-streams on the classpath");
+        }
+        return StreamsEos.run(this);
+    }
+
+    static final String COPIER = "org.apache.kafka.tools.TransactionalMessageCopier";
+
+    /** One TransactionalMessageCopier run to the input's end offsets; its exit status must be 0. */
+    Proc copier(String input, String output, String group, String txnId, boolean groupMode, int partition) throws Exception {
+        List<String> args = new ArrayList<>(List.of("--broker-list", bootstrap, "--input-topic", input,
+            "--input-partition", String.valueOf(partition), "--output-topic", output, "--consumer-group", group,
+            "--transactional-id", txnId, "--transaction-size", "50", "--max-messages", "-1",
+            "--transaction-timeout", "30000", "--enable-random-aborts"));
+        if (groupMode) args.addAll(List.of("--group-mode", "--use-group-metadata"));
+        Proc r = okTool(COPIER, null, args.toArray(new String[0]));
+        // The last status line: "stage":"ShutdownComplete" in 4.4 ("shutdown_complete" before).
+        String last = r.out.lines().filter(l -> l.contains("ShutdownComplete") || l.contains("shutdown_complete"))
+            .reduce((x, y) -> y).orElse("");
+        check(last.contains("\"remaining\":0"), "TransactionalMessageCopier did not shut down with 0 remaining: " + tail(r.out));
+        return r;
+    }
+
+    /** The values of each partition, read_committed, up to the end offsets. */
+    Map<Integer, List<String>> readToEnd(String topic, int partitions) {
+        Map<Integer, List<String>> out = new TreeMap<>();
+        try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+            List<TopicPartition> tps = new ArrayList<>();
+            for (int i = 0; i < partitions; i++) { tps.add(new TopicPartition(topic, i)); out.put(i, new ArrayList<>()); }
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            Map<TopicPartition, Long> end = c.endOffsets(tps);
+            waitFor(() -> tps.stream().allMatch(tp -> c.position(tp) >= end.get(tp)), "the end offsets of " + topic,
+                () -> c.poll(Duration.ofMillis(200)).forEach(r -> out.get(r.partition()).add(s(r.value()))));
+        }
+        return out;
+    }
+
+    void checkCommitted(String group, String topic, Map<Integer, Integer> want) throws Exception {
+        try (Admin a = admin()) {
+            Map<TopicPartition, OffsetAndMetadata> got = a.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata()
+                .get(remainingMs(), TimeUnit.MILLISECONDS);
+            for (Map.Entry<Integer, Integer> e : want.entrySet()) {
+                OffsetAndMetadata om = got.get(new TopicPartition(topic, e.getKey()));
+                check(om != null && om.offset() == e.getValue(), "group " + group + " committed " + (om == null ? "nothing" : om.offset())
+                    + " on " + topic + "-" + e.getKey() + ", the input ends at " + e.getValue());
+            }
+        }
+    }
+
+    String txnCopier() throws Exception {
+        String in = topic("in"), outGroup = topic("out"), outAssign = topic("out-assign");
+        createTopic(in, 2);
+        createTopic(outGroup, 2);
+        createTopic(outAssign, 2);
+        Map<Integer, List<String>> input = new TreeMap<>(Map.of(0, new ArrayList<>(), 1, new ArrayList<>()));
+        // Input: 400 records per partition, then (after the first copy) 100 more.
+        java.util.function.BiConsumer<Integer, Integer> produce = (from, to) -> {
+            List<ProducerRecord<byte[], byte[]>> recs = new ArrayList<>();
+            for (int p = 0; p < 2; p++)
+                for (int i = from; i < to; i++) {
+                    String v = String.format("v%d-%04d", p, i);
+                    recs.add(new ProducerRecord<>(in, p, b("k" + p + "-" + i), b(v)));
+                    input.get(p).add(v);
+                }
+            try { produceAndClose(Map.of(), recs); } catch (Exception e) { throw new RuntimeException(e); }
+        };
+        produce.accept(0, 400);
+        // Group mode with the group-metadata API (KIP-447), random aborts, run twice: the second
+        // run resumes at the committed offsets and copies only the new records.
+        String g = group(), tx = txnId();
+        copier(in, outGroup, g, tx, true, 0);
+        produce.accept(400, 500);
+        copier(in, outGroup, g, tx, true, 0);
+        Map<Integer, List<String>> got = readToEnd(outGroup, 2);
+        for (int p = 0; p < 2; p++) {
+            List<String> o = got.get(p), want = input.get(p);
+            check(o.equals(want), "group mode: output partition " + p + " has " + o.size() + " records"
+                + (o.size() == want.size() ? " differing from the input" : ", the input " + want.size())
+                + (o.isEmpty() ? "" : " (first " + o.get(0) + ", last " + o.get(o.size() - 1) + ")"));
+        }
+        checkCommitted(g, in, Map.of(0, 500, 1, 500));
+        // Assign mode (one partition, offsets sent by group id: the pre-KIP-447 API).
+        String g2 = group();
+        copier(in, outAssign, g2, txnId(), false, 0);
+        Map<Integer, List<String>> got2 = readToEnd(outAssign, 2);
+        check(got2.get(0).equals(input.get(0)), "assign mode: output partition 0 has " + got2.get(0).size() + " records, want the input's 500 in order");
+        check(got2.get(1).isEmpty(), "assign mode: output partition 1 has " + got2.get(1).size() + " records, want none");
+        checkCommitted(g2, in, Map.of(0, 500));
+        // The output logs are longer than their 500 committed records: commit markers, and the
+        // aborted transactions' records and markers.
+        String ends;
+        try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of())) {
+            ends = c.endOffsets(List.of(new TopicPartition(outGroup, 0), new TopicPartition(outGroup, 1), new TopicPartition(outAssign, 0)))
+                .values().stream().map(String::valueOf).collect(Collectors.joining("/"));
+        }
+        return "group mode 2 x 400 + 2 x 100 (two runs), assign mode 500, random aborts: 500 committed records in logs ending at " + ends;
+    }
+
     // ------------------------------------------------------------------ main
 
     Scenario lookup(String name) {
@@ -910,6 +1015,8 @@ public final class Driver {
             case "cli-transactions": return this::cliTransactions;
             case "cli-perf": return this::cliPerf;
             case "cli-dump-log-segments": return this::cliDumpLogSegments;
+            case "streams-eos": return this::streamsEos;
+            case "txn-copier": return this::txnCopier;
             default: return null;
         }
     }
