@@ -60,7 +60,8 @@ def run_driver(driver: Driver, scenarios: list[str], broker: Broker, workdir: Pa
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
                                 env=env, cwd=report.REPO, start_new_session=True)
         # The driver bounds each scenario itself; this is the backstop for a stuck process.
-        budget = len(wanted) * (timeout + 20) + 60
+        # (streams-eos has twice the time: the Java driver gives it 2 x --timeout.)
+        budget = (len(wanted) + wanted.count("streams-eos")) * (timeout + 20) + 60
         killer = threading.Timer(budget, lambda: _kill(proc))
         killer.start()
         assert proc.stdout is not None

@@ -984,8 +984,9 @@ public final class Driver {
         // aborted transactions' records and markers.
         String ends;
         try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of())) {
-            ends = c.endOffsets(List.of(new TopicPartition(outGroup, 0), new TopicPartition(outGroup, 1), new TopicPartition(outAssign, 0)))
-                .values().stream().map(String::valueOf).collect(Collectors.joining("/"));
+            List<TopicPartition> outs = List.of(new TopicPartition(outGroup, 0), new TopicPartition(outGroup, 1), new TopicPartition(outAssign, 0));
+            Map<TopicPartition, Long> e = c.endOffsets(outs);
+            ends = outs.stream().map(tp -> String.valueOf(e.get(tp))).collect(Collectors.joining("/"));
         }
         return "group mode 2 x 400 + 2 x 100 (two runs), assign mode 500, random aborts: 500 committed records in logs ending at " + ends;
     }
@@ -1096,10 +1097,12 @@ public final class Driver {
             Scenario sc = d.lookup(name);
             if (sc == null) { d.emit(name, "FAIL", "unknown scenario"); continue; }
             d.scenario = name;
-            d.deadline = System.nanoTime() + (long) (d.timeoutSec * 1e9);
+            // The Streams scenario runs an application four times (three restarts): twice the time.
+            double limit = name.equals("streams-eos") ? 2 * d.timeoutSec : d.timeoutSec;
+            d.deadline = System.nanoTime() + (long) (limit * 1e9);
             Future<String> f = pool.submit(sc::run);
             try {
-                String note = f.get((long) ((d.timeoutSec + 10) * 1000), TimeUnit.MILLISECONDS);
+                String note = f.get((long) ((limit + 10) * 1000), TimeUnit.MILLISECONDS);
                 d.emit(name, "PASS", note);
             } catch (TimeoutException e) {
                 f.cancel(true);

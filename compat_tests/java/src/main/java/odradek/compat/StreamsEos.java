@@ -56,6 +56,7 @@ final class StreamsEos {
     static final int WORDS = 12;
     static final int PHASE1 = 600;
     static final int PHASE2 = 300;
+    static final int PHASE3 = 3000;
 
     private StreamsEos() {}
 
@@ -72,6 +73,10 @@ final class StreamsEos {
     }
 
     static KafkaStreams start(Driver d, String appId, String input, String output, Path stateDir, AtomicReference<Throwable> died) {
+        return start(d.bootstrap, appId, input, output, stateDir, died);
+    }
+
+    static KafkaStreams start(String bootstrap, String appId, String input, String output, Path stateDir, AtomicReference<Throwable> died) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
             .groupBy((k, v) -> v, Grouped.with("by-word", Serdes.String(), Serdes.String()))
@@ -81,7 +86,7 @@ final class StreamsEos {
             .to(output, Produced.with(Serdes.String(), Serdes.Long()));
         Properties p = new Properties();
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
-        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, d.bootstrap);
+        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, "exactly_once_v2");
         p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
@@ -90,13 +95,16 @@ final class StreamsEos {
         // No record cache (statestore.cache.max.bytes, 3.4+): one count update per input record.
         p.put("statestore.cache.max.bytes", 0L);
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
-        p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 10000);
+        // Streams sends no LeaveGroup on close: the restarted instance waits for the old member's
+        // session to expire, so the shortest session a Kafka broker allows (group.min.session.timeout.ms).
+        p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
         KafkaStreams app = new KafkaStreams(builder.build(), p);
         app.setUncaughtExceptionHandler(e -> {
             died.compareAndSet(null, e);
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
+        if (childListener != null) app.setStateListener(childListener);
         app.start();
         return app;
     }
@@ -161,6 +169,41 @@ final class StreamsEos {
         check(app.close(Duration.ofSeconds(20)), "KafkaStreams.close did not finish in 20 s");
     }
 
+    static final StringBuffer childOut = new StringBuffer();
+    static KafkaStreams.StateListener childListener;
+
+    static Process startChild(Driver d, String appId, String input, String output, Path stateDir) throws Exception {
+        if (d.classpath == null || d.classpath.isEmpty()) throw new Driver.NotSupported("no --classpath for the Streams child JVM");
+        childOut.setLength(0);
+        Process p = new ProcessBuilder("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", d.classpath,
+            StreamsEos.class.getName(), d.bootstrap, appId, input, output, stateDir.toString()).redirectErrorStream(true).start();
+        p.getOutputStream().close();
+        Thread reader = new Thread(() -> {
+            try (java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream()))) {
+                for (String line; (line = r.readLine()) != null; ) childOut.append(line).append('\n');
+            } catch (java.io.IOException e) { /* killed */ }
+        });
+        reader.setDaemon(true);
+        reader.start();
+        d.waitFor(() -> {
+            check(p.isAlive(), "the Streams child JVM exited: " + Driver.tail(childOut.toString()));
+            return childOut.indexOf("STATE RUNNING") >= 0;
+        }, "the Streams child JVM RUNNING", null);
+        return p;
+    }
+
+    /** The child JVM of phase 3: runs the app until killed, printing its state changes. */
+    public static void main(String[] argv) throws Exception {
+        AtomicReference<Throwable> died = new AtomicReference<>();
+        childListener = (now, old) -> { System.out.println("STATE " + now); System.out.flush(); };
+        KafkaStreams app = start(argv[0], argv[1], argv[2], argv[3], Path.of(argv[4]), died);
+        while (died.get() == null) Thread.sleep(100);
+        System.out.println("DIED " + Driver.describe(died.get()));
+        System.out.flush();
+        app.close(Duration.ofSeconds(5));
+        Runtime.getRuntime().halt(1);
+    }
+
     static String run(Driver d) throws Exception {
         String input = d.topic("in");
         String output = d.topic("out");
@@ -202,6 +245,44 @@ final class StreamsEos {
             }
             double phase2 = (System.nanoTime() - t1) / 1e9;
             checkSequences(readCounts(d, output), expected, "phase 2 (after the restart)");
+            // Phase 3, a crash: the app in a child JVM (same state dir, so the same process id
+            // and transactional id) killed with SIGKILL while it works through 1500 more
+            // records, its transaction open; a new instance fences it (the open transaction is
+            // aborted), restores and finishes.
+            long t2 = System.nanoTime();
+            produceInput(d, input, PHASE1 + PHASE2, PHASE1 + PHASE2 + PHASE3, expected);
+            String openAtKill;
+            long killedAt;
+            try (KafkaConsumer<byte[], byte[]> uncommitted = d.consumer(Map.of());
+                 KafkaConsumer<byte[], byte[]> committed = d.consumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+                List<TopicPartition> tps = new ArrayList<>();
+                for (int i = 0; i < PARTITIONS; i++) tps.add(new TopicPartition(output, i));
+                java.util.function.ToLongFunction<KafkaConsumer<byte[], byte[]>> end =
+                    c -> c.endOffsets(tps).values().stream().mapToLong(Long::longValue).sum();
+                long before = end.applyAsLong(uncommitted);
+                Process child = startChild(d, appId, input, output, stateDir);
+                try {
+                    d.waitFor(() -> {
+                        check(child.isAlive(), "the Streams child JVM exited: " + Driver.tail(childOut.toString()));
+                        return end.applyAsLong(uncommitted) >= before + 100;
+                    }, "the child's first outputs", null);
+                } finally {
+                    child.destroyForcibly();
+                    child.waitFor(10, TimeUnit.SECONDS);
+                }
+                long hw = end.applyAsLong(uncommitted), lso = end.applyAsLong(committed);
+                killedAt = hw - before;
+                openAtKill = hw > lso ? "an open transaction of " + (hw - lso) + " records left" : "no transaction open";
+            }
+            AtomicReference<Throwable> died3 = new AtomicReference<>();
+            KafkaStreams app3 = start(d, appId, input, output, stateDir, died3);
+            try {
+                awaitCounts(d, output, expected, died3, "phase 3 (after the crash)");
+            } finally {
+                close(app3);
+            }
+            double phase3 = (System.nanoTime() - t2) / 1e9;
+            checkSequences(readCounts(d, output), expected, "phase 3 (after the crash)");
             // The application's group committed the input's end on every partition.
             try (Admin a = d.admin()) {
                 Map<TopicPartition, OffsetAndMetadata> committed = a.listConsumerGroupOffsets(appId)
@@ -216,8 +297,9 @@ final class StreamsEos {
                         + (om == null ? "none" : om.offset()) + ", the input ends at " + e.getValue());
                 }
             }
-            return String.format("%d + %d records, %d words; phase 1 %.1f s, phase 2 (restored from the changelog) %.1f s",
-                PHASE1, PHASE2, expected.size(), phase1, phase2);
+            return String.format("%d + %d + %d records, %d words; phase 1 %.1f s, phase 2 (restored from the changelog) %.1f s, "
+                + "phase 3 (killed %d output records in, %s; restarted) %.1f s", PHASE1, PHASE2, PHASE3, expected.size(), phase1,
+                phase2, killedAt, openAtKill, phase3);
         } finally {
             try (Stream<Path> w = Files.walk(stateDir)) {
                 w.sorted(Comparator.reverseOrder()).forEach(x -> x.toFile().delete());
