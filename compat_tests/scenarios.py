@@ -91,10 +91,13 @@ APP_SCENARIOS: dict[str, str] = {
         "Kafka Streams, processing.guarantee=exactly_once_v2, record cache off: 600 records "
         "(keys r0..r599, 12 distinct word values) on a 3-partition input, counted by value "
         "(groupBy: a repartition topic; count: a changelog): per word the read_committed output "
-        "is exactly 1, 2, ..., n and both internal topics exist; the app closes, its local "
-        "state is wiped, 300 more records come and a new instance of the same application.id "
-        "restores the counts from the changelog and resumes at the committed offsets: per word "
-        "exactly 1..n+m (no repeat, no gap) and the group's offsets at the input's end"
+        "is exactly 1, 2, ..., n and both internal topics exist; (restart) the app closes, its "
+        "local state is wiped, 300 more records come and a new instance of the same "
+        "application.id restores the counts from the changelog and resumes at the committed "
+        "offsets: per word exactly 1..n+m; (crash) 3000 more records, the app in a child JVM "
+        "on the same state dir is killed (SIGKILL) mid-stream with a transaction open, a new "
+        "instance fences it and finishes: per word exactly 1..n+m+k (no repeat, no gap), the "
+        "group's offsets at the input's end, the repartition topic purged (DeleteRecords)"
     ),
     "txn-copier": (
         "TransactionalMessageCopier (kafka-tools) with --enable-random-aborts, 50 records per "

@@ -92,6 +92,8 @@ final class StreamsEos {
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+        // Purge the consumed repartition records (DeleteRecords) every 500 ms, not every 30 s.
+        p.put("repartition.purge.interval.ms", 500L);
         // No record cache (statestore.cache.max.bytes, 3.4+): one count update per input record.
         p.put("statestore.cache.max.bytes", 0L);
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
@@ -264,8 +266,10 @@ final class StreamsEos {
                 try {
                     d.waitFor(() -> {
                         check(child.isAlive(), "the Streams child JVM exited: " + Driver.tail(childOut.toString()));
-                        return end.applyAsLong(uncommitted) >= before + 100;
-                    }, "the child's first outputs", null);
+                        // killed once it has written 100 records and has a transaction open
+                        long h = end.applyAsLong(uncommitted);
+                        return h >= before + 100 && h > end.applyAsLong(committed);
+                    }, "the child's first outputs in an open transaction", null);
                 } finally {
                     child.destroyForcibly();
                     child.waitFor(10, TimeUnit.SECONDS);
@@ -283,8 +287,16 @@ final class StreamsEos {
             }
             double phase3 = (System.nanoTime() - t2) / 1e9;
             checkSequences(readCounts(d, output), expected, "phase 3 (after the crash)");
-            // The application's group committed the input's end on every partition.
+            // The application's group committed the input's end on every partition, and Streams
+            // deleted the consumed records of its repartition topic (its log start moved).
+            String purged;
             try (Admin a = d.admin()) {
+                Map<TopicPartition, OffsetSpec> earliest = new HashMap<>();
+                for (int i = 0; i < PARTITIONS; i++) earliest.put(new TopicPartition(appId + "-by-word-repartition", i), OffsetSpec.earliest());
+                long start = a.listOffsets(earliest).all().get(d.remainingMs(), TimeUnit.MILLISECONDS).values().stream()
+                    .mapToLong(info -> info.offset()).sum();
+                check(start > 0, "the repartition topic was never purged (its log start offsets sum to 0)");
+                purged = "repartition topic purged to " + start;
                 Map<TopicPartition, OffsetAndMetadata> committed = a.listConsumerGroupOffsets(appId)
                     .partitionsToOffsetAndMetadata().get(d.remainingMs(), TimeUnit.MILLISECONDS);
                 Map<TopicPartition, OffsetSpec> req = new HashMap<>();
@@ -298,8 +310,8 @@ final class StreamsEos {
                 }
             }
             return String.format("%d + %d + %d records, %d words; phase 1 %.1f s, phase 2 (restored from the changelog) %.1f s, "
-                + "phase 3 (killed %d output records in, %s; restarted) %.1f s", PHASE1, PHASE2, PHASE3, expected.size(), phase1,
-                phase2, killedAt, openAtKill, phase3);
+                + "phase 3 (killed %d output records in, %s; restarted) %.1f s; %s", PHASE1, PHASE2, PHASE3, expected.size(), phase1,
+                phase2, killedAt, openAtKill, phase3, purged);
         } finally {
             try (Stream<Path> w = Files.walk(stateDir)) {
                 w.sorted(Comparator.reverseOrder()).forEach(x -> x.toFile().delete());
