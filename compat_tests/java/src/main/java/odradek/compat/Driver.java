@@ -27,6 +27,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 
@@ -899,14 +900,18 @@ public final class Driver {
 
     static final String COPIER = "org.apache.kafka.tools.TransactionalMessageCopier";
 
-    /** One TransactionalMessageCopier run to the input's end offsets; its exit status must be 0. */
-    Proc copier(String input, String output, String group, String txnId, boolean groupMode, int partition) throws Exception {
+    List<String> copierArgs(String input, String output, String group, String txnId, boolean groupMode, int partition, int txnTimeoutMs) {
         List<String> args = new ArrayList<>(List.of("--broker-list", bootstrap, "--input-topic", input,
             "--input-partition", String.valueOf(partition), "--output-topic", output, "--consumer-group", group,
             "--transactional-id", txnId, "--transaction-size", "50", "--max-messages", "-1",
-            "--transaction-timeout", "30000", "--enable-random-aborts"));
+            "--transaction-timeout", String.valueOf(txnTimeoutMs), "--enable-random-aborts"));
         if (groupMode) args.addAll(List.of("--group-mode", "--use-group-metadata"));
-        Proc r = okTool(COPIER, null, args.toArray(new String[0]));
+        return args;
+    }
+
+    /** One TransactionalMessageCopier run to the input's end offsets; its exit status must be 0. */
+    Proc copier(String input, String output, String group, String txnId, boolean groupMode, int partition) throws Exception {
+        Proc r = okTool(COPIER, null, copierArgs(input, output, group, txnId, groupMode, partition, 30000).toArray(new String[0]));
         // The last status line: "stage":"ShutdownComplete" in 4.4 ("shutdown_complete" before).
         String last = r.out.lines().filter(l -> l.contains("ShutdownComplete") || l.contains("shutdown_complete"))
             .reduce((x, y) -> y).orElse("");
@@ -973,22 +978,84 @@ public final class Driver {
                 + (o.isEmpty() ? "" : " (first " + o.get(0) + ", last " + o.get(o.size() - 1) + ")"));
         }
         checkCommitted(g, in, Map.of(0, 500, 1, 500));
-        // Assign mode (one partition, offsets sent by group id: the pre-KIP-447 API).
+        // Assign mode (one partition, offsets sent by group id: the pre-KIP-447 API) over 4000
+        // more records of partition 0: a first copier with a 3 s transaction timeout is killed
+        // (SIGKILL) with a transaction open; a second one with another transactional id can read
+        // the group's offsets (OffsetFetch, require_stable) only once the coordinator has
+        // aborted the dead one's transaction for its timeout, and then copies the rest.
+        List<ProducerRecord<byte[], byte[]>> more = new ArrayList<>();
+        for (int i = 500; i < 4500; i++) {
+            String v = String.format("v0-%04d", i);
+            more.add(new ProducerRecord<>(in, 0, b("k0-" + i), b(v)));
+            input.get(0).add(v);
+        }
+        produceAndClose(Map.of(), more);
         String g2 = group();
-        copier(in, outAssign, g2, txnId(), false, 0);
-        Map<Integer, List<String>> got2 = readToEnd(outAssign, 2);
-        check(got2.get(0).equals(input.get(0)), "assign mode: output partition 0 has " + got2.get(0).size() + " records, want the input's 500 in order");
+        String openAtKill;
+        TopicPartition outA0 = new TopicPartition(outAssign, 0);
+        try (KafkaConsumer<byte[], byte[]> uncommitted = consumer(Map.of());
+             KafkaConsumer<byte[], byte[]> committed = consumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+            List<String> cmd = new ArrayList<>(List.of("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath, COPIER));
+            cmd.addAll(copierArgs(in, outAssign, g2, txnId(), false, 0, 3000));
+            Path log = Files.createTempFile("odradek-copier-", ".out");
+            Process first = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            long[] seen = {0, 0, 0};
+            try {
+                waitFor(() -> {
+                    if (!first.isAlive()) {
+                        String out = "";
+                        try { out = tail(Files.readString(log)); } catch (IOException e) { /* gone */ }
+                        throw new ScenarioFailed("the first assign-mode copier exited " + first.exitValue() + " before it was killed (looked "
+                            + seen[2] + " times, last high watermark " + seen[0] + ", last stable offset " + seen[1] + "): " + out);
+                    }
+                    long hw = uncommitted.endOffsets(List.of(outA0)).get(outA0);
+                    long lso = committed.endOffsets(List.of(outA0)).get(outA0);
+                    seen[0] = hw; seen[1] = lso; seen[2]++;
+                    return hw >= 100 && hw > lso;
+                }, "the first assign-mode copier's outputs in an open transaction", () -> { });  // no sleep between looks
+            } finally {
+                first.destroyForcibly();
+                first.waitFor(10, TimeUnit.SECONDS);
+                Files.deleteIfExists(log);
+            }
+            long hw = uncommitted.endOffsets(List.of(outA0)).get(outA0), lso = committed.endOffsets(List.of(outA0)).get(outA0);
+            openAtKill = hw > lso ? "killed with " + (hw - lso) + " records in its open transaction" : "killed between transactions";
+        }
+        long t0 = System.nanoTime(), wall0 = System.currentTimeMillis();
+        Proc secondRun = copier(in, outAssign, g2, txnId(), false, 0);
+        double second = (System.nanoTime() - t0) / 1e9;
+        // Its first status line comes once it knows its position (the group's offsets).
+        String firstStatus = secondRun.out.lines().filter(l -> l.contains("\"time\":\"")).findFirst().orElse("");
+        double positioned = -1;
+        java.util.regex.Matcher tm = java.util.regex.Pattern.compile("\"time\":\"([^\"]+)\"").matcher(firstStatus);
+        if (tm.find()) positioned = (new java.text.SimpleDateFormat("yyyy/MM/dd HH:mm:ss:SSS").parse(tm.group(1)).getTime() - wall0) / 1e3;
+        // The dead copier's open transaction holds the output's last stable offset until the
+        // coordinator aborts it (3 s after it began, looked for every second): the second copier
+        // waited for that only when the dead one had already sent its offsets.
+        AtomicReference<Map<Integer, List<String>>> last = new AtomicReference<>();
+        waitFor(() -> {
+            last.set(readToEnd(outAssign, 2));
+            return last.get().get(0).size() >= input.get(0).size();
+        }, "the dead copier's transaction aborted (the output's last stable offset past it)", null);
+        double visible = (System.nanoTime() - t0) / 1e9;
+        Map<Integer, List<String>> got2 = last.get();
+        List<String> o2 = got2.get(0);
+        check(o2.equals(input.get(0)), "assign mode: output partition 0 has " + o2.size() + " records"
+            + (o2.size() == 4500 ? " differing from the input" : ", want the input's 4500 in order")
+            + (o2.isEmpty() ? "" : " (first " + o2.get(0) + ", last " + o2.get(o2.size() - 1) + ")"));
         check(got2.get(1).isEmpty(), "assign mode: output partition 1 has " + got2.get(1).size() + " records, want none");
-        checkCommitted(g2, in, Map.of(0, 500));
+        checkCommitted(g2, in, Map.of(0, 4500));
         // The output logs are longer than their 500 committed records: commit markers, and the
         // aborted transactions' records and markers.
         String ends;
         try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of())) {
-            List<TopicPartition> outs = List.of(new TopicPartition(outGroup, 0), new TopicPartition(outGroup, 1), new TopicPartition(outAssign, 0));
+            List<TopicPartition> outs = List.of(new TopicPartition(outGroup, 0), new TopicPartition(outGroup, 1));
             Map<TopicPartition, Long> e = c.endOffsets(outs);
             ends = outs.stream().map(tp -> String.valueOf(e.get(tp))).collect(Collectors.joining("/"));
         }
-        return "group mode 2 x 400 + 2 x 100 (two runs), assign mode 500, random aborts: 500 committed records in logs ending at " + ends;
+        return String.format("group mode 2 x 400 + 2 x 100 (two runs), 500 committed records per partition in logs ending at %s; "
+            + "assign mode 4500: the first copier %s, the second positioned after %.1f s, done in %.1f s, all visible after %.1f s",
+            ends, openAtKill, positioned, second, visible);
     }
 
     // ------------------------------------------------------------------ main
