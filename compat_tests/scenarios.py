@@ -103,9 +103,12 @@ APP_SCENARIOS: dict[str, str] = {
         "TransactionalMessageCopier (kafka-tools) with --enable-random-aborts, 50 records per "
         "transaction: in group mode with --use-group-metadata, 2 x 400 records copied, then "
         "2 x 100 more by a second run of the same group and transactional id; in assign mode "
-        "(offsets sent by group id), partition 0 copied to a second topic: read_committed, each "
-        "output partition holds exactly its input partition's values in order, and each group's "
-        "committed offsets are at the input's end"
+        "(offsets sent by group id) over 4500 records of partition 0, a first copier with a 3 s "
+        "transaction timeout killed (SIGKILL) with a transaction open, then a second one under "
+        "another transactional id in the same group (its position waits for pending offsets the "
+        "dead one sent; the output completes once the coordinator aborts its transaction). "
+        "read_committed, each output partition holds exactly its input partition's values in "
+        "order, and each group's committed offsets are at the input's end"
     ),
 }
 

@@ -1000,9 +1000,11 @@ public final class Driver {
             Path log = Files.createTempFile("odradek-copier-", ".out");
             Process first = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
             long[] seen = {0, 0, 0};
+            boolean[] killedAlive = {false};
             try {
                 waitFor(() -> {
                     if (!first.isAlive()) {
+                        if (first.exitValue() == 0) return true;  // it copied everything before it could be killed
                         String out = "";
                         try { out = tail(Files.readString(log)); } catch (IOException e) { /* gone */ }
                         throw new ScenarioFailed("the first assign-mode copier exited " + first.exitValue() + " before it was killed (looked "
@@ -1014,12 +1016,14 @@ public final class Driver {
                     return hw >= 100 && hw > lso;
                 }, "the first assign-mode copier's outputs in an open transaction", () -> { });  // no sleep between looks
             } finally {
+                killedAlive[0] = first.isAlive();
                 first.destroyForcibly();
                 first.waitFor(10, TimeUnit.SECONDS);
                 Files.deleteIfExists(log);
             }
             long hw = uncommitted.endOffsets(List.of(outA0)).get(outA0), lso = committed.endOffsets(List.of(outA0)).get(outA0);
-            openAtKill = hw > lso ? "killed with " + (hw - lso) + " records in its open transaction" : "killed between transactions";
+            openAtKill = !killedAlive[0] ? "finished before it could be killed"
+                : hw > lso ? "killed with " + (hw - lso) + " records in its open transaction" : "killed between transactions";
         }
         long t0 = System.nanoTime(), wall0 = System.currentTimeMillis();
         Proc secondRun = copier(in, outAssign, g2, txnId(), false, 0);

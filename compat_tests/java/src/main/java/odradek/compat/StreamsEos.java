@@ -266,10 +266,11 @@ final class StreamsEos {
                 try {
                     d.waitFor(() -> {
                         check(child.isAlive(), "the Streams child JVM exited: " + Driver.tail(childOut.toString()));
-                        // killed once it has written 100 records and has a transaction open
+                        // killed once it has written 100 records and has a transaction open (or,
+                        // should it be that quick, once it has written them all)
                         long h = end.applyAsLong(uncommitted);
-                        return h >= before + 100 && h > end.applyAsLong(committed);
-                    }, "the child's first outputs in an open transaction", null);
+                        return h >= before + 100 && h > end.applyAsLong(committed) || h >= before + PHASE3;
+                    }, "the child's first outputs in an open transaction", () -> { });  // no sleep between looks
                 } finally {
                     child.destroyForcibly();
                     child.waitFor(10, TimeUnit.SECONDS);
