@@ -57,7 +57,8 @@ class Driver:
 
 
 # Rows the compat tier (tests/compat) leaves to compat_tests/slow.sh, for time: Kafka Streams on
-# the older clients (about 30 s each; java-4.4's streams-eos row stays in the tier). The runner
+# the older clients (about 30 s each; java-4.4's streams-eos row stays in the tier, and
+# test_transaction_versions runs it at transaction.version 1). The runner
 # skips them with --skip-slow; ODRADEK_COMPAT_SLOW=1 puts them back into the tier.
 SLOW_ROWS: frozenset[tuple[str, str]] = frozenset({
     ("java-4.1", "streams-eos"),

@@ -9,15 +9,14 @@ ClientTransactionVersion each transaction recorded and whether its epoch moved w
 commit or abort.
 
 Kafka's own transactional applications run here too: TransactionalMessageCopier (txn-copier,
-with random aborts) at both levels; Kafka Streams with exactly_once_v2 (streams-eos, about
-30 s) at level 1 only with ODRADEK_COMPAT_SLOW=1 (compat_tests/slow.sh runs it at both levels on
-every Java client; the matrix runs java-4.4's at the default level 2).
+with random aborts) at both levels, Kafka Streams with exactly_once_v2 (streams-eos, about
+30 s) at level 1 (the matrix runs java-4.4's at the default level 2; compat_tests/slow.sh runs
+it at both levels on every Java client).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,8 +28,7 @@ from odradek.wire.records import iter_batches
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = ("transactions", "consume-transform-produce", "fencing", "txn-copier")
-SLOW = os.environ.get("ODRADEK_COMPAT_SLOW") == "1"
-LEVEL_SCENARIOS = {2: SCENARIOS, 1: (*SCENARIOS, "streams-eos") if SLOW else SCENARIOS}
+LEVEL_SCENARIOS = {2: SCENARIOS, 1: (*SCENARIOS, "streams-eos")}
 
 
 def _run(tmp: Path, level: int) -> tuple[list[dict[str, str]], Path]:
@@ -72,7 +70,7 @@ def test_java_44_transactions_under_each_transaction_version(tmp_path: Path, lev
     assert got == {s: ("PASS", got[s][1]) for s in LEVEL_SCENARIOS[level]}, got
     states = _states(work)
     _check_copier(states, level)
-    if level == 1 and SLOW:
+    if level == 1:
         # exactly_once_v2: one transactional id per process id (kept in the state dir, so the
         # same across the restarts); every transaction on the classic path
         streams = [s for tid, s in states.items() if "streams-eos" in tid]
