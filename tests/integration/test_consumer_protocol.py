@@ -122,8 +122,11 @@ def test_three_members_leave_and_rejoin_every_record_once(start_broker: StartBro
     members[0].join(TIMEOUT)
     assert not members[0].is_alive()
     produced += confluent_produce(bootstrap, topic, _records(300, 150))
-    wait_until(lambda: sorted(len(m.assigned) for m in members[1:]) == [3, 3],
-               what="two members with three partitions each")
+    try:
+        wait_until(lambda: sorted(len(m.assigned) for m in members[1:]) == [3, 3],
+                   what="two members with three partitions each")
+    except AssertionError as e:  # a member that stopped says why
+        raise AssertionError(f"{e}; member errors: {[m.errors for m in members]}") from None
     newcomer = Member("m3", bootstrap, group, topic, delivered, lock)
     newcomer.start()
     members.append(newcomer)
