@@ -5,9 +5,10 @@
 The kgo package source comes from the Go module cache (the version compat_tests/go pins),
 copied into compat_tests/upstream/work/ (ignored by git) because the cache is read-only; then
 `go test ./pkg/kgo -run REGEX -v` with KGO_SEEDS, KGO_TEST_RF=1 and KGO_TEST_RECORDS. Results
-per test are compared with the allow-list franz_go_allow.txt (tests that must pass); the
-exit status is non-zero when an allowed test did not pass. Results go to
-work/franz-go-<target>.json.
+per test and per subtest (e.g. `TestGroupETL/range/848`, the KIP-848 consumer-protocol runs
+the tests enable when the broker advertises ConsumerGroupHeartbeat v1) are compared with the
+allow-list franz_go_allow.txt (tests that must pass); the exit status is non-zero when an
+allowed test did not pass. Results go to work/franz-go-<target>.json.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ DEFAULT_RUN = (
     "|TestDirectPartitionPurge|TestIssue434|TestAddRemovePartitions|TestPauseIssue489|TestPauseIssueOct2023"
     "|TestIssue523|TestIssue648|TestIssue810|TestIssue865|TestIssueFetchLargerThanBrokerMaxReadBytes"
     "|TestGroupSimple|TestLookbackMilli|TestConsumeMaxDecompressBatchBytes|TestUnknownGroupOffsetFetchPinned"
-    "|TestPing|TestIssue1034|TestPooling|TestHookPollStart)$"
+    "|TestPing|TestIssue1034|TestPooling|TestHookPollStart|Test848RegexBrokerResolves)$"
 )
 
 
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, object]] = {}
     for line in log.read_text(errors="replace").splitlines():
         m = RESULT.match(line)
-        if m and "/" not in m.group(2):
+        if m:
             results[m.group(2)] = {"status": m.group(1), "seconds": float(m.group(3))}
     allowed = [t.strip() for t in ALLOW.read_text().splitlines() if t.strip() and not t.startswith("#")] if ALLOW.exists() else []
     missing = [t for t in allowed if results.get(t, {}).get("status") != "PASS"]
@@ -97,8 +98,11 @@ def main(argv: list[str] | None = None) -> int:
                                "results": results, "allowed_not_passing": missing}, indent=1) + "\n")
     for name, r in sorted(results.items()):
         print(f"{r['status']:5} {name} ({r['seconds']}s){'  [allow-listed]' if name in allowed else ''}")
-    counts = {s: sum(1 for r in results.values() if r["status"] == s) for s in ("PASS", "FAIL", "SKIP")}
-    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped; go test exit {proc.returncode}; log {log}")
+    for label, group in (("tests", {k: r for k, r in results.items() if "/" not in k}),
+                         ("subtests", {k: r for k, r in results.items() if "/" in k})):
+        counts = {s: sum(1 for r in group.values() if r["status"] == s) for s in ("PASS", "FAIL", "SKIP")}
+        print(f"{label}: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
+    print(f"go test exit {proc.returncode}; log {log}")
     if missing:
         print(f"allow-listed tests not passing: {missing}", file=sys.stderr)
         return 1
