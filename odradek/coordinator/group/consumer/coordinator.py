@@ -723,9 +723,14 @@ class ConsumerGroupOps:
 
     # -- offsets ------------------------------------------------------------------------------
 
-    @staticmethod
-    def validate_consumer_commit(cg: ConsumerGroup, member_id: str, member_epoch: int,
-                                 transactional: bool, api_version: int) -> ErrorCode | None:
+    def validate_consumer_commit(self, cg: ConsumerGroup, member_id: str, member_epoch: int,
+                                 transactional: bool, api_version: int,
+                                 partitions: Iterable[tuple[str, int]] = ()) -> ErrorCode | None:
+        """The error that refuses a whole (Txn)OffsetCommit of `partitions` (topic name,
+        partition), or None. The member's own epoch commits anything; a newer one is stale;
+        an older one (KIP-1251, Kafka 4.3+) commits only partitions the member has held
+        since that epoch or before (Kafka's createAssignmentEpochValidator), so a commit
+        sent just before a heartbeat moved the epoch still lands."""
         if member_epoch < 0 and cg.is_empty:
             return None
         if transactional and member_id == "" and member_epoch < 0:
@@ -735,9 +740,16 @@ class ConsumerGroupOps:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if not transactional and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch != member.member_epoch:
-            # TxnOffsetCommit has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION.
-            return ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
+        # TxnOffsetCommit has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION.
+        stale = ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
+        if member_epoch > member.member_epoch:
+            return stale
+        if member_epoch < member.member_epoch:
+            for name, partition in partitions:
+                info = self.topics.topic_info(name)
+                assigned_at = None if info is None else member.assignment_epochs.get((info[0], partition))
+                if assigned_at is None or assigned_at > member_epoch:
+                    return stale
         return None
 
     @staticmethod
