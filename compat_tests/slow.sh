@@ -4,15 +4,21 @@
 #      is wrong; rewrites the Kafka section of docs/compat.md;
 #   2. franz-go's kgo integration tests against Odradek (allow-list franz_go_allow.txt);
 #   3. librdkafka's broker tests against Odradek (allow-list librdkafka_allow.txt; the first
-#      run builds librdkafka from npm node-rdkafka, a few minutes on 2 cores).
-# Needs `bash compat_tests/setup.sh` first. About 15 minutes on 2 cores.
+#      run builds librdkafka from npm node-rdkafka, a few minutes on 2 cores);
+#   4. the consumer protocol (KIP-848) runs of both suites: franz-go's `/848` subtests and
+#      Test848RegexBrokerResolves (step 2 runs them with the rest: kgo enables them when the
+#      broker advertises ConsumerGroupHeartbeat v1), and librdkafka's group-related tests with
+#      TEST_CONSUMER_GROUP_PROTOCOL=consumer (allow-list librdkafka_consumer_allow.txt).
+# Needs `bash compat_tests/setup.sh` first. About 20 minutes on 2 cores.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 rc=0
 echo "== oracle: the matrix against Apache Kafka"
 python3 -m compat_tests.run --target kafka --strict || rc=1
-echo "== franz-go kgo tests against Odradek"
+echo "== franz-go kgo tests against Odradek (classic groups and the KIP-848 /848 subtests)"
 python3 -m compat_tests.upstream.franz_go --target odradek || rc=1
 echo "== librdkafka tests against Odradek"
 python3 -m compat_tests.upstream.librdkafka --target odradek || rc=1
+echo "== librdkafka tests against Odradek, group.protocol=consumer (KIP-848)"
+python3 -m compat_tests.upstream.librdkafka --target odradek --group-protocol consumer || rc=1
 exit "$rc"

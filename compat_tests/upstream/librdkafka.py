@@ -20,7 +20,7 @@ settings the consumer protocol forbids (session.timeout.ms, heartbeat.interval.m
 partition.assignment.strategy, group.protocol.type); some tests change their expectations or
 skip parts under it (test_consumer_group_protocol_classic()). That run has its own allow-list,
 librdkafka_consumer_allow.txt, results work/librdkafka-<target>-consumer.json and logs
-work/logs-consumer/.
+work/logs-consumer/ (`--full` adds -full to both).
 TEST_KAFKA_VERSION is the oracle's version, 4.4.0: the suite compares it only with 4.0 (tests
 that expect Kafka 4's removals) and with the tests' minimum versions, none above 3.x.
 """
@@ -107,7 +107,7 @@ def group_related(src: Path, names: list[str]) -> list[str]:
 
 
 def run_test(src: Path, name: str, conf: Path, limit: float, group_protocol: str = "classic",
-             quick: bool = True) -> dict[str, str]:
+             quick: bool = True, logs: Path = WORK / "logs") -> dict[str, str]:
     # The tests' own cwd: some read ../src/*.json. Parallel runs don't clash there: the
     # runner writes no report without -r and names its stats files uniquely.
     cwd = src / "tests"
@@ -125,7 +125,6 @@ def run_test(src: Path, name: str, conf: Path, limit: float, group_protocol: str
         out = (exc.stdout or b"").decode(errors="replace") + (exc.stderr or b"").decode(errors="replace")
         code = -1
     out = re.sub(r"\x1b\[[0-9;]*m", "", out)
-    logs = WORK / ("logs" if group_protocol == "classic" else f"logs-{group_protocol}")
     logs.mkdir(parents=True, exist_ok=True)
     (logs / f"{name}.log").write_text(out)
     failure = next((m for m in FAILED.finditer(out) if m.group(1) == name), None)
@@ -154,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the tests' full mode (no -Q): e.g. all of 0113's cooperative cases; raise --limit")
     args = ap.parse_args(argv)
     consumer = args.group_protocol == "consumer"
+    # Results and logs of each kind of run apart: -consumer (group protocol), -full (no -Q).
+    suffix = ("-consumer" if consumer else "") + ("-full" if args.full else "")
     src = prepare()
     names = broker_tests(src)
     if consumer:
@@ -171,7 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, str]] = {}
     try:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            for name, r in zip(names, pool.map(lambda n: run_test(src, n, conf, args.limit, args.group_protocol, not args.full), names), strict=True):
+            def one(name: str) -> dict[str, str]:
+                return run_test(src, name, conf, args.limit, args.group_protocol, not args.full, WORK / f"logs{suffix}")
+
+            for name, r in zip(names, pool.map(one, names), strict=True):
                 results[name] = r
                 print(f"{r['status']:4} {name} {r['reason']}", flush=True)
     finally:
@@ -179,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     allow = CONSUMER_ALLOW if consumer else ALLOW
     allowed = [t.split()[0] for t in allow.read_text().splitlines() if t.strip() and not t.startswith("#")] if allow.exists() else []
     missing = [t for t in allowed if t in results and results[t]["status"] != "PASS"]
-    out = WORK / f"librdkafka-{args.target}{'-consumer' if consumer else ''}.json"
+    out = WORK / f"librdkafka-{args.target}{suffix}.json"
     out.write_text(json.dumps({"target": args.target, "group_protocol": args.group_protocol, "kafka_version": KAFKA_VERSION,
                                "results": results, "allowed_not_passing": missing}, indent=1) + "\n")
     counts = {s: sum(1 for r in results.values() if r["status"] == s) for s in ("PASS", "FAIL", "SKIP")}
