@@ -210,7 +210,7 @@ class GroupCoordinator(ConsumerGroupOps):
         now = self.now() if now is None else now
         while (key := self._timers.pop_due(now)) is not None:
             kind = key[0]
-            if kind in ("cg-session", "cg-rebalance"):
+            if kind in ("cg-session", "cg-rebalance", "cg-regex"):
                 self.on_consumer_timer(key)
                 continue
             if kind == "expire":
