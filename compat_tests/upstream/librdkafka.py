@@ -8,10 +8,12 @@ it into compat_tests/upstream/work/ (ignored by git) and builds the library and 
 test-runner with Debian's packages (libssl-dev, zlib1g-dev, libzstd-dev, rapidjson-dev, pkg-config; no SASL
 GSSAPI, no curl). The broker runs the suite's "default" scenario: auto-created topics with
 num.partitions=4 (replication factor 1: one node). Every broker test of tests/test.c
-(not local-only, not sockem, not a mock-cluster test) runs in its own test-runner process, in
-quick mode (`--full`: the tests' full mode), two at a time, each with a wall-clock limit, so a
-hung or crashing test costs only itself. Results per test go to work/librdkafka-<target>.json;
-the exit status is non-zero when a test of the allow-list (librdkafka_allow.txt) did not pass.
+(not local-only, not sockem, not a mock-cluster test) runs in quick mode (`--full`: the tests'
+full mode), one test-runner process per test number (the runner picks tests by number, so
+0045's five tests share one; their local mock tests are left out), two processes at a time,
+each with a wall-clock limit, so a hung or crashing test costs only its number. Results per
+test go to work/librdkafka-<target>.json; the exit status is non-zero when a test of the
+allow-list (librdkafka_allow.txt) did not pass.
 
 `--group-protocol consumer` runs the group-related broker tests (those whose source subscribes,
 commits or sets a group id) with TEST_CONSUMER_GROUP_PROTOCOL=consumer: test.c then sets
@@ -106,35 +108,44 @@ def group_related(src: Path, names: list[str]) -> list[str]:
     return keep
 
 
-def run_test(src: Path, name: str, conf: Path, limit: float, group_protocol: str = "classic",
-             quick: bool = True, logs: Path = WORK / "logs") -> dict[str, str]:
+def run_tests(src: Path, names: list[str], conf: Path, limit: float, group_protocol: str = "classic",
+              quick: bool = True, logs: Path = WORK / "logs") -> dict[str, dict[str, str]]:
+    """Run the tests `names`, which share one number (the runner selects tests by number:
+    TESTS=0045 runs every 0045 test), in one test-runner process; local (mock-cluster) tests
+    of that number are left out (-L). A result for each of `names`."""
+    number = names[0][:4]
     # The tests' own cwd: some read ../src/*.json. Parallel runs don't clash there: the
     # runner writes no report without -r and names its stats files uniquely.
     cwd = src / "tests"
-    env = dict(os.environ, TESTS=name, RDKAFKA_TEST_CONF=str(conf), TEST_KAFKA_VERSION=KAFKA_VERSION,
+    env = dict(os.environ, TESTS=number, RDKAFKA_TEST_CONF=str(conf), TEST_KAFKA_VERSION=KAFKA_VERSION,
                LD_LIBRARY_PATH=f"{src / 'src'}:{src / 'src-cpp'}")
     env.pop("CI", None)  # the runner changes its concurrency on CI; keep runs alike
     env.pop("TEST_CONSUMER_GROUP_PROTOCOL", None)
     if group_protocol != "classic":
         env["TEST_CONSUMER_GROUP_PROTOCOL"] = group_protocol
+    argv = [str(src / "tests" / "test-runner"), *(["-Q"] if quick else []), "-E", "-L", "-p1"]
     try:
-        p = subprocess.run([str(src / "tests" / "test-runner"), *(["-Q"] if quick else []), "-E", "-p1"], cwd=cwd, env=env,
-                           capture_output=True, timeout=limit)
+        p = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=limit)
         out, code = p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace"), p.returncode
     except subprocess.TimeoutExpired as exc:
         out = (exc.stdout or b"").decode(errors="replace") + (exc.stderr or b"").decode(errors="replace")
         code = -1
     out = re.sub(r"\x1b\[[0-9;]*m", "", out)
     logs.mkdir(parents=True, exist_ok=True)
-    (logs / f"{name}.log").write_text(out)
+    (logs / f"{number}.log").write_text(out)
+    states = {m.group(1): (m.group(2), m.group(3).strip()) for m in TABLE.finditer(out)}
+    return {name: _result(name, out, code, states.get(name), limit) for name in names}
+
+
+def _result(name: str, out: str, code: int, state: tuple[str, str] | None, limit: float) -> dict[str, str]:
     failure = next((m for m in FAILED.finditer(out) if m.group(1) == name), None)
     if failure:
         return {"status": "FAIL", "reason": f"{failure.group(2)}: {failure.group(3)}"[:300]}
-    state = {m.group(1): (m.group(2), m.group(3).strip()) for m in TABLE.finditer(out)}.get(name)
     if state and state[0] == "PASSED":
         return {"status": "PASS", "reason": ""}
     if state and state[0] == "SKIPPED":
-        warn = next((ln.split("SKIPPING TEST:", 1)[1].strip() for ln in out.splitlines() if "SKIPPING TEST:" in ln), "")
+        warn = next((ln.split("SKIPPING TEST:", 1)[1].strip() for ln in out.splitlines()
+                     if "SKIPPING TEST:" in ln and name in ln), "")
         return {"status": "SKIP", "reason": (state[1] or warn or "skipped by the test itself")[:200]}
     if code == -1:
         return {"status": "FAIL", "reason": f"no result within {limit:.0f}s"}
@@ -172,12 +183,17 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, str]] = {}
     try:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            def one(name: str) -> dict[str, str]:
-                return run_test(src, name, conf, args.limit, args.group_protocol, not args.full, WORK / f"logs{suffix}")
+            def one(group: list[str]) -> dict[str, dict[str, str]]:
+                return run_tests(src, group, conf, args.limit, args.group_protocol, not args.full,
+                                 WORK / f"logs{suffix}")
 
-            for name, r in zip(names, pool.map(one, names), strict=True):
-                results[name] = r
-                print(f"{r['status']:4} {name} {r['reason']}", flush=True)
+            by_number: dict[str, list[str]] = {}
+            for name in names:
+                by_number.setdefault(name[:4], []).append(name)
+            for group_results in pool.map(one, by_number.values()):
+                for name, r in group_results.items():
+                    results[name] = r
+                    print(f"{r['status']:4} {name} {r['reason']}", flush=True)
     finally:
         broker.stop()
     allow = CONSUMER_ALLOW if consumer else ALLOW
