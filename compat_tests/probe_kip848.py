@@ -373,6 +373,38 @@ def case_rejoin_epoch0(c: Conn) -> dict[str, Any]:
     return out
 
 
+def case_commit_assignment_epoch(c: Conn) -> dict[str, Any]:
+    """KIP-1251 (Kafka 4.3+): join at epoch E owning probe-t, grow the subscription by probe-u
+    until the member is at E+1 (probe-t kept, assigned at E; probe-u assigned at E+1), then
+    OffsetCommit v9 with E for probe-t and for probe-u, and with E+1 for both."""
+    g = gid("commitepoch")
+    first = join(c, g)
+    assert first.error_code == 0, err(first.error_code)
+    mine, base, member = owned(first), first.member_epoch, first.member_id
+    epoch, subscribed = base, False
+    end = time.monotonic() + 15
+    while (epoch < base + 1 or sum(len(tp.partitions) for tp in mine) < 3) and time.monotonic() < end:
+        r = c.heartbeat(1, group_id=g, member_id=member, member_epoch=epoch, topic_partitions=mine,
+                        subscribed_topic_names=None if subscribed else [TOPIC, TOPIC2])
+        subscribed = True
+        assert r.error_code == 0, (err(r.error_code), r.error_message)
+        epoch = r.member_epoch
+        if r.assignment is not None:
+            mine = owned(r)
+        time.sleep(0.2)
+    assert epoch == base + 1, f"epoch {epoch} after joining at {base}"
+    out: dict[str, Any] = {}
+    for label, e, topic in (("E, probe-t (assigned at E)", base, TOPIC),
+                            ("E, probe-u (assigned at E+1)", base, TOPIC2),
+                            ("E+1, probe-t", base + 1, TOPIC), ("E+1, probe-u", base + 1, TOPIC2)):
+        req = OffsetCommitRequest(group_id=g, generation_id_or_member_epoch=e, member_id=member, topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(name=topic, partitions=[
+                OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=0)])])
+        resp = c.call(ApiKey.OFFSET_COMMIT, 9, req, OffsetCommitResponse)
+        out[label] = err(resp.topics[0].partitions[0].error_code)
+    return out
+
+
 CASES = [
     Case("hb-v1-empty-member", "ConsumerGroupHeartbeat v1 join with an empty member id", case_v1_empty_member),
     Case("hb-v0-empty-member", "ConsumerGroupHeartbeat v0 join with an empty member id", case_v0_empty_member),
@@ -391,6 +423,8 @@ CASES = [
     Case("heartbeat-classic-group", "ConsumerGroupHeartbeat join to a Stable classic group with one member",
          case_heartbeat_classic_group),
     Case("rejoin-epoch-0", "dynamic member heartbeats again with its member id and epoch 0", case_rejoin_epoch0),
+    Case("commit-assignment-epoch", "OffsetCommit v9 at epoch E+1 with the previous epoch E, for a partition "
+         "assigned at E and one assigned at E+1 (KIP-1251)", case_commit_assignment_epoch),
 ]
 
 

@@ -224,7 +224,7 @@ class GroupCoordinator(ConsumerGroupOps):
         now = self.now() if now is None else now
         while (key := self._timers.pop_due(now)) is not None:
             kind = key[0]
-            if kind in ("cg-session", "cg-rebalance"):
+            if kind in ("cg-session", "cg-rebalance", "cg-regex"):
                 self.on_consumer_timer(key)
                 continue
             if kind == "expire":
@@ -784,7 +784,7 @@ class GroupCoordinator(ConsumerGroupOps):
         group = self.groups.get(group_id)
         if group is not None and group.consumer is not None:
             cerror = self.validate_consumer_commit(group.consumer, member_id, generation_id,
-                                                   False, api_version)
+                                                   False, api_version, self._checked(offsets))
             if cerror is not None:
                 return _all(offsets, cerror)
             return self._store_offsets(group, offsets)
@@ -813,7 +813,7 @@ class GroupCoordinator(ConsumerGroupOps):
         group = self.groups.get(group_id) or self._add_group(group_id, self.now())
         if group.consumer is not None:
             cerror = self.validate_consumer_commit(group.consumer, member_id, generation_id,
-                                                   True, 0)
+                                                   True, 0, self._checked(offsets))
             if cerror is not None:
                 return _all(offsets, cerror)
             return self._store_offsets(group, offsets, producer_id, producer_epoch)
@@ -822,6 +822,12 @@ class GroupCoordinator(ConsumerGroupOps):
         if error is not None:
             return _all(offsets, error)
         return self._store_offsets(group, offsets, producer_id, producer_epoch)
+
+    def _checked(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> list[TopicPartition]:
+        """The partitions of a commit whose epoch Kafka checks: not those it refuses first
+        for their metadata's size."""
+        limit = self.config.offset_metadata_max_bytes
+        return [tp for tp, om in offsets.items() if len(om.metadata) <= limit]
 
     def _validate_commit(self, group: Group, generation_id: int, member_id: str,
                          instance_id: str | None, *, transactional: bool) -> ErrorCode | None:

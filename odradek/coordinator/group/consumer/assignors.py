@@ -7,9 +7,9 @@ ConsumerGroupTargetAssignment records.
 
 - `uniform` (Kafka's default): balanced and sticky. When every member subscribes to the same
   topics (a *homogeneous* group) each member keeps as much of its previous target as its
-  quota allows (total partitions / members, the first `total % members` members taking one
-  more), and the partitions set free go to the members below quota, as Kafka's
-  UniformHomogeneousAssignmentBuilder does. Kafka visits members and topics in hash-map
+  quota allows (total partitions / members; `total % members` members take one more, first
+  those that held more than that), and the partitions set free go to the members below
+  quota, as Kafka's UniformHomogeneousAssignmentBuilder does. Kafka visits members and topics in hash-map
   order; Odradek visits members by member id and topics by topic id, so which member gets
   which free partition may differ from Kafka's while the counts and the stickiness are the
   same. Heterogeneous groups get a balanced sticky assignment of Odradek's own (a member
@@ -125,38 +125,48 @@ def _uniform_homogeneous(members: Mapping[str, MemberSpec],
     if not topics:
         return {mid: {} for mid in order}
     total = sum(counts[t] for t in topics)
+    quota, extra = divmod(total, len(order))
+    # 1. Each member keeps its previous partitions up to the floor quota, and one more while
+    # members may still take an extra partition: the extras go first to members that held
+    # more than the floor (Kafka's UniformHomogeneousAssignmentBuilder), so the partition of
+    # a one-partition topic stays where it was when a member joins.
+    target: dict[str, dict[TopicId, set[int]]] = {}
+    kept_n: dict[str, int] = {}
+    released: list[tuple[TopicId, int]] = []
+    taken: set[tuple[TopicId, int]] = set()
+    for mid in order:
+        previous = [(t, p) for t in sorted(members[mid].previous)
+                    if t in counts and t in members[mid].subscribed
+                    for p in sorted(members[mid].previous[t]) if p < counts[t]]
+        previous = [tp for tp in previous if tp not in taken]
+        keep = min(len(previous), quota)
+        if len(previous) > quota and extra > 0:
+            keep += 1
+            extra -= 1
+        kept: dict[TopicId, set[int]] = {}
+        for t, p in previous[:keep]:
+            kept.setdefault(t, set()).add(p)
+        taken.update(previous[:keep])
+        released += previous[keep:]
+        target[mid] = kept
+        kept_n[mid] = keep
     owned = {(t, p) for m in members.values() for t, ps in m.previous.items()
              if t in counts for p in ps}
     unassigned = [(t, p) for t in topics for p in range(counts[t]) if (t, p) not in owned]
-    quota, extra = divmod(total, len(order))
-    target: dict[str, dict[TopicId, set[int]]] = {}
-    room: list[tuple[str, int]] = []
+    unassigned += [tp for tp in released if tp not in taken]
+    # 2. The free partitions fill the members below the floor, then give the extras left.
+    free = iter(unassigned)
     for mid in order:
-        member_quota = quota + (1 if extra > 0 else 0)
-        extra -= 1 if extra > 0 else 0
-        kept: dict[TopicId, set[int]] = {}
-        for t in sorted(members[mid].previous):
-            if t not in counts or t not in members[mid].subscribed:
-                continue  # no longer subscribed (or deleted): give it up
-            for p in sorted(members[mid].previous[t]):
-                if p >= counts[t]:
-                    continue
-                if member_quota > 0:
-                    member_quota -= 1
-                    kept.setdefault(t, set()).add(p)
-                else:
-                    unassigned.append((t, p))
-        target[mid] = kept
-        if member_quota > 0:
-            room.append((mid, member_quota))
-    i = 0
-    for mid, free in room:
-        for _ in range(free):
-            if i >= len(unassigned):
-                break
-            t, p = unassigned[i]
-            i += 1
-            target[mid].setdefault(t, set()).add(p)
+        while kept_n[mid] < quota and (tp := next(free, None)) is not None:
+            target[mid].setdefault(tp[0], set()).add(tp[1])
+            kept_n[mid] += 1
+    for mid in order:
+        if extra == 0:
+            break
+        if kept_n[mid] == quota and (tp := next(free, None)) is not None:
+            target[mid].setdefault(tp[0], set()).add(tp[1])
+            kept_n[mid] += 1
+            extra -= 1
     return {mid: _freeze(parts) for mid, parts in target.items()}
 
 

@@ -15,7 +15,7 @@ member gets the mapped error.
 
 Timers: ("cg-session", group, member) session expiry (`group.consumer.session.timeout.ms`),
 ("cg-rebalance", group, member) a member that does not revoke within its rebalance timeout;
-either fences (removes) the member.
+either fences (removes) the member; ("cg-regex", group, "") resolves the group's regexes.
 
 SubscribedTopicRegex (RE2/J syntax, `regex.py`): a member's regex is checked when no other
 member uses it (INVALID_REGULAR_EXPRESSION), and the group's regexes are resolved against every
@@ -23,9 +23,10 @@ topic name (full matches, internal topics included, as Kafka) when one is new or
 topic was created since (`topics_created`, Kafka's lastMetadataImageWithNewTopics) or
 `group.consumer.regex.refresh.interval.ms` passed, never within 10 s of the last resolution.
 Each resolution is a ConsumerGroupRegularExpression record; the member's topics are its names
-plus its regex's topics; the regex is tombstoned when its last member goes. Kafka resolves in a
-background task and bumps the epoch when that completes; here the topics are in memory and the
-resolution is part of the heartbeat's own write.
+plus its regex's topics; the regex is tombstoned when its last member goes. As Kafka's
+background task, the resolution runs after the heartbeat that asked for it (a timer due at
+once) and bumps the group epoch when it changed the topics, so the topics come with the
+member's next heartbeat.
 
 Not implemented yet: classic members in consumer groups and online
 migration (a classic JoinGroup to a non-empty consumer group gets INCONSISTENT_GROUP_PROTOCOL;
@@ -555,17 +556,38 @@ class ConsumerGroupOps:
         refresh = (refresh or set(subscribed) != set(cg.resolved_regexes)
                    or cg.last_regex_version() < self.topics_version
                    or now >= last + self.consumer_config.regex_refresh_interval_ms)
-        if not refresh:
-            return bump
-        version = self.topics_version
+        if refresh:
+            # As Kafka, the resolution runs after this heartbeat (a timer due now) and bumps
+            # the group epoch when it changes the topics: this answer assigns only what is
+            # already resolved, the next heartbeat brings the new topics (librdkafka's
+            # 0045_resubscribe_with_regex expects its literal topic first, then the regex's).
+            self._timers.set(("cg-regex", cg.group_id, ""), now)
+        return bump
+
+    def _resolve_regexes(self, gid: str) -> None:
+        """The ("cg-regex", group) timer: resolve every regex of the group, write them and,
+        if their topics changed, bump the group epoch (Kafka's background resolution)."""
+        group = self.groups.get(gid)
+        cg = None if group is None else group.consumer
+        if group is None or cg is None:
+            return
+        subscribed = cg.subscribed_regexes()
+        if not subscribed:
+            return
+        now = self.now()
+        snapshot = cg.copy()
+        changes = _Changes(gid, cg)
+        bump = False
         for regex, topics in sorted(resolve(subscribed, self.topics.topic_names()).items()):
             before = cg.resolved_regexes.get(regex)
             if before is None or before.topics != topics:
                 bump = True
-            changes.regex(regex, ResolvedRegex(topics, version, now))
-        self._log("consumer group regexes resolved", group=cg.group_id,
-                  regexes=sorted(subscribed))
-        return bump
+            changes.regex(regex, ResolvedRegex(topics, self.topics_version, now))
+        if bump:
+            changes.epoch(cg.group_epoch + 1, self._metadata_hash(cg.subscribed_topic_names()))
+        self._log("consumer group regexes resolved", group=gid, regexes=sorted(subscribed),
+                  epoch=cg.group_epoch)
+        self._commit(group, snapshot, "", changes.records, HeartbeatResult(ErrorCode.NONE))
 
     @staticmethod
     def _check_epoch(member: ConsumerGroupMember, received: int, owned: Assignment | None) -> None:
@@ -658,6 +680,9 @@ class ConsumerGroupOps:
 
     def on_consumer_timer(self, key: tuple[str, ...]) -> None:
         kind, gid, member_id = key[0], key[1], key[2]
+        if kind == "cg-regex":
+            self._resolve_regexes(gid)
+            return
         group = self.groups.get(gid)
         cg = None if group is None else group.consumer
         if group is None or cg is None or member_id not in cg.members:
@@ -723,9 +748,14 @@ class ConsumerGroupOps:
 
     # -- offsets ------------------------------------------------------------------------------
 
-    @staticmethod
-    def validate_consumer_commit(cg: ConsumerGroup, member_id: str, member_epoch: int,
-                                 transactional: bool, api_version: int) -> ErrorCode | None:
+    def validate_consumer_commit(self, cg: ConsumerGroup, member_id: str, member_epoch: int,
+                                 transactional: bool, api_version: int,
+                                 partitions: Iterable[tuple[str, int]] = ()) -> ErrorCode | None:
+        """The error that refuses a whole (Txn)OffsetCommit of `partitions` (topic name,
+        partition), or None. The member's own epoch commits anything; a newer one is stale;
+        an older one (KIP-1251, Kafka 4.3+) commits only partitions the member has held
+        since that epoch or before (Kafka's createAssignmentEpochValidator), so a commit
+        sent just before a heartbeat moved the epoch still lands."""
         if member_epoch < 0 and cg.is_empty:
             return None
         if transactional and member_id == "" and member_epoch < 0:
@@ -735,9 +765,16 @@ class ConsumerGroupOps:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if not transactional and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch != member.member_epoch:
-            # TxnOffsetCommit has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION.
-            return ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
+        # TxnOffsetCommit has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION.
+        stale = ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
+        if member_epoch > member.member_epoch:
+            return stale
+        if member_epoch < member.member_epoch:
+            for name, partition in partitions:
+                info = self.topics.topic_info(name)
+                assigned_at = None if info is None else member.assignment_epochs.get((info[0], partition))
+                if assigned_at is None or assigned_at > member_epoch:
+                    return stale
         return None
 
     @staticmethod

@@ -80,6 +80,10 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # The member epoch at which the member got each partition it holds, assigned or pending
+    # revocation (KIP-1251's assignment epochs, which fence a commit sent with an older epoch).
+    # Derived by `ConsumerGroup.apply_current` from the records in order, not written.
+    assignment_epochs: Mapping[TopicPartitionId, int] = field(default_factory=dict)
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
@@ -341,12 +345,21 @@ class ConsumerGroup:
         if current is None:
             member = replace(base, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                              previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                             state=MemberState.STABLE, assigned={}, pending_revocation={})
+                             state=MemberState.STABLE, assigned={}, pending_revocation={},
+                             assignment_epochs={})
         else:
+            # A partition the member already held keeps its assignment epoch; a new one gets
+            # the member's epoch (Kafka 4.4 writes these in the record; the 4.0 record Odradek
+            # writes has no such field, so they are derived the same way on replay).
+            held = base.assignment_epochs
+            epochs = {(topic, p): held.get((topic, p), current.member_epoch)
+                      for assignment in (current.assigned, current.pending_revocation)
+                      for topic, partitions in assignment.items() for p in partitions}
             member = replace(base, member_epoch=current.member_epoch,
                              previous_member_epoch=current.previous_member_epoch,
                              state=current.state, assigned=current.assigned,
-                             pending_revocation=current.pending_revocation)
+                             pending_revocation=current.pending_revocation,
+                             assignment_epochs=epochs)
         self.members[member_id] = member
         if member.instance_id is not None:
             self.static_members.setdefault(member.instance_id, member_id)

@@ -134,24 +134,33 @@ def test_regex_subscription_follows_topics_and_survives_a_restart(broker: Broker
     r = hb(broker, 1, subscribed_topic_names=[], subscribed_topic_regex="^orders-.*")
     eu = broker.cluster.get("orders-eu").topic_id  # type: ignore[union-attr]
     assert (r.error_code, r.member_epoch) == (ErrorCode.NONE, 1)
-    assert [(tp.topic_id, tp.partitions) for tp in r.assignment.topic_partitions] == [(eu, [0, 1])]
+    # As Kafka: the regex is resolved after the join (a timer due at once), which bumps the
+    # group epoch; the next heartbeat brings the partitions.
+    assert r.assignment.topic_partitions == []
+    broker.groups.fire_timers(now[0])
 
     def beat() -> ConsumerGroupHeartbeatRequest:
         return hb(broker, 1, member_epoch=r.member_epoch, rebalance_timeout_ms=-1,
                   subscribed_topic_names=None, topic_partitions=None)
 
+    r = beat()
+    assert r.member_epoch == 2
+    assert [(tp.topic_id, tp.partitions) for tp in r.assignment.topic_partitions] == [(eu, [0, 1])]
     broker.cluster.create_topic("orders-us", 1, {})
     now[0] += 5_000  # within 10 s of the last resolution: not yet
-    assert (beat().member_epoch, beat().assignment) == (1, None)
+    assert (beat().member_epoch, beat().assignment) == (2, None)
+    broker.groups.fire_timers(now[0])
     now[0] += 5_001
+    assert (beat().member_epoch, beat().assignment) == (2, None)  # resolution scheduled
+    broker.groups.fire_timers(now[0])
     r = beat()
     us = broker.cluster.get("orders-us").topic_id  # type: ignore[union-attr]
-    assert r.member_epoch == 2
+    assert r.member_epoch == 3
     assert sorted((tp.topic_id, tp.partitions) for tp in r.assignment.topic_partitions) == sorted(
         [(eu, [0, 1]), (us, [0])])
     d = call(broker, ApiKey.CONSUMER_GROUP_DESCRIBE, 1,
              ConsumerGroupDescribeRequest(group_ids=["g"])).groups[0]
-    assert (d.members[0].subscribed_topic_regex, d.group_epoch) == ("^orders-.*", 2)
+    assert (d.members[0].subscribed_topic_regex, d.group_epoch) == ("^orders-.*", 3)
 
     reopened = open_broker(tmp_path, **SETTINGS)
     reopened.now_ms = lambda: now[0]  # type: ignore[method-assign]

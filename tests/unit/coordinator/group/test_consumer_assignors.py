@@ -67,6 +67,21 @@ def test_uniform_is_sticky_when_a_member_joins() -> None:
     assert second["c"][T1] == (first["a"][T1] - second["a"][T1]) | (first["b"][T1] - second["b"][T1])
 
 
+def test_uniform_gives_the_extra_partitions_to_members_that_held_more_first() -> None:
+    """Kafka's UniformHomogeneousAssignmentBuilder: a member that held more than the floor
+    quota keeps one more while members may still get an extra one, whichever members sort
+    first. librdkafka's 0089_max_poll_interval (consumer protocol): a second member joining a
+    one-partition topic must not take the partition from the first."""
+    one = assign(UNIFORM, {"z": spec("z", T1, previous={T1: frozenset({0})}), "a": spec("a", T1)},
+                 {T1: 1})
+    assert one == {"z": {T1: frozenset({0})}, "a": {}}
+    # 5 partitions, 2 members: the one that had 4 keeps 3, the newcomer gets 2.
+    five = assign(UNIFORM, {"b": spec("b", T1, previous={T1: frozenset(range(4))}),
+                            "a": spec("a", T1, previous={T1: frozenset({4})})}, {T1: 5})
+    assert len(five["b"][T1]) == 3 and five["b"][T1] <= frozenset(range(4))
+    assert five["a"][T1] >= {4} and len(five["a"][T1]) == 2
+
+
 def test_unknown_assignor_names() -> None:
     with pytest.raises(AssignorError):
         assign("sticky", {"a": spec("a", T1)}, {T1: 1})

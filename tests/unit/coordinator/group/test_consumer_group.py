@@ -240,6 +240,55 @@ def test_offset_commit_and_fetch_checks() -> None:
     assert p.result()[("t", 0)] == ErrorCode.GROUP_ID_NOT_FOUND
 
 
+def test_commit_with_an_older_epoch_checks_each_partitions_assignment_epoch() -> None:
+    """KIP-1251 (Kafka 4.3+, as Kafka 4.4 answers): a commit with an epoch older than the
+    member's is accepted for a partition the member has held since that epoch or before, and
+    refused with STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for TxnOffsetCommit) as a whole when
+    one partition came later or is not the member's; a newer epoch is always stale. The
+    franz-go kgo suite's /848 ETL tests commit in OnPartitionsRevoked while a heartbeat moves
+    the epoch: Kafka 4.4 accepts those commits."""
+    h = CHarness()
+    a = h.hb()  # m1 at epoch 1 holds t 0-5
+    r = h.hb(member_epoch=1, topic_partitions=owned(a), subscribed_topic_names=["t", "u"])
+    assert r.member_epoch == 2 and parts(r) == {(T, p) for p in range(6)} | {(U, 0), (U, 1)}
+
+    def commit(epoch: int, *tps: tuple[str, int], producer_id: int = -1) -> set[ErrorCode]:
+        offsets = {tp: OffsetAndMetadata(7) for tp in tps}
+        if producer_id >= 0:
+            p = h.coord.commit_txn_offsets("g", producer_id, 0, "m1", None, epoch, offsets)
+        else:
+            p = h.coord.commit_offsets("g", "m1", None, epoch, offsets, api_version=9)
+        h.flush()
+        return set(p.result().values())
+
+    def check() -> None:
+        assert commit(1, ("t", 0), ("t", 5)) == {ErrorCode.NONE}  # held since epoch 1
+        assert commit(1, ("u", 0)) == {ErrorCode.STALE_MEMBER_EPOCH}  # assigned at 2
+        assert commit(1, ("t", 0), ("u", 0)) == {ErrorCode.STALE_MEMBER_EPOCH}
+        assert commit(1, ("nope", 0)) == {ErrorCode.STALE_MEMBER_EPOCH}
+        assert commit(0, ("t", 0)) == {ErrorCode.STALE_MEMBER_EPOCH}
+        assert commit(2, ("t", 0), ("u", 0)) == {ErrorCode.NONE}
+        assert commit(3, ("t", 0)) == {ErrorCode.STALE_MEMBER_EPOCH}
+        assert commit(1, ("t", 1), producer_id=7) == {ErrorCode.NONE}
+        assert commit(1, ("u", 1), producer_id=8) == {ErrorCode.ILLEGAL_GENERATION}
+
+    check()
+    h.coord = h.replay()  # the assignment epochs are rebuilt from the records
+    check()
+
+    # Partitions kept through a revocation keep their epoch; ones that come back are new.
+    b = h.hb(member_id="m2", subscribed_topic_names=["t", "u"])
+    a2 = h.hb(member_epoch=2, topic_partitions=owned(r))
+    kept = parts(a2)
+    a3 = h.hb(member_epoch=2, topic_partitions=owned(a2))
+    assert a3.member_epoch == b.member_epoch
+    old_t = sorted(p for t, p in kept if t == T)
+    assert commit(1, ("t", old_t[0])) == {ErrorCode.NONE}
+    assert commit(a3.member_epoch - 1, ("t", old_t[0])) == {ErrorCode.NONE}
+    given_away = sorted(p for t, p in parts(r) - kept if t == T)
+    assert commit(1, ("t", given_away[0])) == {ErrorCode.STALE_MEMBER_EPOCH}
+
+
 def test_session_timeout_fences_and_rebalance_timeout_fences_a_slow_revoker() -> None:
     h = CHarness()
     a = h.hb(rebalance_timeout_ms=10_000)

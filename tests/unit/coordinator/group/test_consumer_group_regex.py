@@ -9,7 +9,7 @@ import uuid
 from test_consumer_group import CHarness, Topics, owned, parts
 
 from odradek.coordinator.group.consumer import records as rec
-from odradek.coordinator.group.consumer.coordinator import ConsumerConfig
+from odradek.coordinator.group.consumer.coordinator import ConsumerConfig, HeartbeatResult
 from odradek.wire import ErrorCode
 
 EU = uuid.UUID(int=0xE0)
@@ -19,6 +19,16 @@ T = uuid.UUID(int=0xA)
 
 def harness(**extra: tuple[uuid.UUID, int]) -> CHarness:
     return CHarness(topics=Topics(**{"orders-eu": (EU, 2), "t": (T, 1), **extra}))
+
+
+def join_regex(h: CHarness, regex: str = "^orders-.*") -> HeartbeatResult:
+    """m1 joins with `regex`; the resolution runs after the join (Kafka's background task, a
+    timer due at once here) and bumps the group epoch; m1's next heartbeat (returned) is at
+    epoch 2 with the regex's partitions."""
+    r = h.hb(subscribed_topic_names=None, subscribed_topic_regex=regex)
+    assert (r.error, r.member_epoch) == (ErrorCode.NONE, 1)
+    h.advance(0)
+    return h.hb(member_epoch=1, topic_partitions=[])
 
 
 def regex_records(h: CHarness) -> list[tuple[str, str, object]]:
@@ -58,7 +68,13 @@ def test_empty_regex_is_no_regex() -> None:
 def test_regex_resolves_to_full_matches_and_is_persisted() -> None:
     h = harness(**{"orders": (US, 1)})
     r = h.hb(subscribed_topic_names=None, subscribed_topic_regex="orders-.*")
-    assert (r.error, r.member_epoch) == (ErrorCode.NONE, 1)
+    # As Kafka: the join is answered before the regex is resolved, so with nothing yet.
+    assert (r.error, r.member_epoch, parts(r)) == (ErrorCode.NONE, 1, set())
+    assert regex_records(h) == [] and h.cg().group_epoch == 1
+    h.advance(0)  # the resolution (a timer due at once) bumps the group epoch
+    assert h.cg().group_epoch == 2
+    r = h.hb(member_epoch=1, topic_partitions=[])
+    assert r.member_epoch == 2
     assert parts(r) == {(EU, 0), (EU, 1)}  # "orders" itself does not match "orders-.*"
     resolved = h.cg().resolved_regexes["orders-.*"]
     assert (resolved.topics, resolved.timestamp) == ({"orders-eu"}, h.clock.t)
@@ -69,20 +85,26 @@ def test_regex_resolves_to_full_matches_and_is_persisted() -> None:
 def test_names_and_regex_together_and_internal_topics_match() -> None:
     h = harness(**{"__consumer_offsets": (US, 3)})
     r = h.hb(subscribed_topic_names=["t"], subscribed_topic_regex="__.*")
+    assert parts(r) == {(T, 0)}  # the topic names at once, the regex's topics next
+    h.advance(0)
+    r = h.hb(member_epoch=r.member_epoch, topic_partitions=owned(r))
     assert parts(r) == {(T, 0)} | {(US, p) for p in range(3)}
 
 
 def test_created_topic_is_picked_up_at_a_heartbeat_10s_after_the_last_resolution() -> None:
     h = harness()
-    a = h.hb(subscribed_topic_names=None, subscribed_topic_regex="^orders-.*")
+    a = join_regex(h)
     h.topics.topics["orders-us"] = (US, 1)
     h.coord.topics_created()
     h.clock.t += 10_000  # not later than 10 s: the resolution stands
-    b = h.hb(member_epoch=1, topic_partitions=owned(a))
-    assert (b.member_epoch, b.assignment) == (1, None)
+    b = h.hb(member_epoch=2, topic_partitions=owned(a))
+    assert (b.member_epoch, b.assignment) == (2, None)
     h.clock.t += 1
-    c = h.hb(member_epoch=1, topic_partitions=owned(a))
-    assert c.member_epoch == 2 and parts(c) == {(EU, 0), (EU, 1), (US, 0)}
+    c = h.hb(member_epoch=2, topic_partitions=owned(a))
+    assert (c.member_epoch, c.assignment) == (2, None)  # resolved after this heartbeat
+    h.advance(0)
+    c = h.hb(member_epoch=2, topic_partitions=owned(a))
+    assert c.member_epoch == 3 and parts(c) == {(EU, 0), (EU, 1), (US, 0)}
     assert regex_records(h)[-1] == ("g", "^orders-.*", ["orders-eu", "orders-us"])
 
 
@@ -90,27 +112,30 @@ def test_without_new_topics_the_regex_is_resolved_again_only_after_the_interval(
     h = harness()
     h.cconfig = ConsumerConfig(regex_refresh_interval_ms=60_000)
     h.__post_init__()
-    a = h.hb(subscribed_topic_names=None, subscribed_topic_regex="^orders-.*")
+    a = join_regex(h)
     h.topics.topics["orders-us"] = (US, 1)  # created without the notification
     h.clock.t += 59_999
-    assert h.hb(member_epoch=1, topic_partitions=owned(a)).member_epoch == 1
+    assert h.hb(member_epoch=2, topic_partitions=owned(a)).member_epoch == 2
+    h.advance(0)
     assert len(regex_records(h)) == 1
     h.clock.t += 1
-    assert h.hb(member_epoch=1, topic_partitions=owned(a)).member_epoch == 2
+    assert h.hb(member_epoch=2, topic_partitions=owned(a)).member_epoch == 2
+    h.advance(0)
     assert len(regex_records(h)) == 2
+    assert h.hb(member_epoch=2, topic_partitions=owned(a)).member_epoch == 3
 
 
 def test_deleted_topic_leaves_the_assignment_through_the_metadata_hash() -> None:
     h = harness(**{"orders-us": (US, 1)})
-    a = h.hb(subscribed_topic_names=None, subscribed_topic_regex="^orders-.*")
+    a = join_regex(h)
     assert parts(a) == {(EU, 0), (EU, 1), (US, 0)}
     del h.topics.topics["orders-us"]
-    b = h.hb(member_epoch=1, topic_partitions=owned(a))
+    b = h.hb(member_epoch=2, topic_partitions=owned(a))
     # The epoch moves at once (the hash changed); the regex record is rewritten only at its
     # next resolution, as in Kafka.
-    assert h.cg().group_epoch == 2
-    assert (b.member_epoch, parts(b)) == (1, {(EU, 0), (EU, 1)})  # revokes orders-us first
-    assert h.hb(member_epoch=1, topic_partitions=owned(b)).member_epoch == 2
+    assert h.cg().group_epoch == 3
+    assert (b.member_epoch, parts(b)) == (2, {(EU, 0), (EU, 1)})  # revokes orders-us first
+    assert h.hb(member_epoch=2, topic_partitions=owned(b)).member_epoch == 3
     assert h.cg().resolved_regexes["^orders-.*"].topics == {"orders-eu", "orders-us"}
 
 
@@ -119,7 +144,12 @@ def test_shared_regex_counts_members_and_is_tombstoned_with_its_last_user() -> N
     a = h.hb(subscribed_topic_names=None, subscribed_topic_regex="^orders-.*")
     b = h.hb(member_id="m2", subscribed_topic_names=None, subscribed_topic_regex="^orders-.*")
     assert b.error == ErrorCode.NONE and h.cg().subscribed_regexes() == {"^orders-.*": 2}
-    assert len(regex_records(h)) == 1  # resolved within 10 s: the second join reuses it
+    h.advance(0)
+    assert len(regex_records(h)) == 1  # one resolution for both
+    h.clock.t += 5_000
+    h.hb(member_id="m2", member_epoch=b.member_epoch, topic_partitions=[])
+    h.advance(0)
+    assert len(regex_records(h)) == 1  # within 10 s: not resolved again
     # m1 moves to topic names: the regex stays, m2 still uses it.
     h.clock.t += 20_000
     h.hb(member_epoch=1, topic_partitions=owned(a), subscribed_topic_names=["t"],
@@ -133,13 +163,15 @@ def test_shared_regex_counts_members_and_is_tombstoned_with_its_last_user() -> N
 
 def test_changing_regex_tombstones_the_old_one_and_resolves_the_new() -> None:
     h = harness(**{"pay": (US, 1)})
-    a = h.hb(subscribed_topic_names=None, subscribed_topic_regex="^orders-.*")
+    a = join_regex(h)
     h.clock.t += 10_001
-    b = h.hb(member_epoch=1, topic_partitions=owned(a), subscribed_topic_regex="pay|t")
+    b = h.hb(member_epoch=2, topic_partitions=owned(a), subscribed_topic_regex="pay|t")
     assert b.error == ErrorCode.NONE
+    assert set(h.cg().resolved_regexes) == set()  # the old one tombstoned at once
+    h.advance(0)
     assert set(h.cg().resolved_regexes) == {"pay|t"}
     assert regex_records(h)[1:] == [("g", "^orders-.*", None), ("g", "pay|t", ["pay", "t"])]
-    assert h.cg().group_epoch == 2
+    assert h.cg().group_epoch == 4  # join, resolution, old regex gone, new one resolved
 
 
 def test_session_expiry_drops_the_regex_and_delete_tombstones_it() -> None:
@@ -160,7 +192,7 @@ def test_session_expiry_drops_the_regex_and_delete_tombstones_it() -> None:
 
 def test_group_tombstones_include_resolved_regexes() -> None:
     h = harness()
-    h.hb(subscribed_topic_names=None, subscribed_topic_regex="^orders-.*")
+    join_regex(h)
     keys = [k for k, _ in h.coord.consumer_group_tombstones(h.cg())]
     assert rec.regex_tombstone("g", "^orders-.*")[0] in keys
     assert keys[-1] == rec.group_epoch_tombstone("g")[0]  # the group epoch goes last
@@ -168,7 +200,7 @@ def test_group_tombstones_include_resolved_regexes() -> None:
 
 def test_replay_rebuilds_resolved_regexes_and_refreshes_after_load() -> None:
     h = harness()
-    a = h.hb(subscribed_topic_names=None, subscribed_topic_regex="^orders-.*")
+    a = join_regex(h)
     h.hb(member_id="m2", subscribed_topic_names=["t"])
     loaded = h.replay()
     cg = loaded.consumer_group("g")
@@ -183,5 +215,6 @@ def test_replay_rebuilds_resolved_regexes_and_refreshes_after_load() -> None:
     h.clock.t += 10_001
     r = h.hb(member_epoch=a.member_epoch, topic_partitions=owned(a))
     assert r.error == ErrorCode.NONE
+    h.advance(0)
     assert h.cg().resolved_regexes["^orders-.*"].topics == {"orders-eu", "orders-us"}
-    assert h.cg().group_epoch == 3
+    assert h.cg().group_epoch == 4
