@@ -42,13 +42,13 @@ def overrides(broker: Broker) -> dict[str, str]:
 @pytest.mark.parametrize("version", [0, 1])
 def test_set_and_delete_take_effect(broker: Broker, version: int) -> None:
     [r] = alter(broker, version, resource(
-        TOPIC, "t", ("segment.bytes", SET, "100000"), ("max.message.bytes", SET, "5000"),
+        TOPIC, "t", ("segment.bytes", SET, "2097152"), ("max.message.bytes", SET, "5000"),
         ("retention.ms", DELETE, None)))
     assert (r.error_code, r.error_message, r.resource_name) == (ErrorCode.NONE, None, "t")
-    assert overrides(broker) == {"segment.bytes": "100000", "max.message.bytes": "5000"}
+    assert overrides(broker) == {"segment.bytes": "2097152", "max.message.bytes": "5000"}
     for p in range(2):
         config = broker.partitions.log("t", p).config  # type: ignore[union-attr]
-        assert (config.segment_bytes, config.max_message_bytes) == (100000, 5000)
+        assert (config.segment_bytes, config.max_message_bytes) == (2097152, 5000)
         assert config.retention_ms == 7 * 24 * 3_600_000
 
 
