@@ -52,6 +52,23 @@ def test_set_and_delete_take_effect(broker: Broker, version: int) -> None:
         assert config.retention_ms == 7 * 24 * 3_600_000
 
 
+def test_segment_bytes_floor_is_kafka_4s(broker: Broker) -> None:
+    [r] = alter(broker, 1, resource(TOPIC, "t", ("segment.bytes", SET, "1048575")))
+    assert (r.error_code, r.error_message) == (
+        ErrorCode.INVALID_CONFIG,
+        "Invalid value 1048575 for configuration segment.bytes: Value must be at least 1048576")
+    assert "segment.bytes" not in overrides(broker)
+
+
+def test_unsupported_config_is_refused_naming_it(broker: Broker) -> None:
+    before = dict(overrides(broker))
+    [r] = alter(broker, 1, resource(TOPIC, "t", ("remote.storage.enable", SET, "true"),
+                                    ("retention.ms", SET, "5000")))
+    assert r.error_code == ErrorCode.INVALID_CONFIG
+    assert "remote.storage.enable: not supported by Odradek yet" in (r.error_message or "")
+    assert overrides(broker) == before  # nothing half applied
+
+
 def test_delete_of_absent_override_is_fine(broker: Broker) -> None:
     [r] = alter(broker, 1, resource(TOPIC, "t", ("segment.ms", DELETE, None)))
     assert r.error_code == ErrorCode.NONE
