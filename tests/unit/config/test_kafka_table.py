@@ -19,6 +19,7 @@ from odradek.config import (
     _kafka,
     decisions,
     describe_topic_config,
+    validate_topic_configs,
 )
 from odradek.config.broker import ODRADEK_DEFAULTS
 from odradek.config.types import ConfigEntry, Effect
@@ -102,3 +103,21 @@ def test_a_fresh_topic_describes_itself_as_on_kafka_4_4() -> None:
         if name in FORMAT_TOOL:
             continue
         assert mine[name] == kafka, name
+
+
+def test_the_docs_are_generated_from_the_table() -> None:
+    from tools import config_docs
+
+    text = config_docs.DOCS.read_text(encoding="utf-8")
+    assert config_docs.render(text) == text, "run python -m tools.config_docs"
+    for name in BROKER_CONFIGS:
+        assert f"| `{name}` |" in text, name
+
+
+@pytest.mark.parametrize("case", sorted(KAFKA["validators"]))
+def test_topic_validators_answer_as_kafka_4_4(case: str) -> None:
+    # Kafka's answers to a validate-only CreateTopics with each value (the probe's cases).
+    name, _, value = case.partition("=")
+    code, message = KAFKA["validators"][case]
+    reason = validate_topic_configs({name: value})
+    assert (("INVALID_CONFIG", reason) if reason else ("NONE", None)) == (code, message)
