@@ -48,15 +48,11 @@ PER_INSTALL = {
 
 # Differences by design, listed in docs/configuration.md: the one-node defaults Odradek really
 # uses (its DEFAULT_CONFIG synonym shows them where Kafka's shows 3, 2 or -1; node.id has a
-# default here), and min.insync.replicas, which Kafka 4.x's storage format writes as a
-# cluster-wide dynamic default (source DYNAMIC_DEFAULT_BROKER_CONFIG) while Odradek has no
-# dynamic broker configs yet.
+# default here).
 def documented() -> dict[str, str]:
     from odradek.config.broker import ODRADEK_DEFAULTS
 
-    out = {name: "one-node default" for name in ODRADEK_DEFAULTS}
-    out["min.insync.replicas"] = "Kafka's format tool sets it as a dynamic default"
-    return out
+    return {name: "one-node default" for name in ODRADEK_DEFAULTS}
 
 
 def err(code: int) -> str:

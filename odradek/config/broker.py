@@ -146,6 +146,24 @@ def _broker_table() -> dict[str, ConfigDef]:
 
 BROKER_CONFIGS: Mapping[str, ConfigDef] = _broker_table()
 
+class ReadOnlyConfigError(ConfigError):
+    """A dynamic change of a setting Kafka does not let AlterConfigs change (INVALID_REQUEST
+    on Kafka, where other bad values are INVALID_CONFIG)."""
+
+
+# The scopes of dynamic broker configs: this broker (BROKER resource "<node id>") and the
+# cluster-wide default (BROKER resource "").
+PER_BROKER = "broker"
+CLUSTER_DEFAULT = "default"
+
+
+def live(definition: ConfigDef) -> bool:
+    """Whether Odradek applies a change of this dynamic setting while it runs: the topic
+    defaults (every topic's log is reconfigured) and the settings with no effect here. The
+    others (listeners, connection limits, the cleaner's buffers, ...) are read at start-up, so
+    changing them dynamically is refused rather than stored without effect."""
+    return definition.topic_synonym is not None or definition.effect is Effect.NO_EFFECT
+
 # Every broker synonym named by a topic config must be a broker setting.
 assert all(s in BROKER_CONFIGS for s in TOPIC_CONFIG_OF), "topic synonym missing"
 
@@ -165,7 +183,8 @@ class BrokerConfig(TypedGetters):
     setting alike (DescribeConfigs, topic synonyms).
     """
 
-    __slots__ = ("_advertised", "_explicit", "_listeners", "_protocols", "_values", "unknown")
+    __slots__ = ("_advertised", "_dynamic", "_explicit", "_listeners", "_protocols", "_values",
+                 "unknown")
 
     def __init__(self, explicit: Mapping[str, str] | None = None) -> None:
         given = dict(explicit or {})
@@ -175,6 +194,8 @@ class BrokerConfig(TypedGetters):
         elif "broker.id" in given and "node.id" not in given:
             given["node.id"] = given["broker.id"]
         self._explicit: dict[str, str] = given
+        # Dynamic broker configs (AlterConfigs on BROKER "<id>" / ""): see `set_dynamic`.
+        self._dynamic: dict[str, dict[str, str]] = {PER_BROKER: {}, CLUSTER_DEFAULT: {}}
         self.unknown: dict[str, str] = {k: v for k, v in given.items() if k not in BROKER_CONFIGS}
         self._values: dict[str, ConfigValue] = {}
         for name, definition in BROKER_CONFIGS.items():
@@ -235,6 +256,66 @@ class BrokerConfig(TypedGetters):
             and self._values[name] != BROKER_CONFIGS[name].default
         ]
 
+    # -- dynamic broker configs -----------------------------------------------------------
+
+    def dynamic(self, scope: str) -> dict[str, str]:
+        """The dynamic configs of `scope` (PER_BROKER or CLUSTER_DEFAULT), as text."""
+        return dict(self._dynamic[scope])
+
+    def check_dynamic(self, scope: str, configs: Mapping[str, str]) -> None:
+        """Raise ConfigError (naming the setting) unless `configs` can be the whole set of
+        `scope`'s dynamic configs: each a setting Kafka lets AlterConfigs change, with a valid
+        value, and one whose change Odradek applies while it runs (see `LIVE`)."""
+        for name, text in configs.items():
+            definition = BROKER_CONFIGS.get(name)
+            if definition is None or definition.internal:
+                # Kafka keeps unknown broker keys as custom configs; nothing here would read
+                # one, so it is refused rather than stored and ignored.
+                raise ConfigError(f"Unknown broker config name: {name}", name)
+            if not definition.dynamic:
+                raise ReadOnlyConfigError(
+                    f"Cannot update these configs dynamically: Set({name})", name)
+            value = parse_value(definition, text)
+            if not definition.effect.supported and value != definition.default:
+                raise ConfigError(
+                    f"Invalid value {text} for configuration {name}: not supported by Odradek "
+                    f"yet ({definition.why})", name)
+            if not live(definition) and value != self._values[name]:
+                raise ConfigError(
+                    f"Invalid value {text} for configuration {name}: Odradek cannot change it "
+                    "while it runs yet; set it in server.properties and restart", name)
+
+    def set_dynamic(self, scope: str, configs: Mapping[str, str]) -> None:
+        """Replace `scope`'s dynamic configs (checked first: nothing half applied). Values
+        resolve as Kafka's: per-broker > cluster default > server.properties > default."""
+        self.check_dynamic(scope, configs)
+        changed = set(self._dynamic[scope]) | set(configs)
+        self._dynamic[scope] = dict(configs)
+        for name in changed:
+            self._values[name] = self._resolve(name)
+
+    def _resolve(self, name: str) -> ConfigValue:
+        definition = BROKER_CONFIGS[name]
+        for layer in (self._dynamic[PER_BROKER], self._dynamic[CLUSTER_DEFAULT], self._explicit):
+            if name in layer:
+                return parse_value(definition, layer[name])
+        return definition.default
+
+    def layers(self, name: str) -> list[tuple[str | None, ConfigSource]]:
+        """The values given for `name`, highest precedence first, with their sources (Kafka's
+        DescribeConfigs synonyms of a broker setting), the default last when it is not null."""
+        definition = BROKER_CONFIGS[name]
+        out: list[tuple[str | None, ConfigSource]] = []
+        for layer, source in ((self._dynamic[PER_BROKER], ConfigSource.DYNAMIC_BROKER_CONFIG),
+                              (self._dynamic[CLUSTER_DEFAULT],
+                               ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                              (self._explicit, ConfigSource.STATIC_BROKER_CONFIG)):
+            if name in layer:
+                out.append((format_value(parse_value(definition, layer[name])), source))
+        if definition.default is not None:
+            out.append((format_value(definition.default), ConfigSource.DEFAULT_CONFIG))
+        return out
+
     # -- generic access ------------------------------------------------------------------
 
     def _declared(self, name: str) -> tuple[ConfigType, ConfigValue]:
@@ -246,14 +327,18 @@ class BrokerConfig(TypedGetters):
         return self._values[name]
 
     def is_set(self, name: str) -> bool:
-        return name in self._explicit
+        """Given anywhere: server.properties (or environment, overrides) or dynamically."""
+        return (name in self._explicit or name in self._dynamic[PER_BROKER]
+                or name in self._dynamic[CLUSTER_DEFAULT])
 
     def source(self, name: str) -> ConfigSource:
-        return (
-            ConfigSource.STATIC_BROKER_CONFIG
-            if name in self._explicit
-            else (ConfigSource.DEFAULT_CONFIG)
-        )
+        if name in self._dynamic[PER_BROKER]:
+            return ConfigSource.DYNAMIC_BROKER_CONFIG
+        if name in self._dynamic[CLUSTER_DEFAULT]:
+            return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        if name in self._explicit:
+            return ConfigSource.STATIC_BROKER_CONFIG
+        return ConfigSource.DEFAULT_CONFIG
 
     # -- derived values ------------------------------------------------------------------
 
@@ -329,15 +414,10 @@ class BrokerConfig(TypedGetters):
                 continue
             value = None if definition.sensitive else format_value(self._values[name])
             source = self.source(name)
-            synonyms: list[ConfigSynonym] = []
-            if source is ConfigSource.STATIC_BROKER_CONFIG:
-                synonyms.append(ConfigSynonym(name, value, source))
-            if definition.default is not None:
-                synonyms.append(
-                    ConfigSynonym(
-                        name, format_value(definition.default), ConfigSource.DEFAULT_CONFIG
-                    )
-                )
+            synonyms = [
+                ConfigSynonym(name, None if definition.sensitive else text, level)
+                for text, level in self.layers(name)
+            ]
             entries.append(
                 ConfigEntry(
                     name=name,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from odradek.config import _kafka, decisions
-from odradek.config.broker import BROKER_CONFIGS, BrokerConfig
+from odradek.config.broker import BrokerConfig
 from odradek.config.synonyms import TOPIC_SYNONYMS, BrokerSynonym
 from odradek.config.types import (
     ConfigEntry,
@@ -272,7 +272,7 @@ def _broker_default_for(
             if synonym.scale != 1:
                 value = broker.get_int(synonym.name)
                 value = value * synonym.scale if value >= 0 else -1
-            return value, ConfigSource.STATIC_BROKER_CONFIG, synonym
+            return value, broker.source(synonym.name), synonym
     return definition.default, ConfigSource.DEFAULT_CONFIG, None
 
 
@@ -299,9 +299,9 @@ def describe_topic_config(
 ) -> list[ConfigEntry]:
     """DescribeConfigs rows for a TOPIC resource, one per topic config, sorted by name.
 
-    Synonyms, as Kafka lists them: the topic override (source 1), each broker synonym that is
-    set (source 4, in its own unit), then the default (source 5, under the broker name that
-    carries it when there is one)."""
+    Synonyms, as Kafka 4.4 lists them: the topic override (source 1), then the main broker
+    synonym's values: per-broker (2), cluster default (3), server.properties (4) and its
+    default (5) when not null."""
     resolved = resolve_topic_config(overrides, broker)
     entries: list[ConfigEntry] = []
     for name in sorted(TOPIC_CONFIGS):
@@ -313,18 +313,13 @@ def describe_topic_config(
         if include_synonyms:
             if name in overrides:
                 synonyms.append(ConfigSynonym(name, value, ConfigSource.DYNAMIC_TOPIC_CONFIG))
-            # Kafka lists only the first (main) broker synonym: its value if set, then its
-            # default if it has one (so retention.ms, whose log.retention.ms defaults to null,
-            # lists none unless it is set).
+            # Kafka lists only the first (main) broker synonym: its dynamic and static values
+            # if set, then its default if it has one (so retention.ms, whose log.retention.ms
+            # defaults to null, lists none unless it is set).
             if definition.broker_synonyms:
                 main = definition.broker_synonyms[0].name
-                if broker.is_set(main) and broker.get(main) is not None:
-                    synonyms.append(ConfigSynonym(main, format_value(broker.get(main)),
-                                                  ConfigSource.STATIC_BROKER_CONFIG))
-                main_default = BROKER_CONFIGS[main].default
-                if main_default is not None:
-                    synonyms.append(ConfigSynonym(main, format_value(main_default),
-                                                  ConfigSource.DEFAULT_CONFIG))
+                synonyms.extend(ConfigSynonym(main, text, level)
+                                for text, level in broker.layers(main))
         entries.append(
             ConfigEntry(
                 name=name,

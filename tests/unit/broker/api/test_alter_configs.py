@@ -94,7 +94,8 @@ def test_broker_resource(broker: Broker) -> None:
     cases = [
         (resource(BROKER, node, {}), ErrorCode.NONE),
         (resource(BROKER, "", {"num.partitions": "3"}), ErrorCode.INVALID_REQUEST),
-        (resource(BROKER, node, {"log.retention.ms": "100"}), ErrorCode.INVALID_REQUEST),
+        (resource(BROKER, node, {"log.retention.ms": "100"}), ErrorCode.NONE),  # dynamic
+        (resource(BROKER, node, {"log.segment.bytes": "5"}), ErrorCode.INVALID_CONFIG),
         (resource(BROKER, "42", {}), ErrorCode.INVALID_REQUEST),
         (resource(BROKER_LOGGER, node, {}), ErrorCode.INVALID_REQUEST),
     ]

@@ -129,7 +129,8 @@ def test_broker_and_logger_resources(broker: Broker) -> None:
     node = str(broker.node_id)
     cases = [
         (resource(BROKER, node, ("log.retention.ms", DELETE, None)), ErrorCode.NONE),
-        (resource(BROKER, "", ("log.retention.ms", SET, "5")), ErrorCode.INVALID_REQUEST),
+        (resource(BROKER, "", ("log.retention.ms", SET, "5")), ErrorCode.NONE),  # dynamic
+        (resource(BROKER, "", ("log.segment.bytes", SET, "5")), ErrorCode.INVALID_CONFIG),
         (resource(BROKER, node, ("node.id", SET, "3")), ErrorCode.INVALID_REQUEST),
         (resource(BROKER, "7", ("log.retention.ms", DELETE, None)), ErrorCode.INVALID_REQUEST),
         (resource(BROKER_LOGGER, node, ("root", SET, "DEBUG")), ErrorCode.INVALID_REQUEST),
