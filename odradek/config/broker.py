@@ -239,11 +239,10 @@ class BrokerConfig(TypedGetters):
             if definition is None or definition.effect is not Effect.NOT_SUPPORTED_STOP:
                 continue
             if self._values[name] != definition.default:
+                default = format_value(definition.default)
+                hint = "remove it" if default is None else f"remove it or set its default ({default})"
                 raise ConfigError(
-                    f"not supported by Odradek yet ({definition.why}); remove it or set its "
-                    f"default ({format_value(definition.default)})",
-                    name,
-                )
+                    f"not supported by Odradek yet ({definition.why}); {hint}", name)
 
     def unsupported_settings(self) -> list[str]:
         """The settings given at a value other than their default that Odradek does not
