@@ -59,6 +59,9 @@ def _logger(name: str) -> Any:
     return lambda event, **kw: bound.info(event, **kw)
 
 
+SEGMENT_BYTES_FLOOR = 1_048_576  # segment.bytes' minimum since Kafka 4.0 (KIP-1030)
+
+
 class _ClusterTopics:
     """The topic metadata consumer groups read (TopicsView), from the cluster."""
 
@@ -144,10 +147,15 @@ class Broker:
         existing = self.cluster.get(name)
         partitions = (existing.partitions if existing
                       else self.config.get_int(partitions_setting))
+        segment_bytes = self.config.get_int(segment_setting)
+        # offsets.topic.segment.bytes & co. may be below segment.bytes' 1 MiB floor (Kafka 4):
+        # such a size goes through Kafka's internal topic config, which has none.
+        segment_key = "segment.bytes" if segment_bytes >= SEGMENT_BYTES_FLOOR else \
+            "internal.segment.bytes"
         return InternalTopic(name, partitions, {
             "cleanup.policy": "compact",
             "compression.type": compression,
-            "segment.bytes": str(self.config.get_int(segment_setting)),
+            segment_key: str(segment_bytes),
         })
 
     def _group_runtime(self) -> GroupRuntime:
