@@ -31,6 +31,10 @@ from odradek.wire._generated.describe_configs import (
 )
 from odradek.wire._generated.error_codes import ErrorCode
 from odradek.wire._generated.header import RequestHeader, ResponseHeader
+from odradek.wire._generated.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from odradek.wire.headers import request_header_version, response_header_version
 
 TOPIC = "probe-configs"
@@ -177,6 +181,26 @@ KRAFT_FILE = {
 }
 
 
+def bad_broker_values() -> dict[str, str]:
+    """For each dynamic broker setting with a range or choice validator in Kafka 4.4's table, a
+    value just outside it (probed with a validate-only IncrementalAlterConfigs on the
+    cluster-wide default resource, so nothing changes on either broker)."""
+    from odradek.config import _kafka, decisions
+
+    out: dict[str, str] = {}
+    for name, _type, internal, _default, spec in _kafka.BROKER:
+        if internal or name not in decisions.DYNAMIC_BROKER or spec is None:
+            continue
+        if spec[0] == "range" and spec[1] is not None:
+            out[name] = str(spec[1] - 1)
+        elif spec[0] == "range" and spec[2] is not None:
+            out[name] = str(spec[2] + 1)
+        elif spec[0] in ("choice", "each"):
+            out[name] = "bogus"
+    out["num.partitions"] = "2"  # read-only: INVALID_REQUEST
+    return out
+
+
 def probe(target: str, workdir: Path) -> dict[str, Any]:
     from compat_tests.brokers import make_broker
 
@@ -200,6 +224,17 @@ def probe(target: str, workdir: Path) -> dict[str, Any]:
                 r = c.create(TOPIC + "-bad", {name: value}, validate_only=True)
                 bad[f"{name}={value}"] = [err(r.error_code), r.error_message]
         out["validators"] = bad
+        broker_bad: dict[str, Any] = {}
+        for name, value in bad_broker_values().items():
+            req = IncrementalAlterConfigsRequest(resources=[
+                IncrementalAlterConfigsRequest.AlterConfigsResource(
+                    resource_type=BROKER, resource_name="",
+                    configs=[IncrementalAlterConfigsRequest.AlterableConfig(
+                        name=name, config_operation=0, value=value)])], validate_only=True)
+            [r] = c.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, req,
+                         IncrementalAlterConfigsResponse).responses
+            broker_bad[f"{name}={value}"] = [err(r.error_code), r.error_message]
+        out["broker_validators"] = broker_bad
         return out
     finally:
         broker.stop()
@@ -230,10 +265,12 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, st
     for key in ("validate_only_topic_id_set",):
         if a[key] != b[key]:
             out.append(("create_topics", key, str(a[key]), str(b[key])))
-    for case in sorted(set(a["validators"]) | set(b["validators"])):
-        va, vb = a["validators"].get(case), b["validators"].get(case)
-        if va != vb:
-            out.append(("validators", case, json.dumps(va), json.dumps(vb)))
+    for section in ("validators", "broker_validators"):
+        sa, sb = a.get(section, {}), b.get(section, {})
+        for case in sorted(set(sa) | set(sb)):
+            va, vb = sa.get(case), sb.get(case)
+            if va != vb:
+                out.append((section, case, json.dumps(va), json.dumps(vb)))
     return out
 
 

@@ -43,7 +43,7 @@ from odradek.config import (
     resolve_topic_config,
     validate_topic_configs,
 )
-from odradek.config.broker import CLUSTER_DEFAULT, PER_BROKER, ReadOnlyConfigError
+from odradek.config.broker import CLUSTER_DEFAULT, PER_BROKER, BrokerConfigRequestError
 from odradek.wire import ErrorCode
 
 LEADER_EPOCH = 0
@@ -249,7 +249,7 @@ class Cluster:
         whole, stored, then in effect on every topic's logs at once."""
         try:
             self.config.check_dynamic(scope, configs)
-        except ReadOnlyConfigError as exc:
+        except BrokerConfigRequestError as exc:
             raise ClusterError(ErrorCode.INVALID_REQUEST, exc.reason) from None
         except ConfigError as exc:
             raise ClusterError(ErrorCode.INVALID_CONFIG, exc.reason) from None

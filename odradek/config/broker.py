@@ -146,9 +146,10 @@ def _broker_table() -> dict[str, ConfigDef]:
 
 BROKER_CONFIGS: Mapping[str, ConfigDef] = _broker_table()
 
-class ReadOnlyConfigError(ConfigError):
-    """A dynamic change of a setting Kafka does not let AlterConfigs change (INVALID_REQUEST
-    on Kafka, where other bad values are INVALID_CONFIG)."""
+class BrokerConfigRequestError(ConfigError):
+    """A dynamic broker config change Kafka answers with INVALID_REQUEST: a setting it does not
+    let AlterConfigs change, or a value its validator refuses (Odradek's own refusals, of
+    settings not supported or not applied live yet, are INVALID_CONFIG)."""
 
 
 # The scopes of dynamic broker configs: this broker (BROKER resource "<node id>") and the
@@ -272,9 +273,12 @@ class BrokerConfig(TypedGetters):
                 # one, so it is refused rather than stored and ignored.
                 raise ConfigError(f"Unknown broker config name: {name}", name)
             if not definition.dynamic:
-                raise ReadOnlyConfigError(
-                    f"Cannot update these configs dynamically: Set({name})", name)
-            value = parse_value(definition, text)
+                raise BrokerConfigRequestError(
+                    f"Cannot update these configs dynamically: [{name}]", name)
+            try:
+                value = parse_value(definition, text)
+            except ConfigError as exc:
+                raise BrokerConfigRequestError(exc.reason, name) from None
             if not definition.effect.supported and value != definition.default:
                 raise ConfigError(
                     f"Invalid value {text} for configuration {name}: not supported by Odradek "

@@ -297,7 +297,10 @@ def parse_value(definition: SettingDef, text: str) -> ConfigValue:
             shown, why = reason
             raise ConfigError(_invalid(definition, shown, why), definition.name)
         if reason is not None:
-            raise ConfigError(_invalid(definition, text, reason), definition.name)
+            # Kafka's message shows the parsed value (`-1.0` for a DOUBLE given as `-1`).
+            parsed = format_value(value)
+            raise ConfigError(_invalid(definition, text if parsed is None else parsed, reason),
+                              definition.name)
     return value
 
 

@@ -76,9 +76,10 @@ def check_broker_name(ctx: RequestContext, name: str) -> None:
 def alter_broker_configs(ctx: RequestContext, name: str, configs: Mapping[str, str],
                          validate_only: bool) -> None:
     """Replace the dynamic configs of a BROKER resource: this node's ("<id>") or the
-    cluster-wide defaults (""), checked whole (INVALID_REQUEST for a setting Kafka cannot
-    change at run time, INVALID_CONFIG for a bad value or one Odradek does not support or
-    cannot apply while it runs yet); stored, and in effect on the topics' logs at once."""
+    cluster-wide defaults (""), checked whole (as Kafka 4.4: INVALID_REQUEST for a setting it
+    cannot change at run time or a value its validator refuses; INVALID_CONFIG for a setting
+    Odradek does not support or cannot apply while it runs yet, or an unknown name); stored,
+    and in effect on the topics' logs at once."""
     scope = CLUSTER_DEFAULT if not name else PER_BROKER
     try:
         ctx.cluster.set_broker_configs(scope, configs, validate_only=validate_only)

@@ -121,3 +121,18 @@ def test_topic_validators_answer_as_kafka_4_4(case: str) -> None:
     code, message = KAFKA["validators"][case]
     reason = validate_topic_configs({name: value})
     assert (("INVALID_CONFIG", reason) if reason else ("NONE", None)) == (code, message)
+
+
+@pytest.mark.parametrize("case", sorted(KAFKA["broker_validators"]))
+def test_broker_validators_answer_as_kafka_4_4(case: str) -> None:
+    # Kafka's answers to a validate-only IncrementalAlterConfigs on the cluster default.
+    from odradek.config.broker import CLUSTER_DEFAULT, BrokerConfigRequestError
+
+    name, _, value = case.partition("=")
+    code, message = KAFKA["broker_validators"][case]
+    try:
+        BrokerConfig().check_dynamic(CLUSTER_DEFAULT, {name: value})
+    except BrokerConfigRequestError as exc:
+        assert ("INVALID_REQUEST", exc.reason) == (code, message)
+    else:
+        pytest.fail(f"{case} accepted; Kafka: {code} {message}")

@@ -130,7 +130,7 @@ def test_broker_and_logger_resources(broker: Broker) -> None:
     cases = [
         (resource(BROKER, node, ("log.retention.ms", DELETE, None)), ErrorCode.NONE),
         (resource(BROKER, "", ("log.retention.ms", SET, "5")), ErrorCode.NONE),  # dynamic
-        (resource(BROKER, "", ("log.segment.bytes", SET, "5")), ErrorCode.INVALID_CONFIG),
+        (resource(BROKER, "", ("log.segment.bytes", SET, "5")), ErrorCode.INVALID_REQUEST),
         (resource(BROKER, node, ("node.id", SET, "3")), ErrorCode.INVALID_REQUEST),
         (resource(BROKER, "7", ("log.retention.ms", DELETE, None)), ErrorCode.INVALID_REQUEST),
         (resource(BROKER_LOGGER, node, ("root", SET, "DEBUG")), ErrorCode.INVALID_REQUEST),
@@ -139,4 +139,4 @@ def test_broker_and_logger_resources(broker: Broker) -> None:
         [r] = alter(broker, 1, res)
         assert r.error_code == code, (res.resource_name, r.error_message)
         if res.configs[0].name == "node.id":
-            assert r.error_message == "Cannot update these configs dynamically: Set(node.id)"
+            assert r.error_message == "Cannot update these configs dynamically: [node.id]"
