@@ -36,6 +36,8 @@ COMMON_OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",
     "group.consumer.heartbeat.interval.ms": "1000",
     "group.consumer.min.heartbeat.interval.ms": "1000",
+    # txn-copier leaves a transaction to time out: look for timed-out ones every second (10 s).
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
 }
 
 

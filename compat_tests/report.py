@@ -14,6 +14,7 @@ from typing import Any
 from compat_tests.drivers import DRIVERS
 from compat_tests.scenarios import (
     ALL_SCENARIOS,
+    APP_SCENARIOS,
     CLI_SCENARIOS,
     CONSUMER_PROTOCOL_SCENARIOS,
     FETCH_SESSION_SCENARIOS,
@@ -121,6 +122,9 @@ def render() -> str:
     lines += [f"- **{name}**: {text}" for name, text in FETCH_SESSION_SCENARIOS.items()]
     lines += ["", "Kafka's command-line tools (Java driver, 4.4 tools, run by main class):", ""]
     lines += [f"- **{name}**: {text}" for name, text in CLI_SCENARIOS.items()]
+    lines += ["", "Kafka's own applications (Java driver: Kafka Streams of the clients' version; the "
+              "copier from the 4.4 tools):", ""]
+    lines += [f"- **{name}**: {text}" for name, text in APP_SCENARIOS.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -95,5 +95,35 @@ FETCH_SESSION_SCENARIOS: dict[str, str] = {
     ),
 }
 
-ALL_SCENARIOS: dict[str, str] = {**SCENARIOS, **CONSUMER_PROTOCOL_SCENARIOS,
-                                 **FETCH_SESSION_SCENARIOS, **CLI_SCENARIOS}
+# Kafka's own applications on the Java clients: Kafka Streams (the kafka-streams jar of the
+# driver's clients version) and the tools' transactional copier (4.4 tools).
+APP_SCENARIOS: dict[str, str] = {
+    "streams-eos": (
+        "Kafka Streams, processing.guarantee=exactly_once_v2, record cache off: 600 records "
+        "(keys r0..r599, 12 distinct word values) on a 3-partition input, counted by value "
+        "(groupBy: a repartition topic; count: a changelog): per word the read_committed output "
+        "is exactly 1, 2, ..., n and both internal topics exist; (restart) the app closes, its "
+        "local state is wiped, 300 more records come and a new instance of the same "
+        "application.id restores the counts from the changelog and resumes at the committed "
+        "offsets: per word exactly 1..n+m; (crash) 3000 more records, the app in a child JVM "
+        "on the same state dir is killed (SIGKILL) mid-stream with a transaction open, a new "
+        "instance fences it and finishes: per word exactly 1..n+m+k (no repeat, no gap), the "
+        "group's offsets at the input's end, the repartition topic purged (DeleteRecords)"
+    ),
+    "txn-copier": (
+        "TransactionalMessageCopier (kafka-tools) with --enable-random-aborts, 50 records per "
+        "transaction: in group mode with --use-group-metadata, 2 x 400 records copied, then "
+        "2 x 100 more by a second run of the same group and transactional id; in assign mode "
+        "(offsets sent by group id) over 4500 records of partition 0, a first copier with a 3 s "
+        "transaction timeout killed (SIGKILL) with a transaction open, then a second one under "
+        "another transactional id in the same group (its position waits for pending offsets the "
+        "dead one sent; the output completes once the coordinator aborts its transaction). "
+        "read_committed, each output partition holds exactly its input partition's values in "
+        "order, and each group's committed offsets are at the input's end"
+    ),
+}
+
+ALL_SCENARIOS: dict[str, str] = {
+    **SCENARIOS, **CONSUMER_PROTOCOL_SCENARIOS, **FETCH_SESSION_SCENARIOS, **CLI_SCENARIOS,
+    **APP_SCENARIOS,
+}

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from compat_tests.drivers import DRIVERS
+from compat_tests.drivers import DRIVERS, SLOW_ROWS
 
 # (client, scenario) -> why the client cannot run it. The driver reports NOT_SUPPORTED.
 NOT_SUPPORTED: dict[tuple[str, str], str] = {
@@ -21,7 +21,9 @@ NOT_SUPPORTED: dict[tuple[str, str], str] = {
     ("kafkajs", "compression-zstd"): "kafkajs has no zstd codec; its plugin needs a native build",
 }
 
-_ALL = [(c, s) for c, d in DRIVERS.items() for s in d.all_scenarios()]
+# The rows of drivers.SLOW_ROWS only with ODRADEK_COMPAT_SLOW=1 (else compat_tests/slow.sh runs them).
+_SLOW = os.environ.get("ODRADEK_COMPAT_SLOW") == "1"
+_ALL = [(c, s) for c, d in DRIVERS.items() for s in d.all_scenarios() if _SLOW or (c, s) not in SLOW_ROWS]
 
 # (client, scenario) -> why the row fails on Odradek today (the broker lacks something). Empty:
 # every row passed on 2026-11-29. Add an entry with the reason when a row is expected to fail

@@ -7,6 +7,11 @@ transaction.version=1, where the client must take the classic path; and for both
 `__transaction_state` records the run left are read back to prove which path it took: the
 ClientTransactionVersion each transaction recorded and whether its epoch moved with each
 commit or abort.
+
+Kafka's own transactional applications run here too: TransactionalMessageCopier (txn-copier,
+with random aborts) at both levels, Kafka Streams with exactly_once_v2 (streams-eos, about
+30 s) at level 1 (the matrix runs java-4.4's at the default level 2; compat_tests/slow.sh runs
+it at both levels on every Java client).
 """
 
 from __future__ import annotations
@@ -22,13 +27,14 @@ from odradek.coordinator.txn.log_format import decode_key, decode_value
 from odradek.wire.records import iter_batches
 
 REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = ("transactions", "consume-transform-produce", "fencing")
+SCENARIOS = ("transactions", "consume-transform-produce", "fencing", "txn-copier")
+LEVEL_SCENARIOS = {2: SCENARIOS, 1: (*SCENARIOS, "streams-eos")}
 
 
 def _run(tmp: Path, level: int) -> tuple[list[dict[str, str]], Path]:
     result, log = tmp / "rows.json", tmp / "runner.log"
     argv = [sys.executable, "-m", "compat_tests.run", "--target", "odradek", "--no-doc",
-            "--clients", "java-4.4", "--scenarios", ",".join(SCENARIOS), "--jobs", "1",
+            "--clients", "java-4.4", "--scenarios", ",".join(LEVEL_SCENARIOS[level]), "--jobs", "1",
             "--transaction-version", str(level), "--json", str(result)]
     with log.open("w") as f:
         proc = subprocess.run(argv, cwd=REPO, stdout=f, stderr=subprocess.STDOUT, timeout=900)
@@ -61,8 +67,15 @@ def _states(work: Path) -> dict[str, list[tuple[str, int, int]]]:
 def test_java_44_transactions_under_each_transaction_version(tmp_path: Path, level: int) -> None:
     rows, work = _run(tmp_path, level)
     got = {r["scenario"]: (r["status"], r["reason"]) for r in rows}
-    assert got == {s: ("PASS", got[s][1]) for s in SCENARIOS}, got
+    assert got == {s: ("PASS", got[s][1]) for s in LEVEL_SCENARIOS[level]}, got
     states = _states(work)
+    _check_copier(states, level)
+    if level == 1:
+        # exactly_once_v2: one transactional id per process id (kept in the state dir, so the
+        # same across the restarts); every transaction on the classic path
+        streams = [s for tid, s in states.items() if "streams-eos" in tid]
+        assert streams, states.keys()
+        assert {tv for s in streams for _, _, tv in s} == {0}, streams
     cycles = [s for tid, s in states.items() if "consume-transform-produce" in tid]
     assert len(cycles) == 1, states.keys()
     records = cycles[0]
@@ -78,3 +91,26 @@ def test_java_44_transactions_under_each_transaction_version(tmp_path: Path, lev
     else:
         assert {tv for _, _, tv in records} == {0}, records
         assert len({e for e, _ in ends}) == 1, records  # the classic protocol keeps the epoch
+
+
+def _check_copier(states: dict[str, list[tuple[str, int, int]]], level: int) -> None:
+    """TransactionalMessageCopier's transactional ids (group mode, run twice; assign mode, one
+    killed and aborted for its timeout, then one under a new id): many transactions, some
+    aborted (--enable-random-aborts); under level 2 every one took the v2 path and bumped the
+    epoch (the timeout abort too), under level 1 the epoch moved only with InitProducerId and the
+    coordinator's timeout abort."""
+    copiers = {tid: s for tid, s in states.items() if "txn-copier" in tid}
+    assert len(copiers) == 3, states.keys()
+    assert any(state == "CompleteAbort" for s in copiers.values() for state, _, _ in s), copiers
+    all_ends = 0
+    for tid, records in copiers.items():
+        ends = [epoch for state, epoch, _ in records if state in ("CompleteCommit", "CompleteAbort")]
+        assert ends, (tid, records)
+        all_ends += len(ends)
+        if level == 2:
+            assert {tv for state, _, tv in records if state != "Empty"} == {2}, (tid, records)
+            assert ends == sorted(set(ends)), (tid, records)  # strictly growing
+        else:
+            assert {tv for _, _, tv in records} == {0}, (tid, records)
+            assert len(set(ends)) <= 2, (tid, records)  # one epoch per run (+1 for a timeout abort)
+    assert all_ends >= 20, copiers

@@ -185,6 +185,9 @@ class Group:
         self.new_member_added = False
         self.initial_join = False
         self.initial_remaining_ms = 0
+        # The initial join phase does not end before this: JOIN_SETTLE_MS after the latest
+        # arrival (a new member or a handed-out id), so members started together meet.
+        self.settle_until_ms = 0
         self.offsets: dict[TopicPartition, CommittedOffset] = {}
         self.pending_offset_commits: dict[TopicPartition, OffsetAndMetadata] = {}
         self.pending_txn_offsets: dict[int, dict[TopicPartition, CommittedOffset]] = {}

@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
@@ -26,6 +27,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 
@@ -934,6 +936,181 @@ public final class Driver {
         return "";
     }
 
+    // ------------------------------------------------------------------ Kafka's own applications
+
+    String streamsEos() throws Exception {
+        try {
+            Class.forName("org.apache.kafka.streams.KafkaStreams", false, Driver.class.getClassLoader());
+        } catch (ClassNotFoundException e) {
+            throw new NotSupported("no kafka-streams on the classpath");
+        }
+        return StreamsEos.run(this);
+    }
+
+    static final String COPIER = "org.apache.kafka.tools.TransactionalMessageCopier";
+
+    List<String> copierArgs(String input, String output, String group, String txnId, boolean groupMode, int partition, int txnTimeoutMs) {
+        List<String> args = new ArrayList<>(List.of("--broker-list", bootstrap, "--input-topic", input,
+            "--input-partition", String.valueOf(partition), "--output-topic", output, "--consumer-group", group,
+            "--transactional-id", txnId, "--transaction-size", "50", "--max-messages", "-1",
+            "--transaction-timeout", String.valueOf(txnTimeoutMs), "--enable-random-aborts"));
+        if (groupMode) args.addAll(List.of("--group-mode", "--use-group-metadata"));
+        return args;
+    }
+
+    /** One TransactionalMessageCopier run to the input's end offsets; its exit status must be 0. */
+    Proc copier(String input, String output, String group, String txnId, boolean groupMode, int partition) throws Exception {
+        Proc r = okTool(COPIER, null, copierArgs(input, output, group, txnId, groupMode, partition, 30000).toArray(new String[0]));
+        // The last status line: "stage":"ShutdownComplete" in 4.4 ("shutdown_complete" before).
+        String last = r.out.lines().filter(l -> l.contains("ShutdownComplete") || l.contains("shutdown_complete"))
+            .reduce((x, y) -> y).orElse("");
+        check(last.contains("\"remaining\":0"), "TransactionalMessageCopier did not shut down with 0 remaining: " + tail(r.out));
+        return r;
+    }
+
+    /** The values of each partition, read_committed, up to the end offsets. */
+    Map<Integer, List<String>> readToEnd(String topic, int partitions) {
+        Map<Integer, List<String>> out = new TreeMap<>();
+        try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+            List<TopicPartition> tps = new ArrayList<>();
+            for (int i = 0; i < partitions; i++) { tps.add(new TopicPartition(topic, i)); out.put(i, new ArrayList<>()); }
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            Map<TopicPartition, Long> end = c.endOffsets(tps);
+            waitFor(() -> tps.stream().allMatch(tp -> c.position(tp) >= end.get(tp)), "the end offsets of " + topic,
+                () -> c.poll(Duration.ofMillis(200)).forEach(r -> out.get(r.partition()).add(s(r.value()))));
+        }
+        return out;
+    }
+
+    void checkCommitted(String group, String topic, Map<Integer, Integer> want) throws Exception {
+        try (Admin a = admin()) {
+            Map<TopicPartition, OffsetAndMetadata> got = a.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata()
+                .get(remainingMs(), TimeUnit.MILLISECONDS);
+            for (Map.Entry<Integer, Integer> e : want.entrySet()) {
+                OffsetAndMetadata om = got.get(new TopicPartition(topic, e.getKey()));
+                check(om != null && om.offset() == e.getValue(), "group " + group + " committed " + (om == null ? "nothing" : om.offset())
+                    + " on " + topic + "-" + e.getKey() + ", the input ends at " + e.getValue());
+            }
+        }
+    }
+
+    String txnCopier() throws Exception {
+        String in = topic("in"), outGroup = topic("out"), outAssign = topic("out-assign");
+        createTopic(in, 2);
+        createTopic(outGroup, 2);
+        createTopic(outAssign, 2);
+        Map<Integer, List<String>> input = new TreeMap<>(Map.of(0, new ArrayList<>(), 1, new ArrayList<>()));
+        // Input: 400 records per partition, then (after the first copy) 100 more.
+        java.util.function.BiConsumer<Integer, Integer> produce = (from, to) -> {
+            List<ProducerRecord<byte[], byte[]>> recs = new ArrayList<>();
+            for (int p = 0; p < 2; p++)
+                for (int i = from; i < to; i++) {
+                    String v = String.format("v%d-%04d", p, i);
+                    recs.add(new ProducerRecord<>(in, p, b("k" + p + "-" + i), b(v)));
+                    input.get(p).add(v);
+                }
+            try { produceAndClose(Map.of(), recs); } catch (Exception e) { throw new RuntimeException(e); }
+        };
+        produce.accept(0, 400);
+        // Group mode with the group-metadata API (KIP-447), random aborts, run twice: the second
+        // run resumes at the committed offsets and copies only the new records.
+        String g = group(), tx = txnId();
+        copier(in, outGroup, g, tx, true, 0);
+        produce.accept(400, 500);
+        copier(in, outGroup, g, tx, true, 0);
+        Map<Integer, List<String>> got = readToEnd(outGroup, 2);
+        for (int p = 0; p < 2; p++) {
+            List<String> o = got.get(p), want = input.get(p);
+            check(o.equals(want), "group mode: output partition " + p + " has " + o.size() + " records"
+                + (o.size() == want.size() ? " differing from the input" : ", the input " + want.size())
+                + (o.isEmpty() ? "" : " (first " + o.get(0) + ", last " + o.get(o.size() - 1) + ")"));
+        }
+        checkCommitted(g, in, Map.of(0, 500, 1, 500));
+        // Assign mode (one partition, offsets sent by group id: the pre-KIP-447 API) over 4000
+        // more records of partition 0: a first copier with a 3 s transaction timeout is killed
+        // (SIGKILL) with a transaction open; a second one with another transactional id can read
+        // the group's offsets (OffsetFetch, require_stable) only once the coordinator has
+        // aborted the dead one's transaction for its timeout, and then copies the rest.
+        List<ProducerRecord<byte[], byte[]>> more = new ArrayList<>();
+        for (int i = 500; i < 4500; i++) {
+            String v = String.format("v0-%04d", i);
+            more.add(new ProducerRecord<>(in, 0, b("k0-" + i), b(v)));
+            input.get(0).add(v);
+        }
+        produceAndClose(Map.of(), more);
+        String g2 = group();
+        String openAtKill;
+        TopicPartition outA0 = new TopicPartition(outAssign, 0);
+        try (KafkaConsumer<byte[], byte[]> uncommitted = consumer(Map.of());
+             KafkaConsumer<byte[], byte[]> committed = consumer(Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+            List<String> cmd = new ArrayList<>(List.of("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath, COPIER));
+            cmd.addAll(copierArgs(in, outAssign, g2, txnId(), false, 0, 3000));
+            Path log = Files.createTempFile("odradek-copier-", ".out");
+            Process first = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            long[] seen = {0, 0, 0};
+            boolean[] killedAlive = {false};
+            try {
+                waitFor(() -> {
+                    if (!first.isAlive()) {
+                        if (first.exitValue() == 0) return true;  // it copied everything before it could be killed
+                        String out = "";
+                        try { out = tail(Files.readString(log)); } catch (IOException e) { /* gone */ }
+                        throw new ScenarioFailed("the first assign-mode copier exited " + first.exitValue() + " before it was killed (looked "
+                            + seen[2] + " times, last high watermark " + seen[0] + ", last stable offset " + seen[1] + "): " + out);
+                    }
+                    long hw = uncommitted.endOffsets(List.of(outA0)).get(outA0);
+                    long lso = committed.endOffsets(List.of(outA0)).get(outA0);
+                    seen[0] = hw; seen[1] = lso; seen[2]++;
+                    return hw >= 100 && hw > lso;
+                }, "the first assign-mode copier's outputs in an open transaction", () -> { });  // no sleep between looks
+            } finally {
+                killedAlive[0] = first.isAlive();
+                first.destroyForcibly();
+                first.waitFor(10, TimeUnit.SECONDS);
+                Files.deleteIfExists(log);
+            }
+            long hw = uncommitted.endOffsets(List.of(outA0)).get(outA0), lso = committed.endOffsets(List.of(outA0)).get(outA0);
+            openAtKill = !killedAlive[0] ? "finished before it could be killed"
+                : hw > lso ? "killed with " + (hw - lso) + " records in its open transaction" : "killed between transactions";
+        }
+        long t0 = System.nanoTime(), wall0 = System.currentTimeMillis();
+        Proc secondRun = copier(in, outAssign, g2, txnId(), false, 0);
+        double second = (System.nanoTime() - t0) / 1e9;
+        // Its first status line comes once it knows its position (the group's offsets).
+        String firstStatus = secondRun.out.lines().filter(l -> l.contains("\"time\":\"")).findFirst().orElse("");
+        double positioned = -1;
+        java.util.regex.Matcher tm = java.util.regex.Pattern.compile("\"time\":\"([^\"]+)\"").matcher(firstStatus);
+        if (tm.find()) positioned = (new java.text.SimpleDateFormat("yyyy/MM/dd HH:mm:ss:SSS").parse(tm.group(1)).getTime() - wall0) / 1e3;
+        // The dead copier's open transaction holds the output's last stable offset until the
+        // coordinator aborts it (3 s after it began, looked for every second): the second copier
+        // waited for that only when the dead one had already sent its offsets.
+        AtomicReference<Map<Integer, List<String>>> last = new AtomicReference<>();
+        waitFor(() -> {
+            last.set(readToEnd(outAssign, 2));
+            return last.get().get(0).size() >= input.get(0).size();
+        }, "the dead copier's transaction aborted (the output's last stable offset past it)", null);
+        double visible = (System.nanoTime() - t0) / 1e9;
+        Map<Integer, List<String>> got2 = last.get();
+        List<String> o2 = got2.get(0);
+        check(o2.equals(input.get(0)), "assign mode: output partition 0 has " + o2.size() + " records"
+            + (o2.size() == 4500 ? " differing from the input" : ", want the input's 4500 in order")
+            + (o2.isEmpty() ? "" : " (first " + o2.get(0) + ", last " + o2.get(o2.size() - 1) + ")"));
+        check(got2.get(1).isEmpty(), "assign mode: output partition 1 has " + got2.get(1).size() + " records, want none");
+        checkCommitted(g2, in, Map.of(0, 4500));
+        // The output logs are longer than their 500 committed records: commit markers, and the
+        // aborted transactions' records and markers.
+        String ends;
+        try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of())) {
+            List<TopicPartition> outs = List.of(new TopicPartition(outGroup, 0), new TopicPartition(outGroup, 1));
+            Map<TopicPartition, Long> e = c.endOffsets(outs);
+            ends = outs.stream().map(tp -> String.valueOf(e.get(tp))).collect(Collectors.joining("/"));
+        }
+        return String.format("group mode 2 x 400 + 2 x 100 (two runs), 500 committed records per partition in logs ending at %s; "
+            + "assign mode 4500: the first copier %s, the second positioned after %.1f s, done in %.1f s, all visible after %.1f s",
+            ends, openAtKill, positioned, second, visible);
+    }
+
     // ------------------------------------------------------------------ main
 
     Scenario lookup(String name) {
@@ -960,6 +1137,8 @@ public final class Driver {
             case "cli-transactions": return this::cliTransactions;
             case "cli-perf": return this::cliPerf;
             case "cli-dump-log-segments": return this::cliDumpLogSegments;
+            case "streams-eos": return this::streamsEos;
+            case "txn-copier": return this::txnCopier;
             default: return null;
         }
     }
@@ -1039,10 +1218,12 @@ public final class Driver {
             Scenario sc = d.lookup(name);
             if (sc == null) { d.emit(name, "FAIL", "unknown scenario"); continue; }
             d.scenario = name;
-            d.deadline = System.nanoTime() + (long) (d.timeoutSec * 1e9);
+            // The Streams scenario runs an application four times (three restarts): twice the time.
+            double limit = name.equals("streams-eos") ? 2 * d.timeoutSec : d.timeoutSec;
+            d.deadline = System.nanoTime() + (long) (limit * 1e9);
             Future<String> f = pool.submit(sc::run);
             try {
-                String note = f.get((long) ((d.timeoutSec + 10) * 1000), TimeUnit.MILLISECONDS);
+                String note = f.get((long) ((limit + 10) * 1000), TimeUnit.MILLISECONDS);
                 d.emit(name, "PASS", note);
             } catch (TimeoutException e) {
                 f.cancel(true);
