@@ -38,8 +38,8 @@ from odradek.config import (
     TOPIC_CONFIGS,
     BrokerConfig,
     ConfigError,
-    Effect,
     Listener,
+    parse_value,
     resolve_topic_config,
 )
 from odradek.coordinator.common import Write
@@ -57,6 +57,9 @@ def _logger(name: str) -> Any:
     """A shard's `log(event, **fields)` callback, as structlog info lines."""
     bound = structlog.get_logger(name)
     return lambda event, **kw: bound.info(event, **kw)
+
+
+SEGMENT_BYTES_FLOOR = 1_048_576  # segment.bytes' minimum since Kafka 4.0 (KIP-1030)
 
 
 class _ClusterTopics:
@@ -78,30 +81,37 @@ class _ClusterTopics:
 
 
 class NotAppliedWarnings:
-    """One warning line per setting Odradek accepts but does not apply (`Effect.NOT_APPLIED`),
-    the first time it is set in this process: broker settings at start-up, topic configs when
-    a topic with them is loaded, created or altered. Settings with no meaning for a single
-    process (`Effect.NO_MEANING`) stay silent."""
+    """One warning line per setting Odradek does not support yet (`Effect.NOT_SUPPORTED`) that
+    is set to a value other than its default, the first time in this process: broker settings
+    at start-up (those that would change what clients see, what is stored or who may connect
+    stopped the start already), topic configs when a topic stored with them is loaded (new
+    ones are refused by CreateTopics and the alter handlers). Settings with no effect here
+    (`Effect.NO_EFFECT`) stay silent."""
 
     def __init__(self) -> None:
         self._warned: set[tuple[str, str]] = set()
 
     def broker(self, config: BrokerConfig) -> None:
-        for name in sorted(BROKER_CONFIGS):
-            if config.is_set(name) and BROKER_CONFIGS[name].effect is Effect.NOT_APPLIED:
-                self._warn("broker", name)
+        for name in config.unsupported_settings():
+            self._warn("broker", name, why=BROKER_CONFIGS[name].why)
 
     def topic(self, topic: str, overrides: Mapping[str, str]) -> None:
         for name in sorted(overrides):
             definition = TOPIC_CONFIGS.get(name)
-            if definition is not None and definition.effect is Effect.NOT_APPLIED:
-                self._warn("topic", name, topic=topic)
+            if definition is None or definition.effect.supported:
+                continue
+            try:
+                value = parse_value(definition, overrides[name])
+            except ConfigError:
+                value = None
+            if value != definition.default:
+                self._warn("topic", name, topic=topic, why=definition.why)
 
     def _warn(self, scope: str, name: str, **where: str) -> None:
         if (scope, name) in self._warned:
             return
         self._warned.add((scope, name))
-        log.warning("config accepted but not applied", scope=scope, key=name, **where)
+        log.warning("config not supported yet, ignored", scope=scope, key=name, **where)
 
 
 class Broker:
@@ -137,10 +147,15 @@ class Broker:
         existing = self.cluster.get(name)
         partitions = (existing.partitions if existing
                       else self.config.get_int(partitions_setting))
+        segment_bytes = self.config.get_int(segment_setting)
+        # offsets.topic.segment.bytes & co. may be below segment.bytes' 1 MiB floor (Kafka 4):
+        # such a size goes through Kafka's internal topic config, which has none.
+        segment_key = "segment.bytes" if segment_bytes >= SEGMENT_BYTES_FLOOR else \
+            "internal.segment.bytes"
         return InternalTopic(name, partitions, {
             "cleanup.policy": "compact",
             "compression.type": compression,
-            "segment.bytes": str(self.config.get_int(segment_setting)),
+            segment_key: str(segment_bytes),
         })
 
     def _group_runtime(self) -> GroupRuntime:

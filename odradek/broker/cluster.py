@@ -35,8 +35,15 @@ import anyio.lowlevel
 import structlog
 
 from odradek.broker import heap
+from odradek.broker.storage.errors import error_code_for
 from odradek.broker.storage.files import atomic_write, fsync_dir
-from odradek.config import BrokerConfig, resolve_topic_config, validate_topic_configs
+from odradek.config import (
+    BrokerConfig,
+    ConfigError,
+    resolve_topic_config,
+    validate_topic_configs,
+)
+from odradek.config.broker import CLUSTER_DEFAULT, PER_BROKER, BrokerConfigRequestError
 from odradek.wire import ErrorCode
 
 LEADER_EPOCH = 0
@@ -48,6 +55,8 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # deleted (a log costs 1-7 ms on a loaded machine: other clients wait well under 100 ms).
 YIELD_EVERY = 10
 TOMBSTONE_PREFIX = "topics.json.deleted-"
+# The dynamic broker configs (AlterConfigs on BROKER resources), in the first log dir.
+DYNAMIC_CONFIGS_FILE = "broker-configs.json"
 
 
 class _Pace:
@@ -153,8 +162,11 @@ class Cluster:
         self.log_dirs = config.log_dirs
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
+        fresh = not any((d / "meta.properties").exists() for d in self.log_dirs)
         self.cluster_id = self._load_cluster_id()
         self._meta_path = self.log_dirs[0] / "topics.json"
+        self._dynamic_path = self.log_dirs[0] / DYNAMIC_CONFIGS_FILE
+        self._load_dynamic_configs(fresh)
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[uuid.UUID, Topic] = {}
         # Collision key (`.` read as `_`) -> the topic (existing or reserved) holding it.
@@ -197,6 +209,62 @@ class Cluster:
                 atomic_write(meta, f"#Written by odradek\nversion=1\ncluster.id={cluster_id}\n"
                                    f"node.id={self.node_id}\n".encode())
         return cluster_id
+
+    # -- dynamic broker configs ----------------------------------------------------------------
+
+    def _load_dynamic_configs(self, fresh: bool) -> None:
+        """The dynamic broker configs a previous run stored. A new cluster starts with the one
+        Kafka 4.x's `kafka-storage format` writes: min.insync.replicas=1 cluster-wide."""
+        if not self._dynamic_path.exists():
+            if fresh:
+                self.config.set_dynamic(CLUSTER_DEFAULT, {"min.insync.replicas": "1"})
+                self._save_dynamic_configs()
+            return
+        try:
+            data = json.loads(self._dynamic_path.read_text())
+            stored = {scope: {str(k): str(v) for k, v in data.get(scope, {}).items()}
+                      for scope in (CLUSTER_DEFAULT, PER_BROKER)}
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            raise MetadataError(f"cannot read {self._dynamic_path}: {exc!r}") from exc
+        for scope, configs in stored.items():
+            kept = {}
+            for name, value in configs.items():
+                try:
+                    self.config.check_dynamic(scope, {name: value})
+                except ConfigError as exc:  # e.g. stored by another version: said, not used
+                    log.warning("stored dynamic broker config ignored", scope=scope, key=name,
+                                reason=exc.reason)
+                    continue
+                kept[name] = value
+            self.config.set_dynamic(scope, kept)
+
+    def _save_dynamic_configs(self) -> None:
+        body = {scope: self.config.dynamic(scope) for scope in (CLUSTER_DEFAULT, PER_BROKER)}
+        atomic_write(self._dynamic_path,
+                     json.dumps({"version": 1, **body}, indent=1, sort_keys=True).encode())
+
+    def set_broker_configs(self, scope: str, configs: Mapping[str, str],
+                           validate_only: bool = False) -> None:
+        """Replace `scope`'s dynamic broker configs (PER_BROKER or CLUSTER_DEFAULT): checked
+        whole, stored, then in effect on every topic's logs at once."""
+        try:
+            self.config.check_dynamic(scope, configs)
+        except BrokerConfigRequestError as exc:
+            raise ClusterError(ErrorCode.INVALID_REQUEST, exc.reason) from None
+        except ConfigError as exc:
+            raise ClusterError(ErrorCode.INVALID_CONFIG, exc.reason) from None
+        if validate_only:
+            return
+        before = self.config.dynamic(scope)
+        self.config.set_dynamic(scope, configs)
+        try:
+            self._save_dynamic_configs()
+        except OSError as exc:
+            self.config.set_dynamic(scope, before)
+            raise ClusterError(error_code_for(exc),
+                               f"Cannot store the broker configs: {exc}") from None
+        for topic in list(self.topics.values()):
+            self._reconfigure_logs(topic.name, topic.configs)
 
     # -- persistence -------------------------------------------------------------------------------
 

@@ -2,9 +2,11 @@
 defaults), `BrokerConfig` (the parsed, validated values, read through typed getters), and
 `load_config`, the one function that reads a file.
 
-Names, types and defaults follow Apache Kafka (3.9 line) so that `server.properties` files,
-admin tools and DescribeConfigs answers look the same; where Odradek's single-node defaults
-differ from Kafka's, the table says so in a comment.
+The table is Kafka 4.4's own (`_kafka`, generated from Kafka's ConfigDefs: names, types,
+defaults, validators, internal flags) with Odradek's decision for each setting
+(`decisions`), so that `server.properties` files, admin tools and DescribeConfigs answers
+look the same; where Odradek's single-node defaults differ from Kafka's, `ODRADEK_DEFAULTS`
+says so.
 
 Precedence when loading: built-in defaults < properties file < environment (`ODRADEK_` + the
 name upper-cased with dots as underscores, e.g. `ODRADEK_LOG_DIRS`) < `--override key=value`.
@@ -16,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from odradek.config import _kafka, decisions
 from odradek.config.listeners import (
     Listener,
     bound_advertised,
@@ -27,14 +30,8 @@ from odradek.config.listeners import (
 from odradek.config.properties import env_to_properties, parse_overrides, parse_properties
 from odradek.config.synonyms import TOPIC_CONFIG_OF
 from odradek.config.types import (
-    CLEANUP_POLICIES,
-    COMPRESSION_TYPES,
     HOUR_MS,
-    INT_MAX,
-    LONG_MAX,
     MINUTE_MS,
-    SECURITY_PROTOCOLS,
-    TIMESTAMP_TYPES,
     ConfigEntry,
     ConfigError,
     ConfigSource,
@@ -48,19 +45,21 @@ from odradek.config.types import (
     between,
     each_one_of,
     format_value,
-    gzip_level,
-    one_of,
     parse_value,
+    validator_from_spec,
 )
 
 
 @dataclass(frozen=True, slots=True)
 class ConfigDef:
-    """One broker setting. `default` is the parsed default (None: unset/null).
+    """One broker setting. `default` is the parsed default Odradek uses (None: unset/null);
+    `kafka_default` is Kafka 4.4's, where the two differ (else the same).
 
-    `dynamic` marks settings Kafka lets AlterConfigs change on a running broker (informative:
-    DescribeConfigs reports the others as read-only). `topic_synonym` is the topic config this
-    broker setting is the default for, if any. `effect` says whether Odradek acts on it.
+    `dynamic` marks settings Kafka lets AlterConfigs change on a running broker (DescribeConfigs
+    reports the others as read-only). `topic_synonym` is the topic config this broker setting
+    is the default for, if any. `effect` is the setting's decision and `why` its reason
+    (`odradek.config.decisions`). `internal` settings are accepted but never described (Kafka's
+    internal ones, and Odradek's own `transaction.version`).
     """
 
     name: str
@@ -69,7 +68,10 @@ class ConfigDef:
     validator: Validator | None = None
     dynamic: bool = False
     topic_synonym: str | None = None
-    effect: Effect = Effect.APPLIED
+    effect: Effect = Effect.IMPLEMENTED
+    why: str = ""
+    internal: bool = False
+    kafka_default: ConfigValue = None
 
     @property
     def read_only(self) -> bool:
@@ -80,170 +82,88 @@ class ConfigDef:
         return self.type is ConfigType.PASSWORD
 
 
-def _b(
-    name: str,
-    type_: ConfigType,
-    default: ConfigValue,
-    validator: Validator | None = None,
-    *,
-    dynamic: bool | None = None,
-    effect: Effect = Effect.APPLIED,
-) -> ConfigDef:
-    # Kafka lets AlterConfigs change the topic-default settings at run time.
-    topic = TOPIC_CONFIG_OF.get(name)
-    return ConfigDef(
-        name,
-        type_,
-        default,
-        validator,
-        dynamic=(topic is not None) if dynamic is None else dynamic,
-        topic_synonym=topic,
-        effect=effect,
-    )
+# Where Odradek's default differs from Kafka 4.4's (docs/configuration.md lists these).
+# Kafka requires node.id; a single node can simply be 1 (broker.id is the same setting). Kafka
+# binds every interface on 9092 and keeps data in /tmp; Odradek stays on loopback, in the
+# working directory. The internal topics' replication factors and min ISR are capped at the one
+# broker there is.
+ODRADEK_DEFAULTS: Mapping[str, ConfigValue] = {
+    "node.id": 1,
+    "broker.id": 1,
+    "listeners": ("PLAINTEXT://127.0.0.1:9092",),
+    "log.dir": ("./odradek-data",),
+    "process.roles": (),
+    "controller.listener.names": None,
+    "offsets.topic.replication.factor": 1,
+    "transaction.state.log.replication.factor": 1,
+    "transaction.state.log.min.isr": 1,
+    "share.coordinator.state.topic.replication.factor": 1,
+    "share.coordinator.state.topic.min.isr": 1,
+}
 
-
-_T = ConfigType
-_NA = Effect.NOT_APPLIED
-_NM = Effect.NO_MEANING
-
-_BROKER_DEFS: tuple[ConfigDef, ...] = (
-    # Identity and listeners. Kafka's node.id has no default (KRaft requires it); a single
-    # node broker can simply be 1. broker.id is Kafka's older name for the same thing.
-    _b("node.id", _T.INT, 1, at_least(0)),
-    _b("broker.id", _T.INT, 1, at_least(0)),
-    _b("broker.rack", _T.STRING, None, effect=_NA),
-    # Kafka's default binds every interface ("PLAINTEXT://:9092"); ours stays on loopback.
-    _b("listeners", _T.LIST, ("PLAINTEXT://127.0.0.1:9092",)),
-    _b("advertised.listeners", _T.LIST, None),
-    _b("listener.security.protocol.map", _T.LIST, tuple(f"{p}:{p}" for p in SECURITY_PROTOCOLS)),
-    _b("unstable.api.versions.enable", _T.BOOLEAN, False, effect=_NA),
-    # KRaft: a stock Kafka server.properties runs one combined broker+controller process.
-    # Odradek is that one process, so it only reads controller.listener.names (those
-    # listeners are the controller's: not served as client ports); the rest mean nothing to
-    # a single process and are accepted silently (`effect=NO_MEANING`).
-    _b("process.roles", _T.LIST, (), each_one_of("broker", "controller"), effect=_NM),
-    _b("controller.listener.names", _T.STRING, None),
-    _b("controller.quorum.voters", _T.LIST, (), effect=_NM),
-    _b("controller.quorum.bootstrap.servers", _T.LIST, (), effect=_NM),
-    _b("inter.broker.listener.name", _T.STRING, None, effect=_NM),
-    _b("metadata.log.dir", _T.STRING, None, effect=_NM),
-    _b("num.network.threads", _T.INT, 3, at_least(1), dynamic=True, effect=_NM),
-    _b("num.io.threads", _T.INT, 8, at_least(1), dynamic=True, effect=_NM),
-    _b("num.recovery.threads.per.data.dir", _T.INT, 1, at_least(1), dynamic=True, effect=_NM),
-    _b("num.replica.fetchers", _T.INT, 1, dynamic=True, effect=_NM),
-    _b("background.threads", _T.INT, 10, at_least(1), dynamic=True, effect=_NM),
-    _b("queued.max.requests", _T.INT, 500, at_least(1), effect=_NM),
-    _b("share.coordinator.state.topic.replication.factor", _T.SHORT, 3, at_least(1),
-       effect=_NM),
-    _b("share.coordinator.state.topic.min.isr", _T.SHORT, 2, at_least(1), effect=_NM),
-    # Storage. Kafka's log.dir default is /tmp/kafka-logs; ours is under the working dir.
-    _b("log.dirs", _T.LIST, None),
-    _b("log.dir", _T.STRING, "./odradek-data"),
-    _b("num.partitions", _T.INT, 1, at_least(1)),
-    _b("default.replication.factor", _T.INT, 1),
-    _b("auto.create.topics.enable", _T.BOOLEAN, True),
-    _b("delete.topic.enable", _T.BOOLEAN, True),
-    _b("log.segment.bytes", _T.INT, 1_073_741_824, at_least(14)),
-    _b("log.roll.ms", _T.LONG, None, at_least(1)),
-    _b("log.roll.hours", _T.INT, 168, at_least(1), dynamic=False),
-    _b("log.roll.jitter.ms", _T.LONG, None, at_least(0)),
-    _b("log.roll.jitter.hours", _T.INT, 0, at_least(0), dynamic=False),
-    _b("log.retention.ms", _T.LONG, None, at_least(-1)),
-    _b("log.retention.minutes", _T.INT, None, at_least(-1), dynamic=False),
-    _b("log.retention.hours", _T.INT, 168, at_least(-1), dynamic=False),
-    _b("log.retention.bytes", _T.LONG, -1),
-    _b("log.retention.check.interval.ms", _T.LONG, 300_000, at_least(1)),
-    _b("log.cleanup.policy", _T.LIST, ("delete",), each_one_of(*CLEANUP_POLICIES)),
-    _b("log.index.size.max.bytes", _T.INT, 10_485_760, at_least(4)),
-    _b("log.index.interval.bytes", _T.INT, 4096, at_least(0)),
-    _b("log.flush.interval.messages", _T.LONG, LONG_MAX, at_least(1)),
-    _b("log.flush.interval.ms", _T.LONG, None, at_least(0)),
-    _b("log.flush.scheduler.interval.ms", _T.LONG, LONG_MAX, at_least(0), dynamic=False),
-    _b("log.flush.offset.checkpoint.interval.ms", _T.INT, 60_000, at_least(0), effect=_NA),
-    _b("log.segment.delete.delay.ms", _T.LONG, 60_000, at_least(0)),
-    _b("log.preallocate", _T.BOOLEAN, False, effect=_NA),
-    _b("log.message.format.version", _T.STRING, "3.0-IV1", effect=_NA),
-    _b("log.message.timestamp.type", _T.STRING, "CreateTime", one_of(*TIMESTAMP_TYPES)),
-    _b("log.message.timestamp.difference.max.ms", _T.LONG, LONG_MAX, at_least(0)),
-    _b("log.message.timestamp.before.max.ms", _T.LONG, LONG_MAX, at_least(0)),
-    _b("log.message.timestamp.after.max.ms", _T.LONG, LONG_MAX, at_least(0)),
-    _b("log.message.downconversion.enable", _T.BOOLEAN, True, effect=_NA),
-    _b("log.local.retention.ms", _T.LONG, -2, at_least(-2), effect=_NA),
-    _b("log.local.retention.bytes", _T.LONG, -2, at_least(-2), effect=_NA),
-    _b("log.cleaner.enable", _T.BOOLEAN, True),
-    _b("log.cleaner.backoff.ms", _T.LONG, 15_000, at_least(0), dynamic=True),
-    _b("log.cleaner.delete.retention.ms", _T.LONG, 86_400_000, at_least(0)),
-    _b("log.cleaner.min.compaction.lag.ms", _T.LONG, 0, at_least(0)),
-    _b("log.cleaner.max.compaction.lag.ms", _T.LONG, LONG_MAX, at_least(1)),
-    _b("log.cleaner.min.cleanable.ratio", _T.DOUBLE, 0.5, between(0, 1)),
-    _b("log.cleaner.threads", _T.INT, 1, at_least(0), dynamic=True, effect=_NA),
-    _b("log.cleaner.dedupe.buffer.size", _T.LONG, 134_217_728, dynamic=True),
-    _b("log.cleaner.io.buffer.size", _T.INT, 524_288, at_least(0), dynamic=True),
-    _b("log.cleaner.io.buffer.load.factor", _T.DOUBLE, 0.9, dynamic=True),
-    _b("log.cleaner.io.max.bytes.per.second", _T.DOUBLE, 1.7976931348623157e308, dynamic=True),
-    _b("min.insync.replicas", _T.INT, 1, at_least(1), effect=_NA),
-    _b("unclean.leader.election.enable", _T.BOOLEAN, False, effect=_NM),
-    _b("compression.type", _T.STRING, "producer", one_of(*COMPRESSION_TYPES)),
-    _b("compression.gzip.level", _T.INT, -1, gzip_level),
-    _b("compression.lz4.level", _T.INT, 9, between(1, 17)),
-    _b("compression.zstd.level", _T.INT, 3, between(-131072, 22)),
-    # Requests and connections.
-    _b("message.max.bytes", _T.INT, 1_048_588, at_least(0)),
-    _b("socket.request.max.bytes", _T.INT, 104_857_600, at_least(1)),
-    _b("socket.send.buffer.bytes", _T.INT, 102_400, effect=_NA),
-    _b("socket.receive.buffer.bytes", _T.INT, 102_400, effect=_NA),
-    _b("socket.listen.backlog.size", _T.INT, 50, at_least(1), effect=_NA),
-    _b("max.connections", _T.INT, INT_MAX, at_least(0), dynamic=True),
-    _b("max.connections.per.ip", _T.INT, INT_MAX, at_least(0), dynamic=True),
-    _b("connections.max.idle.ms", _T.LONG, 600_000),
-    _b("max.request.partition.size.limit", _T.INT, 2000, at_least(1)),
-    # Memory for requests being read, across connections; -1 = unbounded (Kafka's default).
-    _b("queued.max.request.bytes", _T.LONG, -1),
-    _b("fetch.max.bytes", _T.INT, 57_671_680, at_least(1024)),
-    # Fetch sessions (KIP-227): how many the broker keeps; 0 keeps none. Read at start-up.
-    _b("max.incremental.fetch.session.cache.slots", _T.INT, 1000, at_least(0)),
-    # Group coordinator. Kafka's replication factors for the internal topics default to 3,
-    # which a single node cannot satisfy; ours default to 1.
-    _b("offsets.topic.num.partitions", _T.INT, 50, at_least(1)),
-    _b("offsets.topic.replication.factor", _T.SHORT, 1, at_least(1), effect=_NM),
-    _b("offsets.topic.segment.bytes", _T.INT, 104_857_600, at_least(1)),
-    _b("offsets.retention.minutes", _T.INT, 10_080, at_least(1)),
-    _b("offsets.retention.check.interval.ms", _T.LONG, 600_000, at_least(1)),
-    _b("offsets.commit.timeout.ms", _T.INT, 5000, at_least(1), effect=_NM),
-    _b("offset.metadata.max.bytes", _T.INT, 4096),
-    _b("group.initial.rebalance.delay.ms", _T.INT, 3000),
-    _b("group.min.session.timeout.ms", _T.INT, 6000),
-    _b("group.max.session.timeout.ms", _T.INT, 1_800_000),
-    _b("group.max.size", _T.INT, INT_MAX, at_least(1)),
-    # KIP-848 consumer groups (group.protocol=consumer).
-    _b("group.consumer.session.timeout.ms", _T.INT, 45_000, at_least(1)),
-    _b("group.consumer.heartbeat.interval.ms", _T.INT, 5_000, at_least(1)),
-    _b("group.consumer.max.size", _T.INT, INT_MAX, at_least(1)),
-    _b("group.consumer.regex.refresh.interval.ms", _T.INT, 600_000, at_least(10_000)),
-    _b("group.consumer.assignors", _T.LIST, ("uniform", "range"), each_one_of(
+# Checks Odradek adds to Kafka's validators: ids are never negative here, and the assignors
+# are named ones (Odradek loads no Java classes).
+_ODRADEK_VALIDATORS: Mapping[str, Validator] = {
+    "broker.id": at_least(0),
+    "group.consumer.assignors": each_one_of(
         "uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
-        "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
-    # Transactions and producer ids.
-    _b("transaction.max.timeout.ms", _T.INT, 900_000, at_least(1)),
-    _b("transactional.id.expiration.ms", _T.INT, 604_800_000, at_least(1)),
-    _b("transaction.state.log.num.partitions", _T.INT, 50, at_least(1)),
-    _b("transaction.state.log.replication.factor", _T.SHORT, 1, at_least(1), effect=_NM),
-    _b("transaction.state.log.min.isr", _T.INT, 1, at_least(1), effect=_NM),
-    _b("transaction.state.log.segment.bytes", _T.INT, 104_857_600, at_least(1)),
-    _b("transaction.abort.timed.out.transaction.cleanup.interval.ms", _T.INT, 10_000, at_least(1)),
-    _b(
-        "transaction.remove.expired.transaction.cleanup.interval.ms", _T.INT, 3_600_000, at_least(1)
-    ),
-    _b("producer.id.expiration.ms", _T.INT, 86_400_000, at_least(1)),
-    # The finalized transaction.version feature level (Kafka sets it once with
-    # `kafka-storage format --feature transaction.version=N`, later with kafka-features.sh):
-    # 2 (Kafka 4.x's default) lets clients use transactions v2 (KIP-890), 1 or 0 emulate a
-    # cluster where they use the classic protocol. Not a Kafka broker setting.
-    _b("transaction.version", _T.SHORT, 2, between(0, 2)),
-    _b("producer.id.expiration.check.interval.ms", _T.INT, 600_000, at_least(1)),
+        "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
+}
+
+# Odradek's own settings (not Kafka's, so never described). transaction.version: the finalized
+# transaction.version feature level (Kafka sets it once with `kafka-storage format --feature
+# transaction.version=N`): 2 (Kafka 4.x's default) lets clients use transactions v2 (KIP-890),
+# 1 or 0 emulate a cluster where they use the classic protocol.
+_ODRADEK_ONLY: tuple[ConfigDef, ...] = (
+    ConfigDef("transaction.version", ConfigType.SHORT, 2, between(0, 2), internal=True,
+              why="Odradek's stand-in for the finalized feature level"),
 )
 
-BROKER_CONFIGS: Mapping[str, ConfigDef] = {d.name: d for d in _BROKER_DEFS}
+
+def _broker_table() -> dict[str, ConfigDef]:
+    table: dict[str, ConfigDef] = {}
+    for name, type_name, internal, kafka_default, spec in _kafka.BROKER:
+        decision = decisions.BROKER.get(name, (Effect.NOT_SUPPORTED_STOP, "no decision yet"))
+        effect, why = decision if isinstance(decision, tuple) else (decision, "")
+        if kafka_default == _kafka.NO_DEFAULT:
+            kafka_default = None
+        table[name] = ConfigDef(
+            name,
+            ConfigType[type_name],
+            ODRADEK_DEFAULTS.get(name, kafka_default),
+            _ODRADEK_VALIDATORS.get(name) or validator_from_spec(name, spec),
+            dynamic=name in decisions.DYNAMIC_BROKER,
+            topic_synonym=TOPIC_CONFIG_OF.get(name),
+            effect=effect,
+            why=why,
+            internal=internal,
+            kafka_default=kafka_default,
+        )
+    for definition in _ODRADEK_ONLY:
+        table[definition.name] = definition
+    return table
+
+
+BROKER_CONFIGS: Mapping[str, ConfigDef] = _broker_table()
+
+class BrokerConfigRequestError(ConfigError):
+    """A dynamic broker config change Kafka answers with INVALID_REQUEST: a setting it does not
+    let AlterConfigs change, or a value its validator refuses (Odradek's own refusals, of
+    settings not supported or not applied live yet, are INVALID_CONFIG)."""
+
+
+# The scopes of dynamic broker configs: this broker (BROKER resource "<node id>") and the
+# cluster-wide default (BROKER resource "").
+PER_BROKER = "broker"
+CLUSTER_DEFAULT = "default"
+
+
+def live(definition: ConfigDef) -> bool:
+    """Whether Odradek applies a change of this dynamic setting while it runs: the topic
+    defaults (every topic's log is reconfigured) and the settings with no effect here. The
+    others (listeners, connection limits, the cleaner's buffers, ...) are read at start-up, so
+    changing them dynamically is refused rather than stored without effect."""
+    return definition.topic_synonym is not None or definition.effect is Effect.NO_EFFECT
 
 # Every broker synonym named by a topic config must be a broker setting.
 assert all(s in BROKER_CONFIGS for s in TOPIC_CONFIG_OF), "topic synonym missing"
@@ -264,7 +184,8 @@ class BrokerConfig(TypedGetters):
     setting alike (DescribeConfigs, topic synonyms).
     """
 
-    __slots__ = ("_advertised", "_explicit", "_listeners", "_protocols", "_values", "unknown")
+    __slots__ = ("_advertised", "_dynamic", "_explicit", "_listeners", "_protocols", "_values",
+                 "unknown")
 
     def __init__(self, explicit: Mapping[str, str] | None = None) -> None:
         given = dict(explicit or {})
@@ -274,6 +195,8 @@ class BrokerConfig(TypedGetters):
         elif "broker.id" in given and "node.id" not in given:
             given["node.id"] = given["broker.id"]
         self._explicit: dict[str, str] = given
+        # Dynamic broker configs (AlterConfigs on BROKER "<id>" / ""): see `set_dynamic`.
+        self._dynamic: dict[str, dict[str, str]] = {PER_BROKER: {}, CLUSTER_DEFAULT: {}}
         self.unknown: dict[str, str] = {k: v for k, v in given.items() if k not in BROKER_CONFIGS}
         self._values: dict[str, ConfigValue] = {}
         for name, definition in BROKER_CONFIGS.items():
@@ -286,8 +209,13 @@ class BrokerConfig(TypedGetters):
                 f"({self._values['broker.id']}) must be equal when both are set",
                 "node.id",
             )
-        self._protocols = parse_protocol_map(self.get_list("listener.security.protocol.map"))
-        controllers = parse_listener_names(self.get_optional_str("controller.listener.names"))
+        self._refuse_unsupported()
+        # A STRING in Kafka 4.4 (LISTENER:PROTOCOL pairs split by commas, as Kafka's Csv).
+        protocol_map = self.get_str("listener.security.protocol.map").strip()
+        self._protocols = parse_protocol_map(
+            [p.strip() for p in protocol_map.split(",")] if protocol_map else [])
+        controllers = parse_listener_names(
+            ",".join(self.get_optional_list("controller.listener.names") or ()))
         self._listeners = checked_listeners(
             self.get_list("listeners"), self._protocols, "listeners", controllers
         )
@@ -302,6 +230,95 @@ class BrokerConfig(TypedGetters):
         if not self.log_dirs:
             raise ConfigError("at least one log directory is needed", "log.dirs")
 
+    def _refuse_unsupported(self) -> None:
+        """A setting Odradek does not support yet, given at a value other than its default,
+        stops the start (ConfigError: one line, exit code 2) when it would change what
+        clients see, what is stored or who may connect; the others are logged by the broker
+        (`unsupported_settings`)."""
+        for name in sorted(self._explicit):
+            definition = BROKER_CONFIGS.get(name)
+            if definition is None or definition.effect is not Effect.NOT_SUPPORTED_STOP:
+                continue
+            if self._values[name] != definition.default:
+                default = format_value(definition.default)
+                hint = "remove it" if default is None else f"remove it or set its default ({default})"
+                raise ConfigError(
+                    f"not supported by Odradek yet ({definition.why}); {hint}", name)
+
+    def unsupported_settings(self) -> list[str]:
+        """The settings given at a value other than their default that Odradek does not
+        support yet and only warns about at start-up (Effect.NOT_SUPPORTED)."""
+        return [
+            name
+            for name in sorted(self._explicit)
+            if name in BROKER_CONFIGS
+            and BROKER_CONFIGS[name].effect is Effect.NOT_SUPPORTED
+            and self._values[name] != BROKER_CONFIGS[name].default
+        ]
+
+    # -- dynamic broker configs -----------------------------------------------------------
+
+    def dynamic(self, scope: str) -> dict[str, str]:
+        """The dynamic configs of `scope` (PER_BROKER or CLUSTER_DEFAULT), as text."""
+        return dict(self._dynamic[scope])
+
+    def check_dynamic(self, scope: str, configs: Mapping[str, str]) -> None:
+        """Raise ConfigError (naming the setting) unless `configs` can be the whole set of
+        `scope`'s dynamic configs: each a setting Kafka lets AlterConfigs change, with a valid
+        value, and one whose change Odradek applies while it runs (see `LIVE`)."""
+        for name, text in configs.items():
+            definition = BROKER_CONFIGS.get(name)
+            if definition is None or definition.internal:
+                # Kafka keeps unknown broker keys as custom configs; nothing here would read
+                # one, so it is refused rather than stored and ignored.
+                raise ConfigError(f"Unknown broker config name: {name}", name)
+            if not definition.dynamic:
+                raise BrokerConfigRequestError(
+                    f"Cannot update these configs dynamically: [{name}]", name)
+            try:
+                value = parse_value(definition, text)
+            except ConfigError as exc:
+                raise BrokerConfigRequestError(exc.reason, name) from None
+            if not definition.effect.supported and value != definition.default:
+                raise ConfigError(
+                    f"Invalid value {text} for configuration {name}: not supported by Odradek "
+                    f"yet ({definition.why})", name)
+            if not live(definition) and value != self._values[name]:
+                raise ConfigError(
+                    f"Invalid value {text} for configuration {name}: Odradek cannot change it "
+                    "while it runs yet; set it in server.properties and restart", name)
+
+    def set_dynamic(self, scope: str, configs: Mapping[str, str]) -> None:
+        """Replace `scope`'s dynamic configs (checked first: nothing half applied). Values
+        resolve as Kafka's: per-broker > cluster default > server.properties > default."""
+        self.check_dynamic(scope, configs)
+        changed = set(self._dynamic[scope]) | set(configs)
+        self._dynamic[scope] = dict(configs)
+        for name in changed:
+            self._values[name] = self._resolve(name)
+
+    def _resolve(self, name: str) -> ConfigValue:
+        definition = BROKER_CONFIGS[name]
+        for layer in (self._dynamic[PER_BROKER], self._dynamic[CLUSTER_DEFAULT], self._explicit):
+            if name in layer:
+                return parse_value(definition, layer[name])
+        return definition.default
+
+    def layers(self, name: str) -> list[tuple[str | None, ConfigSource]]:
+        """The values given for `name`, highest precedence first, with their sources (Kafka's
+        DescribeConfigs synonyms of a broker setting), the default last when it is not null."""
+        definition = BROKER_CONFIGS[name]
+        out: list[tuple[str | None, ConfigSource]] = []
+        for layer, source in ((self._dynamic[PER_BROKER], ConfigSource.DYNAMIC_BROKER_CONFIG),
+                              (self._dynamic[CLUSTER_DEFAULT],
+                               ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                              (self._explicit, ConfigSource.STATIC_BROKER_CONFIG)):
+            if name in layer:
+                out.append((format_value(parse_value(definition, layer[name])), source))
+        if definition.default is not None:
+            out.append((format_value(definition.default), ConfigSource.DEFAULT_CONFIG))
+        return out
+
     # -- generic access ------------------------------------------------------------------
 
     def _declared(self, name: str) -> tuple[ConfigType, ConfigValue]:
@@ -313,14 +330,18 @@ class BrokerConfig(TypedGetters):
         return self._values[name]
 
     def is_set(self, name: str) -> bool:
-        return name in self._explicit
+        """Given anywhere: server.properties (or environment, overrides) or dynamically."""
+        return (name in self._explicit or name in self._dynamic[PER_BROKER]
+                or name in self._dynamic[CLUSTER_DEFAULT])
 
     def source(self, name: str) -> ConfigSource:
-        return (
-            ConfigSource.STATIC_BROKER_CONFIG
-            if name in self._explicit
-            else (ConfigSource.DEFAULT_CONFIG)
-        )
+        if name in self._dynamic[PER_BROKER]:
+            return ConfigSource.DYNAMIC_BROKER_CONFIG
+        if name in self._dynamic[CLUSTER_DEFAULT]:
+            return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        if name in self._explicit:
+            return ConfigSource.STATIC_BROKER_CONFIG
+        return ConfigSource.DEFAULT_CONFIG
 
     # -- derived values ------------------------------------------------------------------
 
@@ -352,7 +373,7 @@ class BrokerConfig(TypedGetters):
         dirs = self.get_optional_list("log.dirs")
         if dirs is not None:
             return [Path(d) for d in dirs if d]
-        return [Path(self.get_str("log.dir"))]
+        return [Path(d) for d in self.get_list("log.dir") if d]
 
     @property
     def log_roll_ms(self) -> int:
@@ -387,21 +408,19 @@ class BrokerConfig(TypedGetters):
     # -- DescribeConfigs -----------------------------------------------------------------
 
     def describe(self) -> list[ConfigEntry]:
-        """Every known broker setting for a DescribeConfigs BROKER resource, sorted by name."""
+        """Every public broker setting for a DescribeConfigs BROKER resource, sorted by name
+        (internal ones are never described, as on Kafka)."""
         entries: list[ConfigEntry] = []
         for name in sorted(BROKER_CONFIGS):
             definition = BROKER_CONFIGS[name]
+            if definition.internal:
+                continue
             value = None if definition.sensitive else format_value(self._values[name])
             source = self.source(name)
-            synonyms: list[ConfigSynonym] = []
-            if source is ConfigSource.STATIC_BROKER_CONFIG:
-                synonyms.append(ConfigSynonym(name, value, source))
-            if definition.default is not None:
-                synonyms.append(
-                    ConfigSynonym(
-                        name, format_value(definition.default), ConfigSource.DEFAULT_CONFIG
-                    )
-                )
+            synonyms = [
+                ConfigSynonym(name, None if definition.sensitive else text, level)
+                for text, level in self.layers(name)
+            ]
             entries.append(
                 ConfigEntry(
                     name=name,

@@ -1,5 +1,7 @@
 """Which broker settings give a topic config its cluster-wide default (Kafka's
-ServerTopicConfigSynonyms): for each topic config, its broker synonyms, highest priority first.
+ServerTopicConfigSynonyms, Kafka 4.4): for each topic config, its broker synonyms, highest
+priority first. DescribeConfigs lists only the first of them (Kafka's TOPIC_CONFIG_SYNONYMS):
+`retention.ms` shows `log.retention.ms`, never the minutes or hours.
 
 Both tables read this one: the broker table marks these settings as topic defaults (and so
 dynamic), the topic table resolves a topic's effective config from their values. Keeping it
@@ -41,17 +43,17 @@ TOPIC_SYNONYMS: Mapping[str, tuple[BrokerSynonym, ...]] = {
     "local.retention.bytes": _syn("log.local.retention.bytes"),
     "local.retention.ms": _syn("log.local.retention.ms"),
     "max.compaction.lag.ms": _syn("log.cleaner.max.compaction.lag.ms"),
+    "max.decompressed.message.bytes": _syn("max.decompressed.message.bytes"),
     "max.message.bytes": _syn("message.max.bytes"),
-    "message.downconversion.enable": _syn("log.message.downconversion.enable"),
-    "message.format.version": _syn("log.message.format.version"),
     "message.timestamp.after.max.ms": _syn("log.message.timestamp.after.max.ms"),
     "message.timestamp.before.max.ms": _syn("log.message.timestamp.before.max.ms"),
-    "message.timestamp.difference.max.ms": _syn("log.message.timestamp.difference.max.ms"),
     "message.timestamp.type": _syn("log.message.timestamp.type"),
     "min.cleanable.dirty.ratio": _syn("log.cleaner.min.cleanable.ratio"),
     "min.compaction.lag.ms": _syn("log.cleaner.min.compaction.lag.ms"),
     "min.insync.replicas": _syn("min.insync.replicas"),
     "preallocate": _syn("log.preallocate"),
+    "remote.copy.lag.bytes": _syn("log.remote.copy.lag.bytes"),
+    "remote.copy.lag.ms": _syn("log.remote.copy.lag.ms"),
     "retention.bytes": _syn("log.retention.bytes"),
     "retention.ms": _syn(
         "log.retention.ms", ("log.retention.minutes", MINUTE_MS), ("log.retention.hours", HOUR_MS)

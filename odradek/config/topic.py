@@ -11,14 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from odradek.config.broker import BROKER_CONFIGS, BrokerConfig
+from odradek.config import _kafka, decisions
+from odradek.config.broker import BrokerConfig
 from odradek.config.synonyms import TOPIC_SYNONYMS, BrokerSynonym
 from odradek.config.types import (
-    CLEANUP_POLICIES,
-    COMPRESSION_TYPES,
-    HOUR_MS,
-    LONG_MAX,
-    TIMESTAMP_TYPES,
     ConfigEntry,
     ConfigError,
     ConfigSource,
@@ -28,87 +24,44 @@ from odradek.config.types import (
     Effect,
     TypedGetters,
     Validator,
-    at_least,
-    between,
-    each_one_of,
     format_value,
-    gzip_level,
-    one_of,
     parse_value,
+    validator_from_spec,
 )
 
 
 @dataclass(frozen=True, slots=True)
 class TopicConfigDef:
     """One topic config. `broker_synonyms` lists, highest priority first, the broker settings
-    that give it a cluster-wide default (from `synonyms.TOPIC_SYNONYMS`)."""
+    that give it a cluster-wide default (from `synonyms.TOPIC_SYNONYMS`); `effect` and `why`
+    its decision (`decisions.TOPIC`); `internal` ones are accepted but never described."""
 
     name: str
     type: ConfigType
     default: ConfigValue
     validator: Validator | None = None
     broker_synonyms: tuple[BrokerSynonym, ...] = ()
-    effect: Effect = Effect.APPLIED
+    effect: Effect = Effect.IMPLEMENTED
+    why: str = ""
+    internal: bool = False
 
     @property
     def sensitive(self) -> bool:
         return self.type is ConfigType.PASSWORD
 
 
-def _t(
-    name: str,
-    type_: ConfigType,
-    default: ConfigValue,
-    validator: Validator | None = None,
-    effect: Effect = Effect.APPLIED,
-) -> TopicConfigDef:
-    return TopicConfigDef(name, type_, default, validator, TOPIC_SYNONYMS.get(name, ()), effect)
+def _topic_table() -> dict[str, TopicConfigDef]:
+    table: dict[str, TopicConfigDef] = {}
+    for name, type_name, internal, default, spec in _kafka.TOPIC:
+        decision = decisions.TOPIC.get(name, (Effect.NOT_SUPPORTED_STOP, "no decision yet"))
+        effect, why = decision if isinstance(decision, tuple) else (decision, "")
+        table[name] = TopicConfigDef(
+            name, ConfigType[type_name], default, validator_from_spec(name, spec),
+            TOPIC_SYNONYMS.get(name, ()), effect, why, internal)
+    return table
 
 
-_T = ConfigType
-_NA = Effect.NOT_APPLIED
-_NM = Effect.NO_MEANING
-
-_TOPIC_DEFS: tuple[TopicConfigDef, ...] = (
-    _t("cleanup.policy", _T.LIST, ("delete",), each_one_of(*CLEANUP_POLICIES)),
-    _t("compression.type", _T.STRING, "producer", one_of(*COMPRESSION_TYPES)),
-    _t("compression.gzip.level", _T.INT, -1, gzip_level),
-    _t("compression.lz4.level", _T.INT, 9, between(1, 17)),
-    _t("compression.zstd.level", _T.INT, 3, between(-131072, 22)),
-    _t("delete.retention.ms", _T.LONG, 86_400_000, at_least(0)),
-    _t("file.delete.delay.ms", _T.LONG, 60_000, at_least(0)),
-    _t("flush.messages", _T.LONG, LONG_MAX, at_least(1)),
-    _t("flush.ms", _T.LONG, LONG_MAX, at_least(0)),
-    _t("follower.replication.throttled.replicas", _T.LIST, (), effect=_NM),
-    _t("index.interval.bytes", _T.INT, 4096, at_least(0)),
-    _t("leader.replication.throttled.replicas", _T.LIST, (), effect=_NM),
-    _t("local.retention.bytes", _T.LONG, -2, at_least(-2), effect=_NA),
-    _t("local.retention.ms", _T.LONG, -2, at_least(-2), effect=_NA),
-    _t("max.compaction.lag.ms", _T.LONG, LONG_MAX, at_least(1)),
-    _t("max.message.bytes", _T.INT, 1_048_588, at_least(0)),
-    _t("message.downconversion.enable", _T.BOOLEAN, True, effect=_NA),
-    _t("message.format.version", _T.STRING, "3.0-IV1", effect=_NA),
-    _t("message.timestamp.after.max.ms", _T.LONG, LONG_MAX, at_least(0)),
-    _t("message.timestamp.before.max.ms", _T.LONG, LONG_MAX, at_least(0)),
-    _t("message.timestamp.difference.max.ms", _T.LONG, LONG_MAX, at_least(0)),
-    _t("message.timestamp.type", _T.STRING, "CreateTime", one_of(*TIMESTAMP_TYPES)),
-    _t("min.cleanable.dirty.ratio", _T.DOUBLE, 0.5, between(0, 1)),
-    _t("min.compaction.lag.ms", _T.LONG, 0, at_least(0)),
-    _t("min.insync.replicas", _T.INT, 1, at_least(1), effect=_NA),
-    _t("preallocate", _T.BOOLEAN, False, effect=_NA),
-    _t("remote.log.copy.disable", _T.BOOLEAN, False, effect=_NA),
-    _t("remote.log.delete.on.disable", _T.BOOLEAN, False, effect=_NA),
-    _t("remote.storage.enable", _T.BOOLEAN, False, effect=_NA),
-    _t("retention.bytes", _T.LONG, -1),
-    _t("retention.ms", _T.LONG, 7 * 24 * HOUR_MS, at_least(-1)),
-    _t("segment.bytes", _T.INT, 1_073_741_824, at_least(14)),
-    _t("segment.index.bytes", _T.INT, 10_485_760, at_least(4)),
-    _t("segment.jitter.ms", _T.LONG, 0, at_least(0)),
-    _t("segment.ms", _T.LONG, 7 * 24 * HOUR_MS, at_least(1)),
-    _t("unclean.leader.election.enable", _T.BOOLEAN, False, effect=_NM),
-)
-
-TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {d.name: d for d in _TOPIC_DEFS}
+TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = _topic_table()
 
 # Every topic config named in the synonym table must be a topic config.
 assert all(name in TOPIC_CONFIGS for name in TOPIC_SYNONYMS), "synonym of an unknown topic config"
@@ -125,9 +78,15 @@ def validate_topic_config(name: str, value: str | None) -> str | None:
     if value is None:
         return f"Null value not supported for topic config: {name}"
     try:
-        parse_value(definition, value)
+        parsed = parse_value(definition, value)
     except ConfigError as exc:
         return exc.reason
+    if not definition.effect.supported and parsed != definition.default:
+        # Never stored and silently ignored: refused, naming the setting (issue #18).
+        return (
+            f"Invalid value {value} for configuration {name}: not supported by Odradek yet "
+            f"({definition.why}); only its default {format_value(definition.default)} is accepted"
+        )
     return None
 
 
@@ -215,7 +174,10 @@ class LogConfig(TypedGetters):
 
     @property
     def segment_bytes(self) -> int:
-        return self.get_int("segment.bytes")
+        """segment.bytes, or internal.segment.bytes when set: Kafka's internal setting for
+        segments below segment.bytes' 1 MiB floor (tests), never described."""
+        internal = self.get_optional_int("internal.segment.bytes")
+        return internal if internal is not None else self.get_int("segment.bytes")
 
     @property
     def segment_ms(self) -> int:
@@ -289,16 +251,13 @@ class LogConfig(TypedGetters):
 
     @property
     def timestamp_before_max_ms(self) -> int:
-        """message.timestamp.before.max.ms; while that is at its default (Long.MAX),
-        message.timestamp.difference.max.ms, as Kafka (the deprecated setting's fallback)."""
-        before = self.get_int("message.timestamp.before.max.ms")
-        return before if before != LONG_MAX else self.get_int("message.timestamp.difference.max.ms")
+        """message.timestamp.before.max.ms (Kafka 4.0 removed the difference.max.ms fallback)."""
+        return self.get_int("message.timestamp.before.max.ms")
 
     @property
     def timestamp_after_max_ms(self) -> int:
-        """message.timestamp.after.max.ms, with the same fallback."""
-        after = self.get_int("message.timestamp.after.max.ms")
-        return after if after != LONG_MAX else self.get_int("message.timestamp.difference.max.ms")
+        """message.timestamp.after.max.ms: one hour by default since Kafka 4.0 (KIP-1030)."""
+        return self.get_int("message.timestamp.after.max.ms")
 
 
 def _broker_default_for(
@@ -313,7 +272,7 @@ def _broker_default_for(
             if synonym.scale != 1:
                 value = broker.get_int(synonym.name)
                 value = value * synonym.scale if value >= 0 else -1
-            return value, ConfigSource.STATIC_BROKER_CONFIG, synonym
+            return value, broker.source(synonym.name), synonym
     return definition.default, ConfigSource.DEFAULT_CONFIG, None
 
 
@@ -340,43 +299,27 @@ def describe_topic_config(
 ) -> list[ConfigEntry]:
     """DescribeConfigs rows for a TOPIC resource, one per topic config, sorted by name.
 
-    Synonyms, as Kafka lists them: the topic override (source 1), each broker synonym that is
-    set (source 4, in its own unit), then the default (source 5, under the broker name that
-    carries it when there is one)."""
+    Synonyms, as Kafka 4.4 lists them: the topic override (source 1), then the main broker
+    synonym's values: per-broker (2), cluster default (3), server.properties (4) and its
+    default (5) when not null."""
     resolved = resolve_topic_config(overrides, broker)
     entries: list[ConfigEntry] = []
     for name in sorted(TOPIC_CONFIGS):
         definition = TOPIC_CONFIGS[name]
+        if definition.internal:
+            continue
         value = None if definition.sensitive else format_value(resolved.values[name])
         synonyms: list[ConfigSynonym] = []
         if include_synonyms:
             if name in overrides:
                 synonyms.append(ConfigSynonym(name, value, ConfigSource.DYNAMIC_TOPIC_CONFIG))
-            for synonym in definition.broker_synonyms:
-                if broker.is_set(synonym.name):
-                    synonyms.append(
-                        ConfigSynonym(
-                            synonym.name,
-                            format_value(broker.get(synonym.name)),
-                            ConfigSource.STATIC_BROKER_CONFIG,
-                        )
-                    )
-            carrier = next(
-                (
-                    s.name
-                    for s in definition.broker_synonyms
-                    if BROKER_CONFIGS[s.name].default is not None
-                ),
-                None,
-            )
-            if carrier is not None:
-                synonyms.append(
-                    ConfigSynonym(
-                        carrier,
-                        format_value(BROKER_CONFIGS[carrier].default),
-                        ConfigSource.DEFAULT_CONFIG,
-                    )
-                )
+            # Kafka lists only the first (main) broker synonym: its dynamic and static values
+            # if set, then its default if it has one (so retention.ms, whose log.retention.ms
+            # defaults to null, lists none unless it is set).
+            if definition.broker_synonyms:
+                main = definition.broker_synonyms[0].name
+                synonyms.extend(ConfigSynonym(main, text, level)
+                                for text, level in broker.layers(main))
         entries.append(
             ConfigEntry(
                 name=name,

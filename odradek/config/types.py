@@ -51,28 +51,32 @@ class ConfigType(enum.IntEnum):
 
 
 class Effect(enum.Enum):
-    """What Odradek does with a setting it accepts.
+    """The decision recorded for every setting (`odradek.config.decisions`).
 
-    APPLIED: it acts on it as Kafka does. NOT_APPLIED: accepted and reported (DescribeConfigs
-    says so in its documentation field) but not acted on; the broker logs one warning the
-    first time it is set. NO_MEANING: it means nothing for one single-node process (KRaft
-    quorum, thread pools, replication): accepted silently.
+    IMPLEMENTED: acts as on Kafka. NO_EFFECT: a knob that cannot matter in this design (thread
+    pools, replication, the KRaft quorum): accepted silently, described with Kafka's default.
+    NOT_SUPPORTED: refused at a value other than its default: INVALID_CONFIG at run time, a
+    warning line at start-up. NOT_SUPPORTED_STOP: the same, except that at start-up it stops
+    the broker (exit code 2): a value would change what clients see, what is stored or who
+    may connect, so it is never stored and silently ignored.
     """
 
-    APPLIED = "applied"
-    NOT_APPLIED = "not applied"
-    NO_MEANING = "no meaning"
+    IMPLEMENTED = "implemented"
+    NO_EFFECT = "no effect here"
+    NOT_SUPPORTED = "not supported yet"
+    NOT_SUPPORTED_STOP = "not supported yet (start refused)"
+
+    @property
+    def supported(self) -> bool:
+        return self in (Effect.IMPLEMENTED, Effect.NO_EFFECT)
 
     @property
     def documentation(self) -> str | None:
-        """The DescribeConfigs v3+ `documentation` text for a setting with this effect."""
-        if self is Effect.NOT_APPLIED:
-            return "Accepted and reported by Odradek, but not applied: setting it changes nothing."
-        if self is Effect.NO_MEANING:
-            return (
-                "Accepted by Odradek, which ignores it: it has no meaning for one single-node "
-                "process."
-            )
+        """The DescribeConfigs v3+ `documentation` text for a setting with this decision."""
+        if self is Effect.NO_EFFECT:
+            return "Accepted by Odradek, where it has no effect (see docs/configuration.md)."
+        if not self.supported:
+            return "Not supported by Odradek yet: only its default value is accepted."
         return None
 
 
@@ -90,8 +94,9 @@ class ConfigSource(enum.IntEnum):
 # Parsed values: lists are tuples so a parsed config can be shared without copying.
 ConfigValue = bool | int | float | str | tuple[str, ...] | None
 
-# A validator gets a parsed, non-None value and returns why it is invalid, or None.
-Validator = Callable[[ConfigValue], str | None]
+# A validator gets a parsed, non-None value and returns why it is invalid, or None; a pair is
+# (the value to show in the message, why), for the list validators that name one item.
+Validator = Callable[[ConfigValue], str | tuple[str, str] | None]
 
 
 class SettingDef(Protocol):
@@ -140,14 +145,94 @@ def one_of(*options: str) -> Validator:
 
 
 def each_one_of(*options: str) -> Validator:
-    def check(value: ConfigValue) -> str | None:
+    # Kafka's ValidList: the message shows the bad item, with ValidString's wording.
+    def check(value: ConfigValue) -> tuple[str, str] | None:
         assert isinstance(value, tuple)
         for item in value:
             if item not in options:
-                return f"Invalid value {item} in list; allowed: {', '.join(options)}"
+                return item, f"String must be one of: {', '.join(options)}"
         return None
 
     return check
+
+
+def one_of_case_insensitive(*options: str) -> Validator:
+    lowered = {o.lower() for o in options}
+
+    def check(value: ConfigValue) -> str | None:
+        if not isinstance(value, str) or value.lower() not in lowered:
+            return f"String must be one of (case insensitive): {', '.join(options)}"
+        return None
+
+    return check
+
+
+def either_or(minimum: int, maximum: int, extra: int) -> Validator:
+    def check(value: ConfigValue) -> str | None:
+        assert isinstance(value, int)
+        if value != extra and not minimum <= value <= maximum:
+            return f"Value must be between {minimum} and {maximum} or equal to {extra}"
+        return None
+
+    return check
+
+
+def _non_empty_string(value: ConfigValue) -> str | None:
+    return "String must be non-empty" if isinstance(value, str) and not value.strip() else None
+
+
+def _non_empty_items(value: ConfigValue) -> str | None:
+    assert isinstance(value, tuple)
+    return "Empty list element" if any(not item for item in value) else None
+
+
+_REPLICA = re.compile(r"[0-9]+:[0-9]+")
+
+
+def throttled_replicas(name: str) -> Validator:
+    # Kafka's ThrottledReplicaListValidator: "*" or partition:broker pairs; Java's list
+    # rendering in the message.
+    def check(value: ConfigValue) -> tuple[str, str] | None:
+        assert isinstance(value, tuple)
+        if value == ("*",) or all(_REPLICA.fullmatch(item) for item in value):
+            return None
+        return (f"[{', '.join(value)}]", f"{name} must be the literal '*' or a list of replicas "
+                "in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+    return check
+
+
+def validator_from_spec(name: str, spec: tuple[object, ...] | None) -> Validator | None:
+    """The validator of a `_kafka` row's spec (see tools/kafka_config.py)."""
+    if spec is None:
+        return None
+    kind = spec[0]
+    if kind == "range":
+        lo, hi = spec[1], spec[2]
+        assert lo is None or isinstance(lo, int | float)
+        assert hi is None or isinstance(hi, int | float)
+        if hi is None:
+            return at_least(lo) if lo is not None else None
+        return between(lo if lo is not None else -math.inf, hi)
+    if kind == "range_or":
+        lo, hi, extra = spec[1], spec[2], spec[3]
+        assert isinstance(lo, int) and isinstance(hi, int) and isinstance(extra, int)
+        return either_or(lo, hi, extra)
+    if kind == "choice":
+        options = spec[1]
+        assert isinstance(options, tuple)
+        return one_of_case_insensitive(*options) if spec[2] else one_of(*options)
+    if kind == "each":
+        options = spec[1]
+        assert isinstance(options, tuple)
+        return each_one_of(*options)
+    if kind == "non_empty_string":
+        return _non_empty_string
+    if kind == "non_empty_list":
+        return _non_empty_items
+    if kind == "throttled_replicas":
+        return throttled_replicas(name)
+    return None  # non_null_string: a parsed value is never null
 
 
 def gzip_level(value: ConfigValue) -> str | None:
@@ -208,14 +293,38 @@ def parse_value(definition: SettingDef, text: str) -> ConfigValue:
         raise ConfigError(_invalid(definition, text, str(exc)), definition.name) from None
     if definition.validator is not None:
         reason = definition.validator(value)
+        if isinstance(reason, tuple):
+            shown, why = reason
+            raise ConfigError(_invalid(definition, shown, why), definition.name)
         if reason is not None:
-            raise ConfigError(_invalid(definition, text, reason), definition.name)
+            # Kafka's message shows the parsed value (`-1.0` for a DOUBLE given as `-1`).
+            parsed = format_value(value)
+            raise ConfigError(_invalid(definition, text if parsed is None else parsed, reason),
+                              definition.name)
     return value
 
 
 def _invalid(definition: SettingDef, text: str, reason: str) -> str:
     shown = "[hidden]" if definition.sensitive else text
     return f"Invalid value {shown} for configuration {definition.name}: {reason}"
+
+
+def _java_double(value: float) -> str:
+    """Java's Double.toString: plain between 10^-3 and 10^7, else `1.7976931348623157E308`."""
+    if not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    text = repr(value)
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        if "e" in text:
+            text = f"{value:f}".rstrip("0")
+        return text + "0" if text.endswith(".") else text
+    from decimal import Decimal  # lazily: only DescribeConfigs renders such values
+
+    sign, digits, exponent = Decimal(text).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    shown = "".join(map(str, digits))
+    mantissa = f"{shown[0]}.{shown[1:] or '0'}"
+    return f"{'-' if sign else ''}{mantissa}E{exponent + len(digits) - 1}"
 
 
 def format_value(value: ConfigValue) -> str | None:
@@ -227,9 +336,7 @@ def format_value(value: ConfigValue) -> str | None:
     if isinstance(value, tuple):
         return ",".join(value)
     if isinstance(value, float):
-        if math.isfinite(value) and value == int(value) and abs(value) < 1e7:
-            return f"{value:.1f}"
-        return repr(value)
+        return _java_double(value)
     return str(value)
 
 

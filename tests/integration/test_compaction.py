@@ -56,7 +56,7 @@ def test_compacted_topic_keeps_the_last_value_per_key(
     create_topic(
         broker.bootstrap,
         name,
-        config={"cleanup.policy": "compact", "segment.bytes": "2048"},
+        config={"cleanup.policy": "compact", "internal.segment.bytes": "2048"},
     )
     keys = [f"key-{k}".encode() for k in range(8)]
     updates = [Rec(keys[i % len(keys)], f"value-{i}".encode(), partition=0) for i in range(480)]

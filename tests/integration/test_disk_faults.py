@@ -66,8 +66,10 @@ PARTITIONS = 2
 SMALL_BROKER = {
     "offsets.topic.num.partitions": "1",
     "transaction.state.log.num.partitions": "1",
-    "log.segment.bytes": "262144",  # rolls (and producer-state snapshots) while filling
 }
+# Rolls (and producer-state snapshots) while filling: below log.segment.bytes' 1 MiB floor
+# (Kafka 4), so through Kafka's internal topic config.
+SMALL_SEGMENTS = {"internal.segment.bytes": "262144"}
 # What a delivery may fail with while the disk is full: the broker's answer, or the
 # producer giving up on retrying it.
 FULL_DISK_ERRORS = {KafkaError.KAFKA_STORAGE_ERROR, KafkaError._MSG_TIMED_OUT,
@@ -246,8 +248,8 @@ def test_a_full_disk_loses_no_acknowledged_record(small_disk: SmallDisk,
     ballast_file.write_bytes(b"\0" * (1024 * 1024))
     broker = start_broker(root / "data", overrides=SMALL_BROKER, env=small_disk.env)
     bootstrap = broker.bootstrap
-    create_topic(bootstrap, "main", partitions=PARTITIONS)
-    create_topic(bootstrap, "ballast", partitions=1)
+    create_topic(bootstrap, "main", partitions=PARTITIONS, config=SMALL_SEGMENTS)
+    create_topic(bootstrap, "ballast", partitions=1, config=SMALL_SEGMENTS)
     confluent_consume_all(bootstrap, "main", PARTITIONS)  # __consumer_offsets exists now
     confluent_produce(bootstrap, "ballast", [Rec(b"b", VALUE_PAD * 2)] * 1000)
 
@@ -366,7 +368,7 @@ def test_eio_on_one_log_dir_leaves_the_other_working(tmp_path: Path,
     control.write_text("")
     broker = start_broker(d1, overrides={"log.dirs": f"{d1},{d2}", **SMALL_BROKER},
                           env={"ODRADEK_TEST_FAULTS": str(control)})
-    create_topic(broker.bootstrap, "t", partitions=2)
+    create_topic(broker.bootstrap, "t", partitions=2, config=SMALL_SEGMENTS)
     placed = {p: (d1 if (d1 / f"t-{p}").exists() else d2) for p in range(2)}
     assert set(placed.values()) == {d1, d2}
     bad = next(p for p, d in placed.items() if d == d2)

@@ -15,12 +15,13 @@ from it_support import BrokerProcess, StartBroker
 TIMEOUT = 60
 
 
-def serve(data_dir: Path, port: int) -> subprocess.CompletedProcess[str]:
+def serve(data_dir: Path, port: int, *overrides: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ODRADEK_")}
+    extra = [a for o in overrides for a in ("--override", o)]
     return subprocess.run(
         [sys.executable, "-m", "odradek", "serve",
          "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-         "--override", f"log.dirs={data_dir}"],
+         "--override", f"log.dirs={data_dir}", *extra],
         capture_output=True, text=True, timeout=TIMEOUT, env=env, stdin=subprocess.DEVNULL,
         check=False)
 
@@ -44,6 +45,25 @@ def test_a_port_in_use_is_one_line_and_creates_nothing(tmp_path: Path) -> None:
     assert line.startswith("odradek: cannot start: cannot listen on PLAINTEXT://127.0.0.1:")
     assert "listeners" in line
     assert not (tmp_path / "data").exists()
+
+
+def test_an_unsupported_setting_that_changes_what_clients_see_is_one_line_and_exit_2(
+        tmp_path: Path) -> None:
+    # Issue #18: never stored and silently ignored; nothing written into the data dir.
+    result = serve(tmp_path / "data", 0, "ssl.keystore.location=/etc/kafka/broker.jks")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "odradek: configuration error: ssl.keystore.location: not supported by Odradek yet "
+        "(PLAINTEXT only: no TLS, SASL or authentication); remove it"]
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_value_outside_kafkas_range_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = serve(tmp_path / "data", 0, "log.segment.bytes=1048575")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "odradek: configuration error: log.segment.bytes: Invalid value 1048575 for "
+        "configuration log.segment.bytes: Value must be at least 1048576"]
 
 
 def test_a_second_broker_on_a_locked_dir_stops_before_touching_it(

@@ -11,9 +11,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
-from odradek.broker.cluster import LEADER_EPOCH, topic_name_error
+from odradek.broker.cluster import LEADER_EPOCH, ClusterError, topic_name_error
 from odradek.broker.context import RequestContext
-from odradek.config import BROKER_CONFIGS, validate_topic_configs
+from odradek.config import validate_topic_configs
+from odradek.config.broker import CLUSTER_DEFAULT, PER_BROKER
 from odradek.wire import ErrorCode
 
 NO_EPOCH = -1
@@ -72,18 +73,18 @@ def check_broker_name(ctx: RequestContext, name: str) -> None:
                        f"Unexpected broker id, expected {ctx.node.node_id}, but received {name}")
 
 
-def refuse_broker_changes(names: list[str]) -> None:
-    """Broker settings are static here: every change to a BROKER resource is refused, with
-    Kafka's message for the settings Kafka cannot change at run time either."""
-    if not names:
-        return
-    static = sorted(n for n in names if n in BROKER_CONFIGS and BROKER_CONFIGS[n].read_only)
-    if static:
-        raise ApiError(ErrorCode.INVALID_REQUEST,
-                       f"Cannot update these configs dynamically: Set({', '.join(static)})")
-    raise ApiError(ErrorCode.INVALID_REQUEST,
-                   "Dynamic broker configs are not supported by this broker; change "
-                   f"server.properties and restart: {', '.join(sorted(names))}")
+def alter_broker_configs(ctx: RequestContext, name: str, configs: Mapping[str, str],
+                         validate_only: bool) -> None:
+    """Replace the dynamic configs of a BROKER resource: this node's ("<id>") or the
+    cluster-wide defaults (""), checked whole (as Kafka 4.4: INVALID_REQUEST for a setting it
+    cannot change at run time or a value its validator refuses; INVALID_CONFIG for a setting
+    Odradek does not support or cannot apply while it runs yet, or an unknown name); stored,
+    and in effect on the topics' logs at once."""
+    scope = CLUSTER_DEFAULT if not name else PER_BROKER
+    try:
+        ctx.cluster.set_broker_configs(scope, configs, validate_only=validate_only)
+    except ClusterError as e:
+        raise ApiError(e.code, e.message) from None
 
 
 def check_duplicate_keys(names: list[str]) -> None:

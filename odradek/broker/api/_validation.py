@@ -1,8 +1,8 @@
 """The produce path's topic-config checks after `produce._validate` accepted a batch, as
 Kafka's LogValidator applies them: the timestamp bounds and the topic's compression.type.
 
-Both cost nothing in the common case: with the bounds at their default (Long.MAX, i.e.
-unbounded) no record is read, and with `compression.type=producer` (the default) or a codec
+Both cost nothing in the common case: with the bounds at their default (before unbounded,
+after one hour) only the batch header's max timestamp is read, and with `compression.type=producer` (the default) or a codec
 equal to the batch's the batch is stored as it came.
 
 - Timestamps (`check_timestamps`): CreateTime topics only (LogAppendTime topics overwrite the
@@ -53,6 +53,11 @@ def check_timestamps(batch: RecordBatch, config: LogSettings, now_ms: int) -> Re
     if config.log_append_time or (before == LONG_MAX and after == LONG_MAX):
         return None
     lowest, highest = now_ms - before, now_ms + after
+    # Kafka 4's defaults bound only the future (after.max.ms one hour, KIP-1030; before
+    # unbounded): the header's max timestamp answers for every record, so the common batch is
+    # not read (nor decompressed). A client lying in that header is not guarded against.
+    if before == LONG_MAX and batch.timestamp_type == 0 and batch.max_timestamp <= highest:
+        return None
     # A LogAppendTime batch's records all carry its max timestamp (Kafka's record.timestamp()).
     if batch.timestamp_type == 1 and (
         lowest <= batch.max_timestamp <= highest or batch.max_timestamp == NO_TIMESTAMP

@@ -4,14 +4,15 @@
   not listed is removed), checked as Kafka's controller checks them (INVALID_CONFIG for an
   unknown name or a bad value, UNKNOWN_TOPIC_OR_PARTITION for a missing topic). They take
   effect at once on the partition logs (retention, segment size, max message size...).
-- BROKER resources (name "" or this node's id): broker settings are static here, so any change
-  is INVALID_REQUEST (Kafka's message for settings it cannot change at run time either); an
-  empty list of changes succeeds.
+- BROKER resources (name "" for the cluster-wide defaults, or this node's id): the given
+  configs become that resource's whole set of dynamic broker configs (sources
+  DYNAMIC_DEFAULT_BROKER_CONFIG / DYNAMIC_BROKER_CONFIG), stored in `broker-configs.json` and
+  in effect at once (`_common.alter_broker_configs`): INVALID_REQUEST for a setting Kafka
+  cannot change at run time, INVALID_CONFIG for a bad value.
 - Each resource at most once, each key at most once, no null values (INVALID_REQUEST, as
   Kafka's broker-side checks). BROKER_LOGGER and unknown types: INVALID_REQUEST.
 - validate_only runs every check and changes nothing.
-Not implemented: dynamic broker configs, group and client-metrics configs, alter-config
-policies, authorization.
+Not implemented: group and client-metrics configs, alter-config policies, authorization.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ import structlog
 from odradek.broker.api._common import (
     ApiError,
     ResourceType,
+    alter_broker_configs,
     apply_topic_configs,
     check_broker_name,
     check_duplicate_keys,
-    refuse_broker_changes,
 )
 from odradek.broker.cluster import ClusterError
 from odradek.broker.context import RequestContext
@@ -48,7 +49,11 @@ def _alter(ctx: RequestContext, resource: Resource, validate_only: bool) -> None
     kind, name = resource.resource_type, resource.resource_name
     if kind == ResourceType.BROKER:
         check_broker_name(ctx, name)
-        refuse_broker_changes(names)
+        alter_broker_configs(ctx, name, {c.name: c.value for c in resource.configs
+                                         if c.value is not None}, validate_only)
+        if not validate_only:
+            log.info("broker configs replaced", resource=name or "<default>",
+                     configs=sorted(names), client=ctx.client_id)
         return
     if kind != ResourceType.TOPIC:
         raise ApiError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")

@@ -12,8 +12,8 @@
 - Manual assignments (num_partitions and replication_factor must then be -1): partitions
   0..n-1, each with exactly this node as replica; anything else is INVALID_REPLICA_ASSIGNMENT
   or INVALID_REQUEST, as Kafka words them.
-- validate_only (v1+) runs every check and creates nothing; the result carries a zero topic
-  id (Kafka returns a random id that never exists).
+- validate_only (v1+) runs every check and creates nothing; the result carries a random topic
+  id that never exists, as Kafka's.
 - v5+ results carry the partition count, replication factor 1 and every effective topic
   config (value, read-only, source, sensitive); v7+ the topic id.
 - More than 10,000 new partitions in one request are refused with POLICY_VIOLATION (Kafka's
@@ -42,7 +42,6 @@ from odradek.broker.storage.errors import error_code_for
 from odradek.config import describe_topic_config
 from odradek.wire import ErrorCode
 from odradek.wire._generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
-from odradek.wire.primitives import ZERO_UUID
 
 log = structlog.get_logger("odradek.admin")
 
@@ -207,7 +206,7 @@ async def _handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTo
             answers.append(slot)
             continue
         if validate_only:
-            answers.append(_created(ctx, slot, ZERO_UUID))
+            answers.append(_created(ctx, slot, uuid.uuid4()))
             continue
         made = outcome[slot.name]
         if isinstance(made, OSError):

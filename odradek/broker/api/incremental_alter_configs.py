@@ -8,34 +8,39 @@
   names and bad values are INVALID_CONFIG; a missing topic is UNKNOWN_TOPIC_OR_PARTITION.
   Changes take effect at once on the partition logs (retention, segment size, max message
   size...).
-- BROKER resources (name "" or this node's id): broker settings are static here, so SET,
-  APPEND and SUBTRACT are INVALID_REQUEST; DELETE of a dynamic setting is a no-op success.
+- BROKER resources (name "" for the cluster-wide defaults, or this node's id): the same
+  operations on that resource's dynamic broker configs (APPEND/SUBTRACT start from the
+  dynamic value or else the setting's default, as Kafka), checked whole, stored and in effect
+  at once (`_common.alter_broker_configs`).
 - Each resource at most once, each key at most once per resource, null values only with
   DELETE, known operation ids only (INVALID_REQUEST otherwise, as Kafka's broker-side checks).
   BROKER_LOGGER (log levels) and other resource types: INVALID_REQUEST.
 - validate_only runs every check and changes nothing.
-Not implemented: dynamic broker configs, logger levels, group and client-metrics configs,
-alter-config policies, authorization.
+Not implemented: logger levels, group and client-metrics configs, alter-config policies,
+authorization.
 """
 
 from __future__ import annotations
 
 import enum
 from collections import Counter
+from collections.abc import Mapping
 
 import structlog
 
 from odradek.broker.api._common import (
     ApiError,
     ResourceType,
+    alter_broker_configs,
     apply_topic_configs,
     check_broker_name,
     check_duplicate_keys,
-    refuse_broker_changes,
 )
 from odradek.broker.cluster import ClusterError
 from odradek.broker.context import RequestContext
-from odradek.config import TOPIC_CONFIGS, ConfigType, format_value
+from odradek.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigType, format_value
+from odradek.config.broker import CLUSTER_DEFAULT, PER_BROKER
+from odradek.config.types import SettingDef
 from odradek.wire import ErrorCode
 from odradek.wire._generated.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
@@ -71,8 +76,10 @@ def _list_items(value: str | None) -> list[str]:
     return [part for part in (value or "").split(",") if part]
 
 
-def updated_overrides(current: dict[str, str], ops: list[tuple[Change, Op]]) -> dict[str, str | None]:
-    """The topic's overrides after `ops` (Kafka's incrementalAlterConfigResource)."""
+def updated_overrides(current: dict[str, str], ops: list[tuple[Change, Op]],
+                      table: Mapping[str, SettingDef] = TOPIC_CONFIGS) -> dict[str, str | None]:
+    """The topic's overrides (or a broker resource's dynamic configs, with the broker
+    `table`) after `ops` (Kafka's incrementalAlterConfigResource)."""
     result: dict[str, str | None] = dict(current)
     for change, op in ops:
         key = change.name
@@ -81,12 +88,13 @@ def updated_overrides(current: dict[str, str], ops: list[tuple[Change, Op]]) -> 
         elif op is Op.DELETE:
             result.pop(key, None)
         else:
-            definition = TOPIC_CONFIGS.get(key)
+            definition = table.get(key)
             if definition is None or definition.type is not ConfigType.LIST:
                 raise ApiError(ErrorCode.INVALID_CONFIG,
                                f"Can't {op.name} to key {key} because its type is not LIST.")
             base = current.get(key)
-            items = _list_items(base if base is not None else format_value(definition.default))
+            default = getattr(definition, "default", None)
+            items = _list_items(base if base is not None else format_value(default))
             for item in (change.value or "").split(","):
                 if op is Op.APPEND and item not in items:
                     items.append(item)
@@ -106,7 +114,13 @@ def _alter(ctx: RequestContext, resource: Resource, validate_only: bool) -> None
     if kind == ResourceType.BROKER:
         check_broker_name(ctx, name)
         ops = _ops(resource)
-        refuse_broker_changes([c.name for c, op in ops if op is not Op.DELETE])
+        scope = CLUSTER_DEFAULT if not name else PER_BROKER
+        new = updated_overrides(ctx.config.dynamic(scope), ops, BROKER_CONFIGS)
+        alter_broker_configs(ctx, name, {k: v for k, v in new.items() if v is not None},
+                             validate_only)
+        if not validate_only:
+            log.info("broker configs altered", resource=name or "<default>", configs=new,
+                     client=ctx.client_id, ops=[f"{op.name} {c.name}" for c, op in ops])
         return
     if kind == ResourceType.BROKER_LOGGER:
         raise ApiError(ErrorCode.INVALID_REQUEST,

@@ -45,12 +45,12 @@
   would ever close.
 - v13 names topics by id (KIP-516): an unknown id is UNKNOWN_TOPIC_ID.
 - Topic configs applied as Kafka's LogValidator does (`_validation.py`): on CreateTime
-  topics, `message.timestamp.before.max.ms` / `after.max.ms` (with the deprecated
-  `message.timestamp.difference.max.ms` as fallback) bound each record's timestamp around the
-  broker's clock, else INVALID_TIMESTAMP with record_errors; `compression.type` other than
-  `producer` recompresses a batch whose codec differs, at `compression.<codec>.level` (the
-  rebuilt batch is checked against max.message.bytes again). Both are skipped at no cost when
-  the bounds are unset and the codec is the producer's.
+  topics, `message.timestamp.before.max.ms` / `after.max.ms` (after: one hour by default,
+  KIP-1030) bound each record's timestamp around the broker's clock, else INVALID_TIMESTAMP
+  with record_errors; `compression.type` other than `producer` recompresses a batch whose
+  codec differs, at `compression.<codec>.level` (the rebuilt batch is checked against
+  max.message.bytes again). With the default bounds only the batch header's max timestamp is
+  read, and a batch in the producer's codec is stored as it came.
 - A write that fails is undone (the log is as before) and answered KAFKA_STORAGE_ERROR,
   retriable: on a full disk until space is freed, for a failed log dir until a restart (see
   `storage/log.py`).

@@ -170,16 +170,17 @@ def test_broker_settings_name_their_topic_synonym() -> None:
     assert BROKER_CONFIGS["log.segment.bytes"].topic_synonym == "segment.bytes"
     assert BROKER_CONFIGS["num.partitions"].topic_synonym is None
     assert BROKER_CONFIGS["log.segment.bytes"].dynamic
-    assert BROKER_CONFIGS["listeners"].read_only
+    assert not BROKER_CONFIGS["listeners"].read_only  # dynamic on Kafka 4.4
+    assert BROKER_CONFIGS["node.id"].read_only
 
 
 def test_precedence_file_env_override(tmp_path: Path) -> None:
     props = tmp_path / "server.properties"
-    props.write_text("num.partitions=2\nlog.segment.bytes=1000\nnode.id=7\nfoo.bar=baz\n")
-    env = {"ODRADEK_NUM_PARTITIONS": "3", "ODRADEK_LOG_SEGMENT_BYTES": "2000"}
-    c = load_config(props, ["log.segment.bytes=3000"], env)
+    props.write_text("num.partitions=2\nlog.segment.bytes=1048576\nnode.id=7\nfoo.bar=baz\n")
+    env = {"ODRADEK_NUM_PARTITIONS": "3", "ODRADEK_LOG_SEGMENT_BYTES": "2000000"}
+    c = load_config(props, ["log.segment.bytes=3000000"], env)
     assert c.get_int("num.partitions") == 3  # env beats file
-    assert c.get_int("log.segment.bytes") == 3000  # override beats env
+    assert c.get_int("log.segment.bytes") == 3000000  # override beats env
     assert c.get_int("node.id") == 7  # file beats default
     assert c.unknown == {"foo.bar": "baz"}
     assert c.source("num.partitions") is ConfigSource.STATIC_BROKER_CONFIG
@@ -278,16 +279,18 @@ def test_node_id_and_broker_id_are_one_setting() -> None:
 
 
 def test_typed_getters_read_each_declared_type() -> None:
-    c = BrokerConfig({"log.roll.ms": "9", "broker.rack": "r1", "log.dirs": "/a,/b"})
+    c = BrokerConfig({"log.roll.ms": "9", "advertised.listeners": "PLAINTEXT://h:1",
+                      "log.dirs": "/a,/b", "ssl.keystore.type": "JKS"})
     assert c.get_int("num.partitions") == 1
     assert c.get_int("offsets.topic.replication.factor") == 1  # SHORT
     assert c.get_int("log.retention.bytes") == -1  # LONG
     assert c.get_bool("delete.topic.enable") is True
     assert c.get_float("log.cleaner.min.cleanable.ratio") == 0.5
-    assert c.get_str("log.dir") == "./odradek-data"
+    assert c.get_list("log.dir") == ("./odradek-data",)  # a LIST in Kafka 4.4
+    assert c.get_str("ssl.keystore.type") == "JKS"
     assert c.get_list("log.cleanup.policy") == ("delete",)
     assert c.get_optional_int("log.roll.ms") == 9
-    assert c.get_optional_str("broker.rack") == "r1"
+    assert c.get_optional_list("advertised.listeners") == ("PLAINTEXT://h:1",)
     assert c.get_optional_list("log.dirs") == ("/a", "/b")
 
 
@@ -315,7 +318,7 @@ def test_optional_getters_read_null_defaults() -> None:
         ("get_bool", "num.partitions"),
         ("get_float", "num.partitions"),
         ("get_str", "listeners"),
-        ("get_list", "log.dir"),
+        ("get_list", "listener.security.protocol.map"),  # a STRING in Kafka 4.4
     ],
 )
 def test_typed_getters_check_the_declared_type(getter: str, name: str) -> None:
@@ -462,9 +465,16 @@ def test_topic_config_table_matches_kafka_names() -> None:
         "unclean.leader.election.enable",
         "message.timestamp.before.max.ms",
         "message.timestamp.after.max.ms",
-        "message.downconversion.enable",
+        # added in Kafka 4.2-4.4
+        "errors.deadletterqueue.group.enable",
+        "max.decompressed.message.bytes",
+        "remote.copy.lag.bytes",
+        "remote.copy.lag.ms",
     }
     assert expected <= set(TOPIC_CONFIGS)
+    # removed in Kafka 4.0
+    assert not {"message.downconversion.enable", "message.format.version",
+                "message.timestamp.difference.max.ms"} & set(TOPIC_CONFIGS)
     assert TOPIC_CONFIGS["retention.ms"].default == 604_800_000
     assert TOPIC_CONFIGS["max.message.bytes"].default == 1_048_588
     assert TOPIC_CONFIGS["cleanup.policy"].type is ConfigType.LIST
@@ -475,7 +485,8 @@ def test_topic_config_table_matches_kafka_names() -> None:
     [
         ("retention.ms", "abc", "Not a number of type LONG"),
         ("retention.ms", "-2", "at least -1"),
-        ("segment.bytes", "10", "at least 14"),
+        ("segment.bytes", "1048575", "Value must be at least 1048576"),
+        ("segment.bytes", "14", "Value must be at least 1048576"),
         ("cleanup.policy", "delete,forever", "forever"),
         ("compression.type", "brotli", "String must be one of"),
         ("message.timestamp.type", "Now", "String must be one of"),
@@ -508,7 +519,7 @@ def test_validate_topic_config_accepts(name: str, value: str) -> None:
 
 
 def test_validate_topic_configs_cross_check() -> None:
-    assert validate_topic_configs({"retention.ms": "1", "segment.bytes": "1000"}) is None
+    assert validate_topic_configs({"retention.ms": "1", "internal.segment.bytes": "1000"}) is None
     reason = validate_topic_configs({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"})
     assert reason is not None and "min.compaction.lag.ms" in reason
     assert validate_topic_configs({"x": "1"}) == "Unknown topic config name: x"
@@ -518,8 +529,8 @@ def test_effective_topic_config_precedence() -> None:
     broker = BrokerConfig(
         {"log.retention.minutes": "2", "message.max.bytes": "5000", "log.flush.interval.ms": "9"}
     )
-    resolved = resolve_topic_config({"segment.bytes": "2048"}, broker)
-    assert resolved.segment_bytes == 2048
+    resolved = resolve_topic_config({"segment.bytes": "2097152"}, broker)
+    assert resolved.segment_bytes == 2097152
     assert resolved.sources["segment.bytes"] is ConfigSource.DYNAMIC_TOPIC_CONFIG
     assert resolved.retention_ms == 120_000
     assert resolved.sources["retention.ms"] is ConfigSource.STATIC_BROKER_CONFIG
@@ -528,7 +539,7 @@ def test_effective_topic_config_precedence() -> None:
     assert resolved.segment_ms == 604_800_000
     assert resolved.sources["segment.ms"] is ConfigSource.DEFAULT_CONFIG
     assert resolved.delete and not resolved.compact
-    assert resolved.overrides == {"segment.bytes": "2048"}
+    assert resolved.overrides == {"segment.bytes": "2097152"}
 
     overridden = resolve_topic_config({"retention.ms": "10", "cleanup.policy": "compact"}, broker)
     assert overridden.retention_ms == 10
@@ -563,15 +574,18 @@ def test_topic_typed_getters_check_the_declared_type() -> None:
 
 def test_log_config_from_overrides() -> None:
     assert LogConfig.from_overrides().values == resolve_topic_config({}, BrokerConfig()).values
-    config = LogConfig.from_overrides({"segment.bytes": "2048", "index.interval.bytes": "100"})
-    assert (config.segment_bytes, config.index_interval_bytes) == (2048, 100)
+    config = LogConfig.from_overrides({"segment.bytes": "2097152", "index.interval.bytes": "100"})
+    assert (config.segment_bytes, config.index_interval_bytes) == (2097152, 100)
     assert config.sources["segment.bytes"] is ConfigSource.DYNAMIC_TOPIC_CONFIG
+    # Kafka's internal test hook below the 1 MiB floor wins over segment.bytes
+    small = LogConfig.from_overrides({"internal.segment.bytes": "2048"})
+    assert small.segment_bytes == 2048
     assert config.retention_ms == 604_800_000
     broker = BrokerConfig({"log.retention.hours": "1"})
     assert LogConfig.from_overrides({}, broker).retention_ms == 3_600_000
     with pytest.raises(ConfigError, match=r"Unknown topic config name: segment\.byte$"):
         LogConfig.from_overrides({"segment.byte": "2048"})
-    with pytest.raises(ConfigError, match="at least 14"):
+    with pytest.raises(ConfigError, match="at least 1048576"):
         LogConfig.from_overrides({"segment.bytes": "10"})
     with pytest.raises(ConfigError, match=r"min\.compaction\.lag\.ms"):
         LogConfig.from_overrides({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"})
@@ -580,7 +594,8 @@ def test_log_config_from_overrides() -> None:
 def test_describe_topic_config() -> None:
     broker = BrokerConfig({"log.retention.hours": "2"})
     entries = {e.name: e for e in describe_topic_config({"retention.ms": "1000"}, broker)}
-    assert set(entries) == set(TOPIC_CONFIGS)
+    assert set(entries) == {n for n, d in TOPIC_CONFIGS.items() if not d.internal}
+    assert "internal.segment.bytes" not in entries
 
     retention = entries["retention.ms"]
     assert retention.value == "1000"
@@ -588,9 +603,11 @@ def test_describe_topic_config() -> None:
     assert not retention.is_default and not retention.read_only
     assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
         ("retention.ms", "1000", ConfigSource.DYNAMIC_TOPIC_CONFIG),
-        ("log.retention.hours", "2", ConfigSource.STATIC_BROKER_CONFIG),
-        ("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG),
-    ]
+    ]  # Kafka lists only the main synonym, log.retention.ms (unset, no default)
+    timestamps = entries["message.timestamp.after.max.ms"]
+    assert timestamps.value == "3600000"  # KIP-1030's default
+    assert [(s.name, s.value, s.source) for s in timestamps.synonyms] == [
+        ("log.message.timestamp.after.max.ms", "3600000", ConfigSource.DEFAULT_CONFIG)]
 
     segment = entries["segment.bytes"]
     assert segment.value == "1073741824" and segment.is_default
@@ -608,13 +625,18 @@ def test_describe_topic_config() -> None:
 
 def test_describe_broker_config() -> None:
     entries = {e.name: e for e in BrokerConfig({"num.partitions": "3"}).describe()}
-    assert set(entries) == set(BROKER_CONFIGS)
+    assert set(entries) == {n for n, d in BROKER_CONFIGS.items() if not d.internal}
+    assert len(entries) == 350  # every public Kafka 4.4 broker setting
+    assert "unstable.api.versions.enable" not in entries
+    assert "log.message.format.version" not in entries
     assert entries["num.partitions"].value == "3"
     assert entries["num.partitions"].source is ConfigSource.STATIC_BROKER_CONFIG
     assert entries["log.retention.ms"].value is None
     assert entries["log.retention.hours"].value == "168"
     assert entries["log.retention.hours"].is_default
-    assert entries["listeners"].read_only
+    assert not entries["listeners"].read_only
+    assert entries["listener.security.protocol.map"].type is ConfigType.STRING
+    assert entries["log.dir"].type is ConfigType.LIST
 
 
 def test_format_value() -> None:

@@ -94,7 +94,8 @@ def test_broker_resource(broker: Broker) -> None:
     cases = [
         (resource(BROKER, node, {}), ErrorCode.NONE),
         (resource(BROKER, "", {"num.partitions": "3"}), ErrorCode.INVALID_REQUEST),
-        (resource(BROKER, node, {"log.retention.ms": "100"}), ErrorCode.INVALID_REQUEST),
+        (resource(BROKER, node, {"log.retention.ms": "100"}), ErrorCode.NONE),  # dynamic
+        (resource(BROKER, node, {"log.segment.bytes": "5"}), ErrorCode.INVALID_REQUEST),
         (resource(BROKER, "42", {}), ErrorCode.INVALID_REQUEST),
         (resource(BROKER_LOGGER, node, {}), ErrorCode.INVALID_REQUEST),
     ]
@@ -102,5 +103,5 @@ def test_broker_resource(broker: Broker) -> None:
         [r] = alter(broker, 2, res)
         assert r.error_code == code, (res.resource_name, r.error_message)
         if res.configs and res.configs[0].name == "num.partitions":
-            assert r.error_message == "Cannot update these configs dynamically: Set(num.partitions)"
+            assert r.error_message == "Cannot update these configs dynamically: [num.partitions]"
     assert broker.config.get_int("num.partitions") == 1

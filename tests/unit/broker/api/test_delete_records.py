@@ -18,7 +18,7 @@ KEY = ApiKey.DELETE_RECORDS
 def broker(tmp_path: Path) -> Iterator[Broker]:
     b = open_broker(tmp_path)
     # tiny segments: every batch rolls a new one
-    b.cluster.create_topic("t", 2, {"segment.bytes": "100"})
+    b.cluster.create_topic("t", 2, {"internal.segment.bytes": "100"})
     for i in range(5):
         produce(b, "t", 0, [1000 + i, 1000 + i])  # offsets 2i, 2i+1
     yield b

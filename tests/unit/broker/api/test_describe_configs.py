@@ -11,6 +11,10 @@ from odradek.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigTy
 from odradek.wire import ApiKey, ErrorCode
 from odradek.wire._generated.describe_configs import DescribeConfigsRequest
 
+# Kafka never describes its internal settings.
+PUBLIC_TOPIC = {n for n, d in TOPIC_CONFIGS.items() if not d.internal}
+PUBLIC_BROKER = {n for n, d in BROKER_CONFIGS.items() if not d.internal}
+
 Req = DescribeConfigsRequest
 KEY = ApiKey.DESCRIBE_CONFIGS
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
@@ -40,7 +44,7 @@ def test_topic_every_config(broker: Broker, version: int) -> None:
     [r] = describe(broker, version, (TOPIC, "t", None), synonyms=True, docs=True)
     assert (r.error_code, r.resource_type, r.resource_name) == (ErrorCode.NONE, TOPIC, "t")
     rows = {c.name: c for c in r.configs}
-    assert set(rows) == set(TOPIC_CONFIGS)
+    assert set(rows) == PUBLIC_TOPIC
     retention, policy, segment = rows["retention.ms"], rows["cleanup.policy"], rows["segment.bytes"]
     assert (retention.value, policy.value, segment.value) == ("1000", "compact,delete", "1073741824")
     assert not any(c.read_only for c in r.configs)
@@ -49,11 +53,9 @@ def test_topic_every_config(broker: Broker, version: int) -> None:
     else:
         assert retention.config_source == ConfigSource.DYNAMIC_TOPIC_CONFIG
         assert segment.config_source == ConfigSource.DEFAULT_CONFIG
-        # retention falls back to the broker's log.retention.hours, converted to ms
+        # as Kafka 4.4, only the main broker synonym (log.retention.ms: unset, no default)
         assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
             ("retention.ms", "1000", ConfigSource.DYNAMIC_TOPIC_CONFIG),
-            ("log.retention.hours", "48", ConfigSource.STATIC_BROKER_CONFIG),
-            ("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG),
         ]
     if version >= 3:
         assert retention.config_type == ConfigType.LONG
@@ -73,7 +75,7 @@ def test_configuration_keys_filter(broker: Broker) -> None:
     [some, all_, empty] = describe(broker, 2, (TOPIC, "t", ["segment.ms", "nope", "retention.ms"]),
                                    (TOPIC, "t", None), (TOPIC, "t", []))
     assert sorted(c.name for c in some.configs) == ["retention.ms", "segment.ms"]
-    assert len(all_.configs) == len(empty.configs) == len(TOPIC_CONFIGS)
+    assert len(all_.configs) == len(empty.configs) == len(PUBLIC_TOPIC) == 37
 
 
 def test_topic_errors(broker: Broker) -> None:
@@ -88,7 +90,7 @@ def test_broker_resource(broker: Broker, version: int) -> None:
     [r] = describe(broker, version, (BROKER, str(broker.node_id), None), synonyms=True)
     assert r.error_code == ErrorCode.NONE
     rows = {c.name: c for c in r.configs}
-    assert set(rows) == set(BROKER_CONFIGS)
+    assert set(rows) == PUBLIC_BROKER
     assert rows["num.partitions"].value == "2"
     assert rows["node.id"].read_only
     assert not rows["log.retention.ms"].read_only
@@ -131,15 +133,15 @@ def test_results_follow_request_order(broker: Broker) -> None:
 
 
 def test_settings_not_applied_say_so_in_their_documentation(broker: Broker) -> None:
-    # Issue #10: a setting Odradek accepts but does not act on is marked as such (v3+).
+    # Issues #10, #18: a setting without effect or not supported yet says so (v3+).
     [topic, node] = describe(broker, 3, (TOPIC, "t", ["preallocate", "segment.jitter.ms",
                                                       "compression.type"]),
                              (BROKER, "1", ["socket.send.buffer.bytes", "num.io.threads",
                                             "message.max.bytes"]), docs=True)
     docs = {c.name: c.documentation for c in topic.configs + node.configs}
-    assert docs["preallocate"] is not None and "not applied" in docs["preallocate"]
-    assert "not applied" in docs["socket.send.buffer.bytes"]
-    assert "no meaning for one single-node process" in docs["num.io.threads"]
+    assert docs["preallocate"] is not None and "no effect" in docs["preallocate"]
+    assert "Not supported by Odradek yet" in docs["socket.send.buffer.bytes"]
+    assert "no effect" in docs["num.io.threads"]
     for applied in ("segment.jitter.ms", "compression.type", "message.max.bytes"):
         assert docs[applied] is None
     [again] = describe(broker, 3, (TOPIC, "t", ["preallocate"]), docs=False)

@@ -42,14 +42,31 @@ def overrides(broker: Broker) -> dict[str, str]:
 @pytest.mark.parametrize("version", [0, 1])
 def test_set_and_delete_take_effect(broker: Broker, version: int) -> None:
     [r] = alter(broker, version, resource(
-        TOPIC, "t", ("segment.bytes", SET, "100000"), ("max.message.bytes", SET, "5000"),
+        TOPIC, "t", ("segment.bytes", SET, "2097152"), ("max.message.bytes", SET, "5000"),
         ("retention.ms", DELETE, None)))
     assert (r.error_code, r.error_message, r.resource_name) == (ErrorCode.NONE, None, "t")
-    assert overrides(broker) == {"segment.bytes": "100000", "max.message.bytes": "5000"}
+    assert overrides(broker) == {"segment.bytes": "2097152", "max.message.bytes": "5000"}
     for p in range(2):
         config = broker.partitions.log("t", p).config  # type: ignore[union-attr]
-        assert (config.segment_bytes, config.max_message_bytes) == (100000, 5000)
+        assert (config.segment_bytes, config.max_message_bytes) == (2097152, 5000)
         assert config.retention_ms == 7 * 24 * 3_600_000
+
+
+def test_segment_bytes_floor_is_kafka_4s(broker: Broker) -> None:
+    [r] = alter(broker, 1, resource(TOPIC, "t", ("segment.bytes", SET, "1048575")))
+    assert (r.error_code, r.error_message) == (
+        ErrorCode.INVALID_CONFIG,
+        "Invalid value 1048575 for configuration segment.bytes: Value must be at least 1048576")
+    assert "segment.bytes" not in overrides(broker)
+
+
+def test_unsupported_config_is_refused_naming_it(broker: Broker) -> None:
+    before = dict(overrides(broker))
+    [r] = alter(broker, 1, resource(TOPIC, "t", ("remote.storage.enable", SET, "true"),
+                                    ("retention.ms", SET, "5000")))
+    assert r.error_code == ErrorCode.INVALID_CONFIG
+    assert "remote.storage.enable: not supported by Odradek yet" in (r.error_message or "")
+    assert overrides(broker) == before  # nothing half applied
 
 
 def test_delete_of_absent_override_is_fine(broker: Broker) -> None:
@@ -112,7 +129,8 @@ def test_broker_and_logger_resources(broker: Broker) -> None:
     node = str(broker.node_id)
     cases = [
         (resource(BROKER, node, ("log.retention.ms", DELETE, None)), ErrorCode.NONE),
-        (resource(BROKER, "", ("log.retention.ms", SET, "5")), ErrorCode.INVALID_REQUEST),
+        (resource(BROKER, "", ("log.retention.ms", SET, "5")), ErrorCode.NONE),  # dynamic
+        (resource(BROKER, "", ("log.segment.bytes", SET, "5")), ErrorCode.INVALID_REQUEST),
         (resource(BROKER, node, ("node.id", SET, "3")), ErrorCode.INVALID_REQUEST),
         (resource(BROKER, "7", ("log.retention.ms", DELETE, None)), ErrorCode.INVALID_REQUEST),
         (resource(BROKER_LOGGER, node, ("root", SET, "DEBUG")), ErrorCode.INVALID_REQUEST),
@@ -121,4 +139,4 @@ def test_broker_and_logger_resources(broker: Broker) -> None:
         [r] = alter(broker, 1, res)
         assert r.error_code == code, (res.resource_name, r.error_message)
         if res.configs[0].name == "node.id":
-            assert r.error_message == "Cannot update these configs dynamically: Set(node.id)"
+            assert r.error_message == "Cannot update these configs dynamically: [node.id]"

@@ -19,7 +19,7 @@ EARLIEST_PENDING_UPLOAD = -6
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[Broker]:
     b = open_broker(tmp_path)
-    b.cluster.create_topic("t", 2, {"segment.bytes": "200"})
+    b.cluster.create_topic("t", 2, {"internal.segment.bytes": "200"})
     produce(b, "t", 0, [1000, 1001, 1002])  # offsets 0-2
     produce(b, "t", 0, [2000, 1500])  # 3-4: timestamps out of order inside a batch
     produce(b, "t", 0, [3000])  # 5

@@ -9,6 +9,7 @@ import pytest
 from admin_testutil import call, open_broker
 
 from odradek.broker.broker import Broker
+from odradek.broker.cluster import ClusterError
 from odradek.wire import ApiKey, ErrorCode
 from odradek.wire._generated.produce import ProduceRequest, ProduceResponse
 from odradek.wire.compression import CompressionType, decompress
@@ -158,13 +159,32 @@ def test_timestamps_after_the_bound_are_invalid(tmp_path: Path) -> None:
     assert _produce(broker, "t", build_batch([(b"k", b"v")], base_timestamp=1)).error_code == 0
 
 
-def test_the_deprecated_difference_bound_applies_both_ways(tmp_path: Path) -> None:
+def test_the_default_after_bound_is_one_hour(tmp_path: Path) -> None:
+    # KIP-1030 (Kafka 4.0): log.message.timestamp.after.max.ms defaults to one hour.
     broker = open_broker(tmp_path)
-    broker.cluster.create_topic("t", 1, {"message.timestamp.difference.max.ms": "1000"})
+    broker.cluster.create_topic("t", 1, {})
     now = broker.now_ms()
-    for ts in (now - HOUR, now + HOUR):
-        response = _produce(broker, "t", build_batch([(b"k", b"v")], base_timestamp=ts))
-        assert response.error_code == ErrorCode.INVALID_TIMESTAMP
+    late = _produce(broker, "t", build_batch([(b"k", b"v")], base_timestamp=now + 2 * HOUR))
+    assert late.error_code == ErrorCode.INVALID_TIMESTAMP
+    ok = _produce(broker, "t", build_batch([(b"k", b"v")], base_timestamp=now + HOUR // 2))
+    assert ok.error_code == ErrorCode.NONE
+    old = _produce(broker, "t", build_batch([(b"k", b"v")], base_timestamp=1))
+    assert old.error_code == ErrorCode.NONE  # before.max.ms stays unbounded
+
+
+def test_the_broker_setting_bounds_every_topic(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path, **{"log.message.timestamp.before.max.ms": "3600000"})
+    broker.cluster.create_topic("t", 1, {})
+    now = broker.now_ms()
+    early = _produce(broker, "t", build_batch([(b"k", b"v")], base_timestamp=now - 2 * HOUR))
+    assert early.error_code == ErrorCode.INVALID_TIMESTAMP
+
+
+def test_the_removed_difference_setting_is_unknown(tmp_path: Path) -> None:
+    # Kafka 4.0 removed message.timestamp.difference.max.ms.
+    broker = open_broker(tmp_path)
+    with pytest.raises(ClusterError, match="Unknown topic config name"):
+        broker.cluster.create_topic("t", 1, {"message.timestamp.difference.max.ms": "1000"})
 
 
 def test_log_append_time_topics_are_exempt(tmp_path: Path) -> None:
@@ -176,10 +196,11 @@ def test_log_append_time_topics_are_exempt(tmp_path: Path) -> None:
     assert response.error_code == ErrorCode.NONE
 
 
-def test_unbounded_timestamps_read_no_record(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("configs", [{}, {"message.timestamp.after.max.ms": str(2**63 - 1)}])
+def test_default_or_unbounded_timestamps_read_no_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, configs: dict[str, str]) -> None:
     broker = open_broker(tmp_path)
-    broker.cluster.create_topic("t", 1, {})
+    broker.cluster.create_topic("t", 1, configs)
 
     def no_records(self: RecordBatch) -> None:
         raise AssertionError("records read although no feature needs them")

@@ -44,7 +44,7 @@ from odradek.wire.records import (
 )
 
 CFG_OVERRIDES = {
-    "segment.bytes": "600",
+    "internal.segment.bytes": "600",
     "index.interval.bytes": "64",
     "cleanup.policy": "compact",
     "delete.retention.ms": "1000",
@@ -234,7 +234,7 @@ def test_tombstones_go_after_delete_retention(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
 def test_compressed_batches_keep_their_codec(tmp_path: Path, codec: int) -> None:
-    log = open_log(tmp_path / "t-0", cfg({"segment.bytes": "300"}))
+    log = open_log(tmp_path / "t-0", cfg({"internal.segment.bytes": "300"}))
     for r in range(12):
         put(
             log,
@@ -500,7 +500,7 @@ def crash_log(directory: Path) -> tuple[PartitionLog, list[Rec]]:
             written.append((put(log, [(key, value)]), key, value))
     put(log, [(b"g0-1", None)])
     written += fill(log, keys=2, rounds=10)
-    log.config = cfg({"segment.bytes": "1500"})  # groups of 2-3 segments
+    log.config = cfg({"internal.segment.bytes": "1500"})  # groups of 2-3 segments
     return log, written
 
 
@@ -840,7 +840,7 @@ def test_model_latest_value_per_key(
     tmp_path_factory: pytest.TempPathFactory, script: list[Op]
 ) -> None:
     directory = tmp_path_factory.mktemp("model") / "t-0"
-    config = cfg({"segment.bytes": "300", "delete.retention.ms": "500"})
+    config = cfg({"internal.segment.bytes": "300", "delete.retention.ms": "500"})
     log = open_log(directory, config)
     model: dict[bytes, bytes | None] = {}
     history: dict[int, tuple[bytes, bytes | None]] = {}

@@ -226,7 +226,7 @@ def test_corrupt_snapshots_are_refused(tmp_path: Path, cut: int) -> None:
 
 def open_log(directory: Path, *, segment_bytes: int = 10_000, had_clean_shutdown: bool = False,
              recovery_point: int = 0) -> PartitionLog:
-    config = LogConfig.from_overrides({"segment.bytes": str(segment_bytes)})
+    config = LogConfig.from_overrides({"internal.segment.bytes": str(segment_bytes)})
     return PartitionLog.open(directory / "t-0", config, now_ms=1_000,
                              had_clean_shutdown=had_clean_shutdown, recovery_point=recovery_point)
 

@@ -21,7 +21,7 @@ from odradek.broker.storage.segment import LogSegment
 from odradek.config import LogConfig
 from odradek.wire.records import build_batch, iter_batches
 
-CONFIG = LogConfig.from_overrides({"segment.bytes": "2048", "index.interval.bytes": "100"})
+CONFIG = LogConfig.from_overrides({"internal.segment.bytes": "2048", "index.interval.bytes": "100"})
 DAMAGED = "damaged log segment found at start-up; recovered it"
 
 

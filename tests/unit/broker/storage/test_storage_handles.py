@@ -32,9 +32,9 @@ from odradek.wire.records import Record, build_batch, iter_batches
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
 
 # A roll every ~600 bytes, index entries every 64: several segments per log, every index used.
-SMALL = LogConfig.from_overrides({"segment.bytes": "600", "index.interval.bytes": "64"})
+SMALL = LogConfig.from_overrides({"internal.segment.bytes": "600", "index.interval.bytes": "64"})
 COMPACT = LogConfig.from_overrides({
-    "segment.bytes": "600",
+    "internal.segment.bytes": "600",
     "index.interval.bytes": "64",
     "cleanup.policy": "compact",
     "file.delete.delay.ms": "0",

@@ -112,7 +112,7 @@ def _write_sample_log(root: Path) -> tuple[Path, int]:
     an aborted-txn entry, then a crash with a torn tail and a recovery. Returns the partition
     directory and the number of records kept."""
     directory = root / "orders-0"
-    config = LogConfig.from_overrides({"segment.bytes": "2500", "index.interval.bytes": "150"})
+    config = LogConfig.from_overrides({"internal.segment.bytes": "2500", "index.interval.bytes": "150"})
     log = PartitionLog.open(directory, config, now_ms=1_000)
     for i in range(45):
         records = [

@@ -21,7 +21,7 @@ from odradek.config import LogConfig
 from odradek.wire.exceptions import RecordBatchError
 from odradek.wire.records import build_batch
 
-SMALL = LogConfig.from_overrides({"segment.bytes": "1024", "index.interval.bytes": "128"})
+SMALL = LogConfig.from_overrides({"internal.segment.bytes": "1024", "index.interval.bytes": "128"})
 
 
 def open_log(tmp_path: Path, config: LogConfig = SMALL, **kwargs: object) -> PartitionLog:
@@ -189,7 +189,7 @@ def test_max_timestamp_offset_finds_the_first_record_with_it(tmp_path: Path) -> 
 
 
 def test_retention_by_time(tmp_path: Path) -> None:
-    config = LogConfig.from_overrides({"segment.bytes": "1024", "retention.ms": "10000"})
+    config = LogConfig.from_overrides({"internal.segment.bytes": "1024", "retention.ms": "10000"})
     log = open_log(tmp_path, config)
     for i in range(30):
         append(log, [b"x" * 100], timestamp=1_000 + i * 1_000)  # timestamps 1000..30000
@@ -217,7 +217,7 @@ def test_retention_by_time(tmp_path: Path) -> None:
 
 def test_retention_by_size(tmp_path: Path) -> None:
     config = LogConfig.from_overrides(
-        {"segment.bytes": "1024", "retention.bytes": "3000", "retention.ms": "-1"}
+        {"internal.segment.bytes": "1024", "retention.bytes": "3000", "retention.ms": "-1"}
     )
     log = open_log(tmp_path, config)
     for _ in range(60):
@@ -234,7 +234,7 @@ def test_retention_by_size(tmp_path: Path) -> None:
 
 def test_retention_only_when_cleanup_policy_deletes(tmp_path: Path) -> None:
     config = LogConfig.from_overrides(
-        {"segment.bytes": "1024", "retention.bytes": "0", "cleanup.policy": "compact"}
+        {"internal.segment.bytes": "1024", "retention.bytes": "0", "cleanup.policy": "compact"}
     )
     log = open_log(tmp_path, config)
     for _ in range(30):
@@ -244,7 +244,7 @@ def test_retention_only_when_cleanup_policy_deletes(tmp_path: Path) -> None:
 
 
 def test_retention_stops_at_the_high_watermark(tmp_path: Path) -> None:
-    config = LogConfig.from_overrides({"segment.bytes": "1024", "retention.ms": "0"})
+    config = LogConfig.from_overrides({"internal.segment.bytes": "1024", "retention.ms": "0"})
     log = open_log(tmp_path, config)
     for _ in range(30):
         append(log, [b"y" * 100])
@@ -522,7 +522,7 @@ def test_roll_and_segment_files(tmp_path: Path) -> None:
 
 
 def test_segment_byte_limit_counts_the_incoming_batch(tmp_path: Path) -> None:
-    log = open_log(tmp_path, LogConfig.from_overrides({"segment.bytes": "500"}))
+    log = open_log(tmp_path, LogConfig.from_overrides({"internal.segment.bytes": "500"}))
     append(log, [b"x" * 150])
     first_size = log.active_segment.size
     append(log, [b"x" * 150])

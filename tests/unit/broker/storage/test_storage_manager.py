@@ -12,7 +12,7 @@ from storage_testutil import abandon, append, values_of
 from odradek.broker.storage.manager import LogManager
 from odradek.config import LogConfig
 
-CONFIG = LogConfig.from_overrides({"segment.bytes": "1024"})
+CONFIG = LogConfig.from_overrides({"internal.segment.bytes": "1024"})
 
 
 def test_new_partitions_go_to_the_emptiest_log_dir(tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_same_partition_in_two_log_dirs_is_an_error(tmp_path: Path) -> None:
 
 def test_retention_and_flush_passes(tmp_path: Path) -> None:
     configs = {
-        "short": LogConfig.from_overrides({"segment.bytes": "512", "retention.ms": "100"}),
+        "short": LogConfig.from_overrides({"internal.segment.bytes": "512", "retention.ms": "100"}),
         "flushy": LogConfig.from_overrides({"flush.ms": "10"}),
     }
     manager = LogManager([tmp_path], CONFIG, config_for=lambda t: configs.get(t, CONFIG), now_ms=0)

@@ -15,7 +15,7 @@ from storage_testutil import batch as batch_bytes
 from odradek.broker.storage.log import PartitionLog
 from odradek.config import LogConfig
 
-CONFIG = LogConfig.from_overrides({"segment.bytes": "2048", "index.interval.bytes": "100"})
+CONFIG = LogConfig.from_overrides({"internal.segment.bytes": "2048", "index.interval.bytes": "100"})
 
 
 def build_crashed_log(
@@ -161,7 +161,7 @@ def test_recovered_indexes_equal_the_incremental_ones(tmp_path: Path, fixed_size
         # batches exactly half the interval: the boundary case of "more than interval bytes"
         size = batches_of(bytes(batch_bytes([b"x" * 40])))[0].size
         config = LogConfig.from_overrides(
-            {"segment.bytes": "2048", "index.interval.bytes": str(2 * size)}
+            {"internal.segment.bytes": "2048", "index.interval.bytes": str(2 * size)}
         )
     log = PartitionLog.open(directory, config, now_ms=0)
     for i in range(40):

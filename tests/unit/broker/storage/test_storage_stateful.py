@@ -38,7 +38,7 @@ class LogMachine(RuleBasedStateMachine):
     )
     def open_log(self, segment_bytes: int, interval: int) -> None:
         self.config = LogConfig.from_overrides(
-            {"segment.bytes": str(segment_bytes), "index.interval.bytes": str(interval)}
+            {"internal.segment.bytes": str(segment_bytes), "index.interval.bytes": str(interval)}
         )
         self.log = PartitionLog.open(self.directory, self.config, now_ms=self.clock)
 

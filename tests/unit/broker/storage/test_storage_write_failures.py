@@ -42,9 +42,9 @@ PID = 4242
 TXN_PID = 77
 
 # Index entries every 128 bytes, a roll every ~1 KiB.
-SMALL = LogConfig.from_overrides({"segment.bytes": "1024", "index.interval.bytes": "128"})
+SMALL = LogConfig.from_overrides({"internal.segment.bytes": "1024", "index.interval.bytes": "128"})
 # No index entries while appending: the only `.timeindex` write is the one a roll makes.
-ROLL_ONLY = LogConfig.from_overrides({"segment.bytes": "1024", "index.interval.bytes": "1000000"})
+ROLL_ONLY = LogConfig.from_overrides({"internal.segment.bytes": "1024", "index.interval.bytes": "1000000"})
 
 
 # -- fault injection ---------------------------------------------------------------------------
