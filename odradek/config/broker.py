@@ -50,6 +50,7 @@ from odradek.config.types import (
     format_value,
     gzip_level,
     one_of,
+    one_of_ignore_case,
     parse_value,
 )
 
@@ -223,6 +224,10 @@ _BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("group.consumer.assignors", _T.LIST, ("uniform", "range"), each_one_of(
         "uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
         "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
+    # Online migration between the classic and consumer protocols (Kafka's
+    # ConsumerGroupMigrationPolicy; case insensitive).
+    _b("group.consumer.migration.policy", _T.STRING, "bidirectional", one_of_ignore_case(
+        "bidirectional", "upgrade", "downgrade", "disabled")),
     # Transactions and producer ids.
     _b("transaction.max.timeout.ms", _T.INT, 900_000, at_least(1)),
     _b("transactional.id.expiration.ms", _T.INT, 604_800_000, at_least(1)),

@@ -139,6 +139,17 @@ def one_of(*options: str) -> Validator:
     return check
 
 
+def one_of_ignore_case(*options: str) -> Validator:
+    """Kafka's CaseInsensitiveValidString (the options given in lower case)."""
+    def check(value: ConfigValue) -> str | None:
+        assert isinstance(value, str)
+        if value.lower() not in options:
+            return f"String must be one of (case insensitive): {', '.join(options)}"
+        return None
+
+    return check
+
+
 def each_one_of(*options: str) -> Validator:
     def check(value: ConfigValue) -> str | None:
         assert isinstance(value, tuple)

@@ -192,14 +192,16 @@ def test_group_max_size_and_leave() -> None:
 
 
 def test_classic_group_conflicts() -> None:
-    h = CHarness()
+    # With migration disabled a classic group stays classic; a classic JoinGroup with a
+    # protocol type other than "consumer" never joins a consumer group.
+    h = CHarness(cconfig=ConsumerConfig(migration_policy="disabled"))
     p = h.join_new("classic")
     assert p.result().error == ErrorCode.NONE
     r = h.hb(group_id="classic")
     assert (r.error, r.message) == (ErrorCode.GROUP_ID_NOT_FOUND,
                                     "Group classic is not a consumer group.")
     h.hb()
-    j = h.join("g").result()
+    j = h.join("g", protocol_type="connect").result()
     assert j.error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     assert h.coord.heartbeat("g", "m1", None, 1) == ErrorCode.UNKNOWN_MEMBER_ID
 
