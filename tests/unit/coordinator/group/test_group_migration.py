@@ -122,7 +122,7 @@ def test_session_timeout_of_the_consumer_member_downgrades_too() -> None:
 
 def test_classic_member_session_timeout_fences_it() -> None:
     h = CHarness()
-    a, b = upgraded(h)
+    upgraded(h)
     for _ in range(3):
         h.advance(4_000)
         h.hb(member_id="m3", member_epoch=h.cg().members["m3"].member_epoch)
