@@ -90,7 +90,7 @@ class ClassicMember(threading.Thread):
                             break  # delivered again to whoever owns it now
                         with self.lock:
                             self.delivered[(msg.partition, msg.offset)] += 1
-        except Exception as exc:  # noqa: BLE001 - reported by the test
+        except Exception as exc:  # reported by the test
             self.errors.append(repr(exc))
         finally:
             consumer.close()  # LeaveGroup

@@ -168,7 +168,7 @@ def test_classic_join_to_a_consumer_group() -> None:
     assert r.error == ErrorCode.NONE
     assert h.coord.heartbeat("g", first.member_id, None, j.generation_id) \
         == ErrorCode.REBALANCE_IN_PROGRESS
-    gen, parts = classic_rejoin(h, first.member_id)
+    _, parts = classic_rejoin(h, first.member_id)
     assert parts == {"t": [3, 4, 5]}
     # LeaveGroup removes it and bumps the epoch.
     epoch = h.cg().group_epoch
