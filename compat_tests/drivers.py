@@ -7,7 +7,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compat_tests.scenarios import CLI_SCENARIOS, CONSUMER_PROTOCOL_SCENARIOS, SCENARIOS
+from compat_tests.scenarios import (
+    CLI_SCENARIOS,
+    CONSUMER_PROTOCOL_SCENARIOS,
+    MIGRATION_SCENARIOS,
+    SCENARIOS,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -62,7 +67,8 @@ DRIVERS: dict[str, Driver] = {
         Driver("java-4.4", "Java", extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *CLI_SCENARIOS)),
         Driver("java-4.1", "Java"),
         Driver("java-3.9", "Java"),
-        Driver("confluent-kafka", "librdkafka", extra_scenarios=tuple(CONSUMER_PROTOCOL_SCENARIOS)),
+        Driver("confluent-kafka", "librdkafka",
+               extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *MIGRATION_SCENARIOS)),
         Driver("kcat", "librdkafka"),
         Driver("kafka-python", "Python"),
         Driver("aiokafka", "Python"),

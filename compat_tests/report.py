@@ -16,6 +16,7 @@ from compat_tests.scenarios import (
     ALL_SCENARIOS,
     CLI_SCENARIOS,
     CONSUMER_PROTOCOL_SCENARIOS,
+    MIGRATION_SCENARIOS,
     SCENARIOS,
 )
 
@@ -116,6 +117,8 @@ def render() -> str:
     lines += [f"- **{name}**: {text}" for name, text in SCENARIOS.items()]
     lines += ["", "KIP-848 consumer groups (`group.protocol=consumer`; Java 4.4 and confluent-kafka):", ""]
     lines += [f"- **{name}**: {text}" for name, text in CONSUMER_PROTOCOL_SCENARIOS.items()]
+    lines += ["", "Online migration of a classic group to the consumer protocol (confluent-kafka):", ""]
+    lines += [f"- **{name}**: {text}" for name, text in MIGRATION_SCENARIOS.items()]
     lines += ["", "Kafka's command-line tools (Java driver, 4.4 tools, run by main class):", ""]
     lines += [f"- **{name}**: {text}" for name, text in CLI_SCENARIOS.items()]
     return "\n".join(lines) + "\n"
