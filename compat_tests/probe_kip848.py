@@ -417,6 +417,29 @@ def case_downgrade(c: Conn) -> dict[str, Any]:
     return out
 
 
+def case_downgrade_before_rejoin(c: Conn) -> dict[str, Any]:
+    """The consumer-protocol member leaves before the classic member rejoined the upgraded
+    group (its generation is behind the group epoch)."""
+    g = gid("mig4")
+    r1 = classic_join(c, g)
+    r2 = classic_join(c, g, r1.member_id) if r1.error_code == ErrorCode.MEMBER_ID_REQUIRED else r1
+    assert r2.error_code == 0, err(r2.error_code)
+    s = classic_sync(c, g, r2, {r2.member_id: assignment(TOPIC, [0, 1])})
+    assert s.error_code == 0, err(s.error_code)
+    gen1 = r2.generation_id
+    hb = join(c, g)
+    out: dict[str, Any] = {"heartbeat join (upgrade)": hb_summary(hb, gen1)}
+    leave = c.heartbeat(1, group_id=g, member_id=hb.member_id, member_epoch=-1)
+    out["consumer member leaves"] = hb_summary(leave)
+    out["classic Heartbeat (generation G)"] = classic_heartbeat(c, g, r2.member_id, gen1)
+    out["classic Heartbeat (generation G+1)"] = classic_heartbeat(c, g, r2.member_id, gen1 + 1)
+    desc = c.call(ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=[g]),
+                  DescribeGroupsResponse).groups[0]
+    out["then DescribeGroups"] = {"error": err(desc.error_code), "state": desc.group_state,
+                                  "protocol_type": desc.protocol_type, "members": len(desc.members)}
+    return out
+
+
 def case_rejoin_epoch0(c: Conn) -> dict[str, Any]:
     g = gid("rejoin")
     first = join(c, g)
@@ -448,6 +471,8 @@ CASES = [
     Case("rejoin-epoch-0", "dynamic member heartbeats again with its member id and epoch 0", case_rejoin_epoch0),
     Case("downgrade", "classic member (gen G) upgraded by a heartbeat join, rejoins inside the consumer "
          "group; the consumer member leaves: what the classic member's calls get", case_downgrade),
+    Case("downgrade-before-rejoin", "classic member (gen G) upgraded by a heartbeat join; the consumer "
+         "member leaves before the classic one rejoined", case_downgrade_before_rejoin),
 ]
 
 
