@@ -27,10 +27,11 @@ plus its regex's topics; the regex is tombstoned when its last member goes. Kafk
 background task and bumps the epoch when that completes; here the topics are in memory and the
 resolution is part of the heartbeat's own write.
 
-Not implemented yet: classic members in consumer groups and online
-migration (a classic JoinGroup to a non-empty consumer group gets INCONSISTENT_GROUP_PROTOCOL;
-a ConsumerGroupHeartbeat to a non-empty classic group GROUP_ID_NOT_FOUND), rack-aware
-assignment, per-group configs (KIP-848 dynamic group configs).
+Classic members (JoinGroup/SyncGroup clients) inside consumer groups and the conversions
+between the two kinds of group are in `group/migration.py` (hooks `_try_upgrade`,
+`_maybe_downgrade` and their undo halves, called from here).
+
+Not implemented yet: rack-aware assignment, per-group configs (KIP-848 dynamic group configs).
 """
 
 from __future__ import annotations
