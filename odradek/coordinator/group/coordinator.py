@@ -758,11 +758,11 @@ class GroupCoordinator(MigrationOps):
         now = self.now()
         group = self.groups.get(group_id)
         if group is not None and group.consumer is not None:
-            cerror = self.validate_consumer_commit(group.consumer, member_id, generation_id,
-                                                   False, api_version)
-            if cerror is not None:
-                return _all(offsets, cerror)
-            return self._store_offsets(group, offsets)
+            checked = self.validate_consumer_commit(group.consumer, member_id, generation_id,
+                                                    False, api_version, offsets)
+            if isinstance(checked, ErrorCode):
+                return _all(offsets, checked)
+            return self._store_checked(group, offsets, checked)
         if group is None:
             if generation_id >= 0 and api_version >= 9:
                 return _all(offsets, ErrorCode.GROUP_ID_NOT_FOUND)
@@ -787,16 +787,29 @@ class GroupCoordinator(MigrationOps):
         """TxnOffsetCommit: staged until `complete_txn` (the transaction's marker)."""
         group = self.groups.get(group_id) or self._add_group(group_id, self.now())
         if group.consumer is not None:
-            cerror = self.validate_consumer_commit(group.consumer, member_id, generation_id,
-                                                   True, 0)
-            if cerror is not None:
-                return _all(offsets, cerror)
-            return self._store_offsets(group, offsets, producer_id, producer_epoch)
+            checked = self.validate_consumer_commit(group.consumer, member_id, generation_id,
+                                                    True, 0, offsets)
+            if isinstance(checked, ErrorCode):
+                return _all(offsets, checked)
+            return self._store_checked(group, offsets, checked, producer_id, producer_epoch)
         error = self._validate_commit(group, generation_id, member_id, group_instance_id,
                                       transactional=True)
         if error is not None:
             return _all(offsets, error)
         return self._store_offsets(group, offsets, producer_id, producer_epoch)
+
+    def _store_checked(self, group: Group, offsets: dict[TopicPartition, OffsetAndMetadata],
+                       refused: dict[TopicPartition, ErrorCode], producer_id: int = -1,
+                       producer_epoch: int = -1) -> Pending[dict[TopicPartition, ErrorCode]]:
+        """Store the partitions a consumer group's check let through; the others answer
+        their error."""
+        if not refused:
+            return self._store_offsets(group, offsets, producer_id, producer_epoch)
+        accepted = {tp: om for tp, om in offsets.items() if tp not in refused}
+        if not accepted:
+            return Pending.resolved(dict(refused))
+        return self._store_offsets(group, accepted, producer_id, producer_epoch).then(
+            lambda stored: {tp: refused[tp] if tp in refused else stored[tp] for tp in offsets})
 
     def _validate_commit(self, group: Group, generation_id: int, member_id: str,
                          instance_id: str | None, *, transactional: bool) -> ErrorCode | None:

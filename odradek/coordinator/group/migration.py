@@ -377,7 +377,7 @@ class MigrationOps(ConsumerGroupOps):
             else:
                 # The instance comes back with a new member id: it takes the old one's place.
                 member = replace(static, member_id=member_id, member_epoch=0,
-                                 previous_member_epoch=0)
+                                 previous_member_epoch=0, assignment_epochs={})
                 target = cg.targets.get(static.member_id, {})
                 changes.remove_member(static.member_id)
                 self._cancel_member_timers(gid, static.member_id)

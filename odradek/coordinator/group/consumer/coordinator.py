@@ -474,7 +474,7 @@ class ConsumerGroupOps:
                                     f"{req.instance_id} cannot join the group because the "
                                     f"instance id is owned by {static.member_id} member.")
                     member = replace(static, member_id=member_id, member_epoch=0,
-                                     previous_member_epoch=0)
+                                     previous_member_epoch=0, assignment_epochs={})
                     target = cg.targets.get(static.member_id, {})
                     changes.remove_member(static.member_id)
                     self._cancel_member_timers(gid, static.member_id)
@@ -788,24 +788,37 @@ class ConsumerGroupOps:
 
     # -- offsets ------------------------------------------------------------------------------
 
-    @staticmethod
-    def validate_consumer_commit(cg: ConsumerGroup, member_id: str, member_epoch: int,
-                                 transactional: bool, api_version: int) -> ErrorCode | None:
+    def validate_consumer_commit(self, cg: ConsumerGroup, member_id: str, member_epoch: int,
+                                 transactional: bool, api_version: int,
+                                 partitions: Iterable[tuple[str, int]] = (),
+                                 ) -> ErrorCode | dict[tuple[str, int], ErrorCode]:
+        """A commit's error for the whole request, or the partitions it may not commit
+        (Kafka 4.4: an older member epoch is accepted for a partition the member held at that
+        epoch, so a commit racing the heartbeat that moved the member on is not refused)."""
         if member_epoch < 0 and cg.is_empty:
-            return None
+            return {}
         if transactional and member_id == "" and member_epoch < 0:
-            return None  # a transactional producer without the consumer's group metadata
+            return {}  # a transactional producer without the consumer's group metadata
         member = cg.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if not transactional and not member.uses_classic and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch != member.member_epoch and member.uses_classic:
-            return ErrorCode.ILLEGAL_GENERATION  # its generation is its member epoch
-        if member_epoch != member.member_epoch:
-            # TxnOffsetCommit has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION.
-            return ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
-        return None
+        # A classic member's generation is its member epoch; TxnOffsetCommit has no
+        # STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION for both.
+        stale = (ErrorCode.ILLEGAL_GENERATION if member.uses_classic or transactional
+                 else ErrorCode.STALE_MEMBER_EPOCH)
+        if member_epoch == member.member_epoch:
+            return {}
+        if member_epoch > member.member_epoch:
+            return stale
+        refused: dict[tuple[str, int], ErrorCode] = {}
+        for name, partition in partitions:
+            info = self.topics.topic_info(name)
+            since = None if info is None else member.partition_assignment_epoch(info[0], partition)
+            if since is None or member_epoch < since:
+                refused[(name, partition)] = stale
+        return refused
 
     @staticmethod
     def validate_consumer_fetch(cg: ConsumerGroup, member_id: str | None,

@@ -96,10 +96,25 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # The member epoch at which each partition it holds (assigned or pending revocation) was
+    # given to it (Kafka 4.4's per-partition assignment epochs, KIP-1251): a commit with an
+    # older member epoch is valid for a partition the member already held at that epoch.
+    # Odradek keeps them in memory only (the record field is newer than our codec); a member
+    # rebuilt from the log has none, and its member epoch stands for every partition (left
+    # out of equality: soft state, as a replayed group is otherwise the group written).
+    assignment_epochs: Mapping[TopicPartitionId, int] = field(default_factory=dict,
+                                                              compare=False)
 
     @property
     def uses_classic(self) -> bool:
         return self.classic is not None
+
+    def partition_assignment_epoch(self, topic: TopicId, partition: int) -> int | None:
+        """The epoch at which it got this partition (None: it holds it not)."""
+        if (partition in self.assigned.get(topic, frozenset())
+                or partition in self.pending_revocation.get(topic, frozenset())):
+            return self.assignment_epochs.get((topic, partition), self.member_epoch)
+        return None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
@@ -194,16 +209,23 @@ def _next(member: ConsumerGroupMember, epoch: int, target_epoch: int, target: As
             revoke[topic] = gone
         if new:
             add[topic] = new
+    def held_since(*parts: Assignment) -> dict[TopicPartitionId, int]:
+        return {(t, p): member.assignment_epochs.get((t, p), member.member_epoch)
+                for a in parts for t, ps in a.items() for p in ps}
+
     if revoke and _owns_any(owned, revoke):
         # Revocation first: the member stays in its epoch until it has let go.
         return replace(member.with_epoch(epoch), state=MemberState.UNREVOKED_PARTITIONS,
-                       assigned=keep, pending_revocation=revoke)
+                       assigned=keep, pending_revocation=revoke,
+                       assignment_epochs=held_since(keep, revoke))
+    epochs = held_since(keep)
     if add:
         for topic, partitions in add.items():
             keep[topic] = keep.get(topic, frozenset()) | partitions
+            epochs.update(((topic, p), target_epoch) for p in partitions)
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
     return replace(member.with_epoch(target_epoch), state=state, assigned=keep,
-                   pending_revocation={})
+                   pending_revocation={}, assignment_epochs=epochs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,12 +421,14 @@ class ConsumerGroup:
         if current is None:
             member = replace(base, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                              previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                             state=MemberState.STABLE, assigned={}, pending_revocation={})
+                             state=MemberState.STABLE, assigned={}, pending_revocation={},
+                             assignment_epochs={})
         else:
             member = replace(base, member_epoch=current.member_epoch,
                              previous_member_epoch=current.previous_member_epoch,
                              state=current.state, assigned=current.assigned,
-                             pending_revocation=current.pending_revocation)
+                             pending_revocation=current.pending_revocation,
+                             assignment_epochs=current.assignment_epochs)
         self.members[member_id] = member
         if member.instance_id is not None:
             self.static_members.setdefault(member.instance_id, member_id)
