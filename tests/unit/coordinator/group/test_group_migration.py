@@ -197,3 +197,49 @@ def test_subscription_protocols_kept_across_restart() -> None:
     assert cg is not None
     classic = cg.members[first.member_id].classic
     assert classic is not None and classic.protocols == tuple(protocols)
+
+
+def test_failed_upgrade_write_leaves_the_classic_group() -> None:
+    h = CHarness()
+    ids = [r.member_id for r in h.stable_group(2)]
+    h.fail_with = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    r = h.hb(member_id="m3")
+    assert r.error == ErrorCode.NOT_COORDINATOR
+    group = h.coord.groups["g"]
+    assert group.consumer is None and set(group.members) == set(ids)
+    assert group.is_(GroupState.STABLE) and group.generation_id == 1
+    h.fail_with = None
+    assert h.coord.heartbeat("g", ids[0], None, 1) == ErrorCode.NONE
+    h.advance(10_001)  # the classic sessions still run: nobody heartbeated since
+    assert h.coord.groups["g"].members == {} or h.coord.groups["g"].is_(GroupState.PREPARING_REBALANCE)
+
+
+def test_failed_downgrade_write_keeps_the_consumer_group() -> None:
+    h = CHarness()
+    a, b = upgraded(h)
+    h.fail_with = ErrorCode.KAFKA_STORAGE_ERROR
+    left = h.hb(member_id="m3", member_epoch=-1)
+    assert left.error == ErrorCode.NOT_COORDINATOR
+    cg = h.coord.consumer_group("g")
+    assert cg is not None and set(cg.members) == {a, b, "m3"}
+    assert h.coord.groups["g"].members == {}
+    h.fail_with = None
+    assert h.hb(member_id="m3", member_epoch=-1).error == ErrorCode.NONE
+    assert h.coord.consumer_group("g") is None
+
+
+def test_classic_heartbeat_and_sync_errors() -> None:
+    h = CHarness()
+    a, _ = upgraded(h)
+    assert h.coord.heartbeat("g", "m3", None, 2) == ErrorCode.UNKNOWN_MEMBER_ID  # consumer member
+    assert h.coord.heartbeat("g", "nobody", None, 1) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert h.coord.heartbeat("g", a, "inst", 1) == ErrorCode.UNKNOWN_MEMBER_ID
+    # A sync at its old generation while the group epoch is ahead: rejoin.
+    assert h.sync("g", a, 1).result().error == ErrorCode.REBALANCE_IN_PROGRESS
+    assert h.sync("g", a, 5).result().error == ErrorCode.ILLEGAL_GENERATION
+    # The join deadline the REBALANCE_IN_PROGRESS answers started fences it if it never rejoins.
+    for _ in range(9):
+        h.advance(4_000)
+        h.coord.heartbeat("g", a, None, 1)
+        h.hb(member_id="m3", member_epoch=h.cg().members["m3"].member_epoch)
+    assert a not in h.cg().members
