@@ -1,6 +1,7 @@
 """Raw-protocol probe of KIP-848 edge cases: the same requests to Odradek and to Apache Kafka.
 
-`python -m compat_tests.probe_kip848 [--target odradek|kafka|both] [--markdown FILE]`
+`python -m compat_tests.probe_kip848 [--target odradek|kafka|both] [--markdown FILE]
+[--override KEY=VALUE ...]`
 
 Starts each broker (compat_tests.brokers, the matrix's settings), sends every case's requests
 on one connection with the project's wire layer (request header v1/v2 chosen from the api's
@@ -493,11 +494,11 @@ def prepare(port: int) -> None:
         c.close()
 
 
-def run_target(target: str, cases: list[Case]) -> None:
+def run_target(target: str, cases: list[Case], overrides: dict[str, str] | None = None) -> None:
     from compat_tests.brokers import make_broker
 
     work = Path(tempfile.mkdtemp(prefix=f"probe-kip848-{target}-"))
-    broker = make_broker(target, work)
+    broker = make_broker(target, work, overrides)
     print(f"starting {target} ...", file=sys.stderr)
     broker.start()
     try:
@@ -539,11 +540,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", choices=["odradek", "kafka", "both"], default="both")
     ap.add_argument("--cases", default="", help="comma list of case names (default: all)")
     ap.add_argument("--markdown", default="", help="write the results table to this file")
+    ap.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                    help="a broker setting for both targets (e.g. group.consumer.migration.policy=disabled)")
     args = ap.parse_args(argv)
     cases = [c for c in CASES if not args.cases or c.name in args.cases.split(",")]
     targets = ["odradek", "kafka"] if args.target == "both" else [args.target]
+    overrides = dict(kv.split("=", 1) for kv in args.override)
     for t in targets:
-        run_target(t, cases)
+        run_target(t, cases, overrides)
     table = markdown(cases, targets)
     print(table)
     if args.markdown:

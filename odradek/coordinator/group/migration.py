@@ -29,8 +29,9 @@ default, upgrade, downgrade or disabled):
   group epoch with each member's target assignment, then a rebalance is prepared, so the
   members' next heartbeats get REBALANCE_IN_PROGRESS and they rejoin.
 
-Classic JoinGroup calls to a non-empty consumer group are served whatever the policy (as
-Kafka does): the policy only governs the conversions. Not implemented: the downgrade Kafka
+Classic JoinGroup calls to a non-empty consumer group are served unless the policy is
+`disabled` (then INCONSISTENT_GROUP_PROTOCOL, as Kafka 4.4); `upgrade` and `downgrade` only
+govern the conversions. Not implemented: the downgrade Kafka
 makes when a classic static member replaces the last consumer-protocol static member.
 """
 
@@ -139,17 +140,25 @@ class MigrationOps(ConsumerGroupOps):
     # -- upgrade ------------------------------------------------------------------------------
 
     def _try_upgrade(self, group: Group, records: list[rec.KeyValue]) -> bool:
-        """Turn a non-empty classic group into a consumer group if the policy allows
-        (Kafka's validateOnlineUpgrade + convertToConsumerGroup); its records go to
-        `records`. False: the group stays classic."""
+        """Turn a non-empty classic group into a consumer group (Kafka 4.4's
+        validateOnlineUpgrade + convertToConsumerGroup); its records go to `records`. A group
+        the policy, its protocol type or its size keeps classic answers GROUP_ID_NOT_FOUND
+        with Kafka's reason."""
         gid = group.group_id
-        if (not self.consumer_config.upgrade_enabled or group.is_(GroupState.DEAD)
-                or group.is_(GroupState.EMPTY) or group.protocol_type != CONSUMER_PROTOCOL_TYPE
-                or len(group.members) > self.consumer_config.max_size):
-            self._log("classic group cannot be upgraded", group=gid,
-                      policy=self.consumer_config.migration_policy,
-                      protocol_type=group.protocol_type, members=len(group.members))
+        if group.is_(GroupState.DEAD) or group.is_(GroupState.EMPTY):
             return False
+        why = None
+        if not self.consumer_config.upgrade_enabled:
+            why = "online upgrade is disabled"
+        elif group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            why = "the group does not use the consumer embedded protocol"
+        elif len(group.members) > self.consumer_config.max_size:
+            why = "the group size exceeds the consumer group maximum size"
+        if why is not None:
+            self._log("classic group cannot be upgraded", group=gid, reason=why,
+                      policy=self.consumer_config.migration_policy)
+            raise _Fail(ErrorCode.GROUP_ID_NOT_FOUND,
+                        f"Cannot upgrade classic group {gid} to consumer group because {why}.")
         protocol = group.protocol_name
         members: list[ConsumerGroupMember] = []
         try:
@@ -334,7 +343,13 @@ class MigrationOps(ConsumerGroupOps):
                                     protocols: list[tuple[str, bytes]], session_timeout_ms: int,
                                     rebalance_timeout_ms: int, client_id: str, client_host: str,
                                     require_known_member_id: bool) -> Pending[JoinResult]:
-        """A JoinGroup to a non-empty consumer group (Kafka's classicGroupJoinToConsumerGroup)."""
+        """A JoinGroup to a non-empty consumer group (Kafka's classicGroupJoinToConsumerGroup);
+        refused with INCONSISTENT_GROUP_PROTOCOL when the migration policy is `disabled`
+        (Kafka 4.4's throwIfClassicMemberCannotJoinConsumerGroup)."""
+        if self.consumer_config.migration_policy == "disabled":
+            self._log("classic member cannot join a consumer group: migration disabled",
+                      group=group.group_id, member=member_id)
+            return Pending.resolved(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
         try:
             return self._classic_join(group, cg, member_id, instance_id, protocol_type,
                                       protocols, session_timeout_ms, rebalance_timeout_ms,

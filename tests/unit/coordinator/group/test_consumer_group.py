@@ -192,17 +192,26 @@ def test_group_max_size_and_leave() -> None:
 
 
 def test_classic_group_conflicts() -> None:
-    # With migration disabled a classic group stays classic; a classic JoinGroup with a
-    # protocol type other than "consumer" never joins a consumer group.
+    # With migration disabled a classic group stays classic and a classic JoinGroup to a
+    # consumer group is refused (Kafka 4.4's answers); a heartbeat that is not a join to a
+    # classic group, or a JoinGroup of another protocol type, never crosses over.
     h = CHarness(cconfig=ConsumerConfig(migration_policy="disabled"))
     p = h.join_new("classic")
     assert p.result().error == ErrorCode.NONE
     r = h.hb(group_id="classic")
+    assert (r.error, r.message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        "Cannot upgrade classic group classic to consumer group because online upgrade is "
+        "disabled.")
+    r = h.hb(group_id="classic", member_epoch=3)
     assert (r.error, r.message) == (ErrorCode.GROUP_ID_NOT_FOUND,
                                     "Group classic is not a consumer group.")
     h.hb()
-    j = h.join("g", protocol_type="connect").result()
-    assert j.error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert h.join("g").result().error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    h2 = CHarness()
+    h2.hb()
+    assert h2.join("g", protocol_type="connect").result().error \
+        == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     assert h.coord.heartbeat("g", "m1", None, 1) == ErrorCode.UNKNOWN_MEMBER_ID
 
 

@@ -135,9 +135,32 @@ def test_policy_disabled_or_downgrade_only_refuses_the_upgrade() -> None:
         h = CHarness(cconfig=ConsumerConfig(migration_policy=policy))
         h.stable_group(2)
         r = h.hb(member_id="m3")
-        assert (r.error, r.message) == (ErrorCode.GROUP_ID_NOT_FOUND,
-                                        "Group g is not a consumer group.")
+        assert (r.error, r.message) == (
+            ErrorCode.GROUP_ID_NOT_FOUND,
+            "Cannot upgrade classic group g to consumer group because online upgrade is "
+            "disabled.")
         assert h.coord.groups["g"].is_(GroupState.STABLE)
+    # A classic group of another protocol type, or larger than group.consumer.max.size.
+    h = CHarness()
+    h.stable_group(1, protocol_type="connect")
+    r = h.hb(member_id="m3")
+    assert r.message == ("Cannot upgrade classic group g to consumer group because the group "
+                         "does not use the consumer embedded protocol.")
+    h = CHarness(cconfig=ConsumerConfig(max_size=1))
+    h.stable_group(2)
+    r = h.hb(member_id="m3")
+    assert r.message == ("Cannot upgrade classic group g to consumer group because the group "
+                         "size exceeds the consumer group maximum size.")
+
+
+def test_policy_disabled_refuses_classic_joins_to_consumer_groups() -> None:
+    h = CHarness(cconfig=ConsumerConfig(migration_policy="disabled"))
+    h.hb()
+    assert h.join("g").result().error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    for policy in ("upgrade", "downgrade"):
+        h = CHarness(cconfig=ConsumerConfig(migration_policy=policy))
+        h.hb()
+        assert h.join("g").result().error == ErrorCode.MEMBER_ID_REQUIRED
 
 
 def test_policy_upgrade_only_keeps_the_consumer_group() -> None:
