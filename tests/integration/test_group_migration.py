@@ -36,7 +36,10 @@ from it_support import (
 PARTITIONS = 6
 OVERRIDES = {
     "group.consumer.heartbeat.interval.ms": "300",
-    "group.consumer.session.timeout.ms": "6000",
+    # Sessions outlive a broker restart (Kafka's JVM takes 10 s or more to come back, and
+    # a fenced consumer-protocol member would downgrade the group; its next heartbeat then
+    # gets GROUP_ID_NOT_FOUND, which librdkafka treats as fatal, on both brokers).
+    "group.consumer.session.timeout.ms": "30000",
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.num.partitions": "3",
 }
@@ -101,9 +104,9 @@ class ClassicMember(threading.Thread):
 
         consumer = KafkaConsumer(
             bootstrap_servers=self.bootstrap, group_id=self.group, enable_auto_commit=False,
-            auto_offset_reset="earliest", session_timeout_ms=6000, heartbeat_interval_ms=300,
+            auto_offset_reset="earliest", session_timeout_ms=30000, heartbeat_interval_ms=300,
             max_poll_records=20, fetch_max_wait_ms=100, request_timeout_ms=20000,
-            retry_backoff_ms=100, reconnect_backoff_ms=100)
+            retry_backoff_ms=100, reconnect_backoff_ms=100, reconnect_backoff_max_ms=1000)
         consumer.subscribe([self.topic], listener=Listener())
         try:
             while not self.stop.is_set():
@@ -151,7 +154,7 @@ class ConsumerProtocolMember(threading.Thread):
         self.consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
             "enable.auto.commit": False, "auto.offset.reset": "earliest",
-            "fetch.wait.max.ms": 100})
+            "fetch.wait.max.ms": 100, "reconnect.backoff.max.ms": 1000})
         self.topic = topic
         self.ledger = Ledger(delivered, lock)
         self.stop = threading.Event()
@@ -197,15 +200,15 @@ def _records(start: int, n: int) -> list[Rec]:
     return [Rec(key=b"k%d" % i, value=b"v%d" % i) for i in range(start, start + n)]
 
 
-def _wait(members: list[Any], predicate: Any, what: str) -> None:
-    """wait_until, reporting what the members saw when it times out."""
+def _wait(members: list[Any], predicate: Any, what: str, progress: Any) -> None:
+    """wait_until, reporting the records counted and what the members saw on a timeout."""
     try:
         wait_until(predicate, what=what)
     except AssertionError as exc:
         seen = {m.name: (sorted(m.assigned), m.errors, m.commit_failures[-3:], m.is_alive())
                 for m in members}
-        raise AssertionError(f"{exc}; members (assigned, errors, last commit failures, alive): "
-                             f"{seen}") from None
+        raise AssertionError(f"{exc}; {progress()}; members (assigned, errors, last commit "
+                             f"failures, alive): {seen}") from None
 
 
 def _group_type(bootstrap: str, group: str) -> str:
@@ -253,7 +256,8 @@ def test_classic_group_upgraded_and_downgraded_online(start_broker: StartBroker,
     modern: ConsumerProtocolMember | None = None
 
     def wait(predicate: Any, what: str) -> None:
-        _wait([*classic, *([modern] if modern is not None else [])], predicate, what)
+        _wait([*classic, *([modern] if modern is not None else [])], predicate, what,
+              lambda: f"counted {sum(delivered.values())} of {len(produced)}")
 
     def covered(members: list[Any], n: int) -> bool:
         owned = [m.assigned for m in members]
