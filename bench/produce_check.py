@@ -1,8 +1,8 @@
 """The produce path's record check, alone and in the handler: CPU seconds per GB of records.
 
 `walk`: `RecordBatch.check_records` on one batch (default 1 MiB of 1 KiB records), with the
-Python record walkers and with the C ones (odradek/wire/_speedups.c), uncompressed (the hot
-path: lengths only; and keys required, as on a compacted topic) and compressed (the
+Python record walker and with the C one (odradek/wire/_speedups.c), uncompressed (the hot
+path: every field of every record; and keys required, as on a compacted topic) and compressed (the
 decompression is the same for both; the walk over its chunks is what differs).
 
 `handler`: the Produce handler in-process (a real Broker on a temp dir, the request encoded

@@ -10,6 +10,7 @@ from pathlib import Path
 from compat_tests.scenarios import (
     CLI_SCENARIOS,
     CONSUMER_PROTOCOL_SCENARIOS,
+    FETCH_SESSION_SCENARIOS,
     MIGRATION_SCENARIOS,
     SCENARIOS,
 )
@@ -64,15 +65,16 @@ class Driver:
 DRIVERS: dict[str, Driver] = {
     d.name: d
     for d in (
-        Driver("java-4.4", "Java", extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *CLI_SCENARIOS)),
+        Driver("java-4.4", "Java", extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
+                                                 *CLI_SCENARIOS)),
         Driver("java-4.1", "Java"),
         Driver("java-3.9", "Java"),
         Driver("confluent-kafka", "librdkafka",
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *MIGRATION_SCENARIOS)),
         Driver("kcat", "librdkafka"),
-        Driver("kafka-python", "Python"),
+        Driver("kafka-python", "Python", extra_scenarios=tuple(FETCH_SESSION_SCENARIOS)),
         Driver("aiokafka", "Python"),
-        Driver("franz-go", "Go"),
+        Driver("franz-go", "Go", extra_scenarios=tuple(FETCH_SESSION_SCENARIOS)),
         Driver("sarama", "Go"),
         Driver("kafkajs", "Node"),
     )

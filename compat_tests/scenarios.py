@@ -97,5 +97,17 @@ MIGRATION_SCENARIOS: dict[str, str] = {
     ),
 }
 
+# Fetch sessions (KIP-227), for the clients that keep them (librdkafka, sarama and kafkajs do not).
+FETCH_SESSION_SCENARIOS: dict[str, str] = {
+    "idle-fetch-sessions": (
+        "a 1000-partition topic holding no records; one consumer assigned all 1000 polls idle "
+        "(fetch max wait 100 ms) for 4 s after its first fetch: in the client's own metrics over "
+        "the last 2 s, at least 5 Fetch round trips, the largest request under 1000 bytes and "
+        "the average response under 1000 bytes (a sessionless fetch of 1000 partitions takes "
+        "over 20000 each way): the session carries the partition list once"
+    ),
+}
+
 ALL_SCENARIOS: dict[str, str] = {**SCENARIOS, **CONSUMER_PROTOCOL_SCENARIOS,
-                                 **MIGRATION_SCENARIOS, **CLI_SCENARIOS}
+                                 **MIGRATION_SCENARIOS, **FETCH_SESSION_SCENARIOS,
+                                 **CLI_SCENARIOS}

@@ -22,7 +22,7 @@ each request and passes the bytes on unchanged (responses are piped back untouch
 is kept per (api, version) per client version, from the first scenario that sent it, except
 Produce, kept once per kind of batch (plain, transactional, each compression codec):
 
-    python -m tools.capture_golden --java [--java-clients java-4.1,java-3.9]
+    python -m tools.capture_golden --java [--java-clients java-4.4,java-4.1,java-3.9]
 """
 
 from __future__ import annotations
@@ -552,7 +552,7 @@ PRODUCE_KEY = 0
 # A kept frame longer than this gives way to a shorter one of the same (api, version): the
 # golden files stay small (the producers' batches hold short values anyway).
 MAX_KEPT_FRAME = 8192
-JAVA_CLIENTS = ("java-4.1", "java-3.9")
+JAVA_CLIENTS = ("java-4.4", "java-4.1", "java-3.9")
 # Java driver scenarios (compat_tests/scenarios.py), in order of preference for the frames kept.
 JAVA_SCENARIOS = (
     # ApiVersions, CreateTopics, Metadata, DescribeCluster, InitProducerId, Produce (the
@@ -568,6 +568,12 @@ JAVA_SCENARIOS = (
     "compression-lz4",
     "compression-zstd",
 )
+# More for the 4.4 client, which speaks the newest versions: KIP-848 consumer groups (OffsetCommit
+# and OffsetFetch v10 by topic id) and `compat_tests/java44/AdminVersionsProbe.java`, run as
+# the pseudo-scenario "admin-versions" (ListOffsets v11, DescribeGroups v6, DeleteGroups v3,
+# ListTransactions v2 with a pattern, ApiVersions v5).
+JAVA_EXTRA_SCENARIOS = {"java-4.4": ("consumer-protocol-group", "admin-versions")}
+ADMIN_PROBE = Path(__file__).resolve().parent.parent / "compat_tests" / "java44" / "AdminVersionsProbe.java"
 # Produce frames are kept once per kind of batch: the scenarios named here write their own
 # (transactional, one per codec); every other scenario's are plain (acks=all, which the Java
 # producer makes idempotent by default) and the first plain one is kept.
@@ -704,6 +710,18 @@ def _run_java_scenario(argv: list[str], bootstrap: str, scenario: str, timeout: 
     return "?"
 
 
+def _run_admin_probe(bootstrap: str, timeout: float) -> str:
+    """Run the Java 4.4 AdminVersionsProbe (single-file source) on the 4.4 classpath."""
+    from compat_tests.brokers import java_classpath
+
+    cmd = ["java", "-cp", java_classpath("clients-4.4"), str(ADMIN_PROBE), bootstrap, "golden"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 60,
+                          stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        log.warning("admin-versions: exited %d: %s", proc.returncode, proc.stderr[-400:])
+    return "4.4.0"
+
+
 def run_java(out: Path, clients: list[str], timeout: float = 60.0) -> None:
     # The matrix knows how to start Odradek and the Java driver; reuse it.
     from compat_tests.brokers import OdradekBroker
@@ -727,8 +745,13 @@ def run_java(out: Path, clients: list[str], timeout: float = 60.0) -> None:
             # (api key, version, Produce flavour or "") -> (scenario, frame)
             kept: dict[tuple[int, int, str], tuple[str, bytes]] = {}
             version = "?"
-            for scenario in JAVA_SCENARIOS:
-                version = _run_java_scenario(argv, f"127.0.0.1:{proxy.port}", scenario, timeout)
+            scenarios = (*JAVA_SCENARIOS, *JAVA_EXTRA_SCENARIOS.get(client, ()))
+            for scenario in scenarios:
+                bootstrap = f"127.0.0.1:{proxy.port}"
+                if scenario == "admin-versions":
+                    _run_admin_probe(bootstrap, timeout)
+                else:
+                    version = _run_java_scenario(argv, bootstrap, scenario, timeout)
                 for (key, v), frame in proxy.take().items():
                     if key not in API_SPECS:
                         log.warning("%s %s: unknown api key %d skipped", client, scenario, key)
@@ -739,7 +762,7 @@ def run_java(out: Path, clients: list[str], timeout: float = 60.0) -> None:
                         kept[slot] = (scenario, frame)
             _forget(out, manifest, f"{client}-*__*.bin")
             label = f"kafka-clients {version} (Java)"
-            for scenario in JAVA_SCENARIOS:
+            for scenario in scenarios:
                 frames = {(k, v): f for (k, v, _), (sc, f) in kept.items() if sc == scenario}
                 if frames:
                     _write_frames(out, manifest, f"{client}-{scenario}", label, frames)

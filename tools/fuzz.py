@@ -107,7 +107,7 @@ _U32: Final = struct.Struct(">I")
 REFUSED_DEFECTS: Final = frozenset({
     "crc", "count+", "count-", "last-offset-delta", "magic", "codec", "control",
     "garbage-compressed", "batch-length", "truncated", "empty-batch", "record-length",
-    "two-batches", "no-batch", "zstd-before-v7",
+    "two-batches", "no-batch", "zstd-before-v7", "record-fields",
 })
 
 
@@ -359,7 +359,7 @@ class Generator:
         rng = self.rng
         kind = rng.choice(["crc", "count+", "count-", "last-offset-delta", "magic", "codec",
                            "control", "garbage-compressed", "batch-length", "truncated",
-                           "empty-batch", "record-length"])
+                           "empty-batch", "record-length", "record-fields"])
         if kind == "crc":
             i = rng.randrange(21, len(batch))
             batch[i] ^= 1 << rng.randrange(8)
@@ -401,6 +401,16 @@ class Generator:
             if codec != CompressionType.NONE:
                 return self.damage(batch, codec, n)
             batch[61] = rng.choice([0x00, 0x01, 0x7E, (batch[61] + 2) & 0x7F])
+        elif kind == "record-fields":
+            # Bytes inside the first record that its fields do not cover: the length chain
+            # still adds up, only a walk of every field sees it (DefaultRecord.readFrom).
+            length = batch[61] >> 1
+            if codec != CompressionType.NONE or batch[61] & 0x81 or length > 56:
+                return self.damage(batch, codec, n)
+            pad = rng.randint(1, 63 - length)
+            batch[61] = (length + pad) << 1
+            batch[62 + length : 62 + length] = rng.randbytes(pad)
+            _I32.pack_into(batch, 8, len(batch) - 12)
         _U32.pack_into(batch, 17, crc32c.crc32c(bytes(batch[21:])))
         return kind
 

@@ -29,6 +29,7 @@ func franzScenarios() map[string]scenarioFunc {
 		"transactions":              fgTransactions,
 		"consume-transform-produce": fgCTP,
 		"fencing":                   fgFencing,
+		"idle-fetch-sessions":       fgIdleFetchSessions,
 	}
 }
 
@@ -823,4 +824,120 @@ func fgFencing(c *Ctx) (string, error) {
 		return "", failf("read_committed saw %v", values(rs))
 	}
 	return "", nil
+}
+
+// fetchWire records the bytes of every Fetch request written and response read (kgo hooks).
+type fetchWire struct {
+	mu     sync.Mutex
+	writes []wireEvent
+	reads  []wireEvent
+}
+
+type wireEvent struct {
+	at    time.Time
+	bytes int
+}
+
+func (w *fetchWire) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, n int, _, _ time.Duration, _ error) {
+	if key == 1 {
+		w.mu.Lock()
+		w.writes = append(w.writes, wireEvent{time.Now(), n})
+		w.mu.Unlock()
+	}
+}
+
+func (w *fetchWire) OnBrokerRead(_ kgo.BrokerMetadata, key int16, n int, _, _ time.Duration, _ error) {
+	if key == 1 {
+		w.mu.Lock()
+		w.reads = append(w.reads, wireEvent{time.Now(), n})
+		w.mu.Unlock()
+	}
+}
+
+// since returns the count, largest and average size of the events after t.
+func since(evs []wireEvent, t time.Time) (int, int, float64) {
+	n, largest, total := 0, 0, 0
+	for _, e := range evs {
+		if e.at.After(t) {
+			n++
+			total += e.bytes
+			if e.bytes > largest {
+				largest = e.bytes
+			}
+		}
+	}
+	if n == 0 {
+		return 0, 0, 0
+	}
+	return n, largest, float64(total) / float64(n)
+}
+
+const idlePartitions = 1000
+
+// fgIdleFetchSessions: franz-go keeps KIP-227 fetch sessions; the Fetch bytes on the wire in
+// the last 2 s of 4 s of idle polling over 1000 empty partitions show the session at work.
+func fgIdleFetchSessions(c *Ctx) (string, error) {
+	topic := c.Topic("")
+	if err := fgCreate(c, topic, idlePartitions, nil); err != nil {
+		return "", err
+	}
+	// Every partition answers ListOffsets first (a broker may take a while to open 1000 new
+	// logs), so the idle window is not the session still growing.
+	adm, err := fgClient(c)
+	if err != nil {
+		return "", err
+	}
+	err = c.WaitFor("end offsets of all partitions", func() (bool, error) {
+		ends, err := kadm.NewClient(adm).ListEndOffsets(c, topic)
+		if err != nil {
+			return false, nil
+		}
+		ok := 0
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err == nil {
+				ok++
+			}
+		})
+		return ok == idlePartitions, nil
+	}, nil)
+	adm.Close()
+	if err != nil {
+		return "", err
+	}
+	offs := map[int32]kgo.Offset{}
+	for p := int32(0); p < idlePartitions; p++ {
+		offs[p] = kgo.NewOffset().AtStart()
+	}
+	wire := &fetchWire{}
+	cl, err := fgClient(c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
+		kgo.FetchMaxWait(100*time.Millisecond), kgo.WithHooks(wire))
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	start := time.Now()
+	for time.Since(start) < 4*time.Second {
+		pctx, cancel := context.WithTimeout(c, 100*time.Millisecond)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if n := fs.NumRecords(); n > 0 {
+			return "", failf("an empty topic returned %d records", n)
+		}
+	}
+	window := time.Now().Add(-2 * time.Second)
+	wire.mu.Lock()
+	fetches, reqMax, _ := since(wire.writes, window)
+	_, _, respAvg := since(wire.reads, window)
+	wire.mu.Unlock()
+	if fetches < 5 {
+		return "", failf("only %d Fetch requests in the last 2 s of idle polling", fetches)
+	}
+	if reqMax >= 1000 {
+		return "", failf("largest idle request %d bytes: no fetch session?", reqMax)
+	}
+	if respAvg >= 1000 {
+		return "", failf("average idle response %.0f bytes: no fetch session?", respAvg)
+	}
+	return fmt.Sprintf("idle: %d fetches in 2 s, largest request %d B, average response %.0f B",
+		fetches, reqMax, respAvg), nil
 }

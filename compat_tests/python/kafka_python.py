@@ -358,6 +358,44 @@ def fencing(ctx: Ctx) -> None:
     check([r.value for r in got] == [b"from-p2"], f"read_committed saw {[r.value for r in got]}")
 
 
+IDLE_PARTITIONS = 1000
+
+
+def idle_fetch_sessions(ctx: Ctx) -> str:
+    """kafka-python keeps KIP-227 fetch sessions; its node metrics (here over 1 s windows, 2 of
+    them) show what each idle Fetch costs on the wire once the session holds the partitions."""
+    t = ctx.topic()
+    create_topic(ctx, t, IDLE_PARTITIONS)
+    c = consumer(ctx, fetch_max_wait_ms=100, metrics_sample_window_ms=1000, metrics_num_samples=2)
+    try:
+        tps = [TopicPartition(t, p) for p in range(IDLE_PARTITIONS)]
+        c.assign(tps)
+        # Every position first (a broker may take a while to open 1000 new logs), then the
+        # full fetch that opens the session, then idle polls.
+        for tp in tps:
+            c.position(tp, timeout_ms=int(ctx.remaining() * 1000))
+        end = time.monotonic() + 4.0
+        while time.monotonic() < end:
+            got = c.poll(timeout_ms=100)
+            check(not got, f"an empty topic returned records: {got}")
+        metrics = c.metrics()
+    finally:
+        c.close()
+    nodes = {g: m for g, m in metrics.items() if g.startswith("consumer-node-metrics.node-")
+             and not g.endswith("node--1")}
+    check(nodes, f"no per-broker node metrics in {sorted(metrics)}")
+    node = max(nodes.values(), key=lambda m: m.get("request-rate", 0.0))
+    rate = node["request-rate"]
+    fetches = rate * 2.0  # two 1 s windows
+    request_max = node["request-size-max"]
+    response_avg = node["incoming-byte-rate"] / max(node["response-rate"], 1e-9)
+    check(fetches >= 5, f"only {fetches:.1f} requests in the last 2 s of idle polling")
+    check(request_max < 1000, f"largest idle request {request_max:.0f} bytes: no fetch session?")
+    check(response_avg < 1000, f"average idle response {response_avg:.0f} bytes: no fetch session?")
+    return (f"idle: {rate:.1f} requests/s, largest request {request_max:.0f} B, average "
+            f"response {response_avg:.0f} B")
+
+
 SCENARIOS = {
     "produce-consume": produce_consume,
     "compression-gzip": compression("gzip"),
@@ -373,6 +411,7 @@ SCENARIOS = {
     "transactions": transactions,
     "consume-transform-produce": consume_transform_produce,
     "fencing": fencing,
+    "idle-fetch-sessions": idle_fetch_sessions,
 }
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from odradek.config import (
 from odradek.coordinator.common import Write
 from odradek.coordinator.group.consumer.assignors import parse_assignors
 from odradek.coordinator.group.consumer.coordinator import ConsumerConfig
-from odradek.coordinator.group.coordinator import GroupConfig, GroupCoordinator
+from odradek.coordinator.group.coordinator import JOIN_SETTLE_MS, GroupConfig, GroupCoordinator
 from odradek.coordinator.group.records import OFFSETS_TOPIC
 from odradek.coordinator.txn.coordinator import TransactionCoordinator, TxnConfig
 from odradek.coordinator.txn.log_format import TRANSACTION_STATE_TOPIC
@@ -150,6 +150,7 @@ class Broker:
         shard = GroupCoordinator(
             GroupConfig(
                 initial_rebalance_delay_ms=cfg.get_int("group.initial.rebalance.delay.ms"),
+                join_settle_ms=JOIN_SETTLE_MS,
                 min_session_timeout_ms=cfg.get_int("group.min.session.timeout.ms"),
                 max_session_timeout_ms=cfg.get_int("group.max.session.timeout.ms"),
                 max_size=cfg.get_int("group.max.size"),

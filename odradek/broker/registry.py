@@ -28,9 +28,9 @@ class HandlerEntry:
 HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.PRODUCE: HandlerEntry("produce", 3, 13),
     ApiKey.FETCH: HandlerEntry("fetch", 4, 18),
-    ApiKey.LIST_OFFSETS: HandlerEntry("list_offsets", 0, 10),
+    ApiKey.LIST_OFFSETS: HandlerEntry("list_offsets", 0, 11),
     ApiKey.METADATA: HandlerEntry("metadata", 0, 13),
-    ApiKey.API_VERSIONS: HandlerEntry("api_versions", 0, 4),
+    ApiKey.API_VERSIONS: HandlerEntry("api_versions", 0, 5),
     ApiKey.CREATE_TOPICS: HandlerEntry("create_topics", 0, 7),
     ApiKey.DELETE_TOPICS: HandlerEntry("delete_topics", 0, 6),
     ApiKey.DELETE_RECORDS: HandlerEntry("delete_records", 0, 2),
@@ -50,11 +50,11 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.SYNC_GROUP: HandlerEntry("sync_group", 0, 5),
     ApiKey.HEARTBEAT: HandlerEntry("heartbeat", 0, 4),
     ApiKey.LEAVE_GROUP: HandlerEntry("leave_group", 0, 5),
-    ApiKey.OFFSET_COMMIT: HandlerEntry("offset_commit", 0, 9),
-    ApiKey.OFFSET_FETCH: HandlerEntry("offset_fetch", 0, 9),
-    ApiKey.DESCRIBE_GROUPS: HandlerEntry("describe_groups", 0, 5),
+    ApiKey.OFFSET_COMMIT: HandlerEntry("offset_commit", 0, 10),
+    ApiKey.OFFSET_FETCH: HandlerEntry("offset_fetch", 0, 10),
+    ApiKey.DESCRIBE_GROUPS: HandlerEntry("describe_groups", 0, 6),
     ApiKey.LIST_GROUPS: HandlerEntry("list_groups", 0, 5),
-    ApiKey.DELETE_GROUPS: HandlerEntry("delete_groups", 0, 2),
+    ApiKey.DELETE_GROUPS: HandlerEntry("delete_groups", 0, 3),
     ApiKey.OFFSET_DELETE: HandlerEntry("offset_delete", 0, 0),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: HandlerEntry("consumer_group_heartbeat", 0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: HandlerEntry("consumer_group_describe", 0, 1),
@@ -67,7 +67,7 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.TXN_OFFSET_COMMIT: HandlerEntry("txn_offset_commit", 0, 6),
     ApiKey.DESCRIBE_PRODUCERS: HandlerEntry("describe_producers", 0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: HandlerEntry("describe_transactions", 0, 0),
-    ApiKey.LIST_TRANSACTIONS: HandlerEntry("list_transactions", 0, 1),
+    ApiKey.LIST_TRANSACTIONS: HandlerEntry("list_transactions", 0, 2),
 })
 
 

@@ -1,11 +1,14 @@
 /* odradek.wire._speedups: the record walkers of odradek/wire/records.py, in C.
  *
  * Produce checks that a batch's header agrees with the records it holds (recordsCount,
- * lastOffsetDelta, and the records exactly filling the batch). The Python walkers that do it
- * cost about 1.5 us a record; these do the same walk for a few nanoseconds a record. They are
- * optional: without a compiler the build skips this file and records.py keeps its Python
- * walkers, which stay the reference these must match result for result, error for error
- * (tests/unit/wire/test_speedups.py runs both over the same inputs).
+ * lastOffsetDelta, the records exactly filling the batch) and that every record is well
+ * formed, as Kafka's DefaultRecord.readFrom does when LogValidator iterates the batch: a
+ * record whose fields do not fill its length exactly is refused, since a consumer could not
+ * read it. The Python walker that does it costs microseconds a record; this one does the same
+ * walk for nanoseconds a record. It is optional: without a compiler the build skips this file
+ * and records.py keeps its Python walker, which stays the reference this must match result
+ * for result, error for error (tests/unit/wire/test_speedups.py runs both over the same
+ * inputs).
  *
  * What is parsed: the records section of a Kafka RecordBatch v2, uncompressed (the bytes
  * after the 61-byte batch header, or the decompressed block of a compressed batch), a run of
@@ -23,20 +26,20 @@
  *     headers         headersCount x (keyLength varint, key, valueLength varint, value)
  *
  * A varint is a zigzag-encoded base-128 number, least significant group first, a set top bit
- * meaning "more bytes follow": at most 5 bytes and 32 significant bits. Only the fields the
- * check needs are read: the length of every record; with walk_records also the offsetDelta
- * (when checked) and the key length (when keys are required); timestampDelta is skipped
- * byte by byte, values and headers are not looked at.
+ * meaning "more bytes follow": at most 5 bytes and 32 significant bits (a varlong: at most 10
+ * bytes). Every field is read; timestampDelta only for its size, keys, values and header
+ * contents only for their lengths (header keys are not checked to be UTF-8: Kafka decodes
+ * them with replacement characters).
  *
  * Bounds: nothing at or past `end` is ever read, and `end` is at most the buffer's length.
- * The Python walkers are always called with end = len(data), where running past `end` is an
- * IndexError; the cases where they catch it are the V_END results below. Positions are kept
+ * The Python walker is always called with end = len(data), where running past `end` is an
+ * IndexError; the cases where it catches it are the V_END results below. Positions are kept
  * in int64_t so that position + a 32-bit length cannot overflow even where Py_ssize_t is 32
  * bits. The GIL is held throughout and the buffer stays exported until the walk is over, so a
  * bytearray cannot be resized under it.
  *
- * Both functions return (index, pos, need, error, arg), which records.py turns into the
- * Python walkers' (index, pos, need) or, when error is not 0, their exception:
+ * walk_records returns (index, pos, need, error, arg), which records.py turns into the
+ * Python walker's (index, pos, need) or, when error is not 0, its exception:
  *   index  records walked, counting on from the `index` given
  *   pos    where the first record not walked starts (or end, when all were)
  *   need   bytes needed from pos to complete that record (1 when even its length is
@@ -55,10 +58,11 @@ enum {
     WALK_BAD_LENGTH = 1,
     WALK_TOO_MANY = 2,
     WALK_BAD_VARINT = 3,
-    WALK_TRUNCATED = 4,
+    WALK_OVERRUN = 4,
     WALK_BAD_DELTA = 5,
-    WALK_KEY_TOO_LONG = 6,
-    WALK_FIELDS_TOO_LONG = 7,
+    WALK_BAD_HEADER_COUNT = 6,
+    WALK_BAD_HEADER_KEY = 7,
+    WALK_SIZE_MISMATCH = 8,
 };
 
 /* A record's smallest length: attributes, timestampDelta, offsetDelta, keyLength,
@@ -124,73 +128,35 @@ check_span(const Py_buffer *view, Py_ssize_t pos, Py_ssize_t end)
     return 0;
 }
 
-PyDoc_STRVAR(step_lengths_doc,
-"step_lengths(data, pos, end, index, count) -> (index, pos, need, error, arg)\n\n"
-"records.py's _step_records_as_walk: follows the chain of record lengths in data[pos:end]\n"
-"(any buffer: bytes, bytearray, memoryview), reading nothing else of a record.");
-
-static PyObject *
-step_lengths(PyObject *module, PyObject *args)
-{
-    Py_buffer view;
-    Py_ssize_t pos_arg, end_arg, index, count;
-    (void)module;
-
-    if (!PyArg_ParseTuple(args, "y*nnnn:step_lengths", &view, &pos_arg, &end_arg, &index,
-                          &count))
-        return NULL;
-    if (check_span(&view, pos_arg, end_arg) < 0) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    const unsigned char *data = (const unsigned char *)view.buf;
-    const int64_t end = end_arg;
-    int64_t pos = pos_arg;
-    int64_t rec_start, length;
-    int error = WALK_OK;
-    int64_t need = 1, arg = 0;
-
-    while (pos < end) {
-        rec_start = pos;
-        int r = read_varint32(data, end, &pos, &length);
-        if (r == V_END) {  /* the length itself is cut: its first byte and one more at least */
-            pos = rec_start;
-            need = end - rec_start + 1;
-            break;
-        }
-        if (r == V_BAD) {
-            error = WALK_BAD_VARINT;
-            arg = rec_start;
-            break;
-        }
-        if (length < MIN_RECORD_LENGTH) {
-            error = WALK_BAD_LENGTH;
-            arg = length;
-            break;
-        }
-        pos += length;
-        if (pos > end) {  /* a record cut short: the caller may have more data to come */
-            need = pos - rec_start;
-            pos = rec_start;
-            break;
-        }
-        if (index >= count) {
-            error = WALK_TOO_MANY;
-            break;
-        }
-        index++;
-    }
-    PyBuffer_Release(&view);
-    return result(index, pos, need, error, arg);
-}
-
 PyDoc_STRVAR(walk_records_doc,
 "walk_records(data, pos, end, index, count, keyless, check_deltas)\n"
 "    -> (index, pos, need, error, arg)\n\n"
-"records.py's _walk_records: steps over the whole records in data[pos:end] (any buffer),\n"
-"checking that the offsetDelta of each is its index (when check_deltas), that its key and\n"
-"the fields read fit it; appends the index of every null-keyed record to the list keyless\n"
-"(None: keys are not read).");
+"records.py's _walk_records: walks the whole records in data[pos:end] (any buffer), every\n"
+"field of each, checking that they fill the record exactly, that the offsetDelta of each is\n"
+"its index (when check_deltas) and that there are at most `count`; appends the index of\n"
+"every null-keyed record to the list keyless (None: not collected).");
+
+/* One varint field of a record whose reads are bounded by `end` (the data) and judged
+ * against the record's end by the caller: V_END maps to WALK_OVERRUN, V_BAD to
+ * WALK_BAD_VARINT at the field's start. */
+#define READ_FIELD(dst)                                                  \
+    do {                                                                 \
+        field = pos;                                                     \
+        r = read_varint32(data, end, &pos, &(dst));                      \
+        if (r != V_OK) {                                                 \
+            error = r == V_END ? WALK_OVERRUN : WALK_BAD_VARINT;         \
+            arg = r == V_END ? 0 : field;                                \
+            goto done;                                                   \
+        }                                                                \
+    } while (0)
+
+#define CHECK_INSIDE()                                                   \
+    do {                                                                 \
+        if (pos > rec_end) {                                             \
+            error = WALK_OVERRUN;                                        \
+            goto done;                                                   \
+        }                                                                \
+    } while (0)
 
 static PyObject *
 walk_records(PyObject *module, PyObject *args)
@@ -219,14 +185,14 @@ walk_records(PyObject *module, PyObject *args)
     const unsigned char *data = (const unsigned char *)view.buf;
     const int64_t end = end_arg;
     int64_t pos = pos_arg;
-    int64_t rec_start, rec_end, length, value, field;
-    int error = WALK_OK;
+    int64_t rec_start, rec_end, length, value, field, headers, h;
+    int error = WALK_OK, r;
     int64_t need = 1, arg = 0;
 
     while (pos < end) {
         rec_start = pos;
-        int r = read_varint32(data, end, &pos, &length);
-        if (r == V_END) {
+        r = read_varint32(data, end, &pos, &length);
+        if (r == V_END) {  /* the length itself is cut: its first byte and one more at least */
             pos = rec_start;
             need = end - rec_start + 1;
             break;
@@ -242,7 +208,7 @@ walk_records(PyObject *module, PyObject *args)
             break;
         }
         rec_end = pos + length;
-        if (rec_end > end) {
+        if (rec_end > end) {  /* a record cut short: the caller may have more data to come */
             need = rec_end - rec_start;
             pos = rec_start;
             break;
@@ -251,37 +217,31 @@ walk_records(PyObject *module, PyObject *args)
             error = WALK_TOO_MANY;
             break;
         }
-        /* From here on a field may run past rec_end (into the next record): that is judged
-         * after the fields are read, as the Python walker does; only `end` bounds the reads. */
+        /* A field may run past rec_end (into the next record): that is judged after it is
+         * read, as the Python walker does; only `end` bounds the reads. */
         pos++;  /* attributes */
-        while (pos < end && (data[pos] & 0x80))  /* timestampDelta: skipped, unbounded */
+        field = pos;  /* timestampDelta: a varlong, skipped; at most 10 bytes */
+        while (pos < end && (data[pos] & 0x80) && pos - field < 9)
             pos++;
         if (pos >= end) {
-            error = WALK_TRUNCATED;
+            error = WALK_OVERRUN;
+            break;
+        }
+        if (data[pos] & 0x80) {
+            error = WALK_BAD_VARINT;
+            arg = field;
             break;
         }
         pos++;
-        field = pos;
-        r = read_varint32(data, end, &pos, &value);  /* offsetDelta */
-        if (r != V_OK) {
-            error = r == V_END ? WALK_TRUNCATED : WALK_BAD_VARINT;
-            arg = r == V_END ? 0 : field;
-            break;
-        }
+        READ_FIELD(value);  /* offsetDelta */
         if (check_deltas && value != index) {
             error = WALK_BAD_DELTA;
             arg = value;
             break;
         }
-        if (keyless != NULL) {
-            field = pos;
-            r = read_varint32(data, end, &pos, &value);  /* keyLength */
-            if (r != V_OK) {
-                error = r == V_END ? WALK_TRUNCATED : WALK_BAD_VARINT;
-                arg = r == V_END ? 0 : field;
-                break;
-            }
-            if (value < 0) {
+        READ_FIELD(value);  /* keyLength */
+        if (value < 0) {
+            if (keyless != NULL) {
                 PyObject *i = PyLong_FromSsize_t(index);
                 if (i == NULL || PyList_Append(keyless, i) < 0) {
                     Py_XDECREF(i);
@@ -289,24 +249,55 @@ walk_records(PyObject *module, PyObject *args)
                     return NULL;
                 }
                 Py_DECREF(i);
-            } else if (pos + value > rec_end) {
-                error = WALK_KEY_TOO_LONG;
-                break;
             }
+        } else {
+            pos += value;
+            CHECK_INSIDE();
         }
-        if (pos > rec_end) {
-            error = WALK_FIELDS_TOO_LONG;
+        READ_FIELD(value);  /* valueLength */
+        if (value >= 0) {
+            pos += value;
+            CHECK_INSIDE();
+        }
+        READ_FIELD(headers);  /* headersCount */
+        if (headers < 0) {
+            error = WALK_BAD_HEADER_COUNT;
+            arg = headers;
             break;
         }
-        pos = rec_end;
+        for (h = 0; h < headers; h++) {
+            if (pos >= rec_end) {  /* bounds the loop before trusting the count */
+                error = WALK_OVERRUN;
+                goto done;
+            }
+            READ_FIELD(value);  /* header keyLength */
+            if (value < 0) {
+                error = WALK_BAD_HEADER_KEY;
+                arg = value;
+                goto done;
+            }
+            pos += value;
+            CHECK_INSIDE();
+            READ_FIELD(value);  /* header valueLength */
+            if (value >= 0) {
+                pos += value;
+                CHECK_INSIDE();
+            }
+        }
+        CHECK_INSIDE();
+        if (pos != rec_end) {
+            error = WALK_SIZE_MISMATCH;
+            arg = pos - (rec_end - length);
+            break;
+        }
         index++;
     }
+done:
     PyBuffer_Release(&view);
     return result(index, pos, need, error, arg);
 }
 
 static PyMethodDef speedups_methods[] = {
-    {"step_lengths", step_lengths, METH_VARARGS, step_lengths_doc},
     {"walk_records", walk_records, METH_VARARGS, walk_records_doc},
     {NULL, NULL, 0, NULL},
 };

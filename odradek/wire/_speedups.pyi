@@ -2,9 +2,6 @@
 # Any object with the buffer protocol is accepted; records.py passes these.
 _Buffer = bytes | bytearray | memoryview
 
-def step_lengths(
-    data: _Buffer, pos: int, end: int, index: int, count: int, /
-) -> tuple[int, int, int, int, int]: ...
 def walk_records(
     data: _Buffer,
     pos: int,

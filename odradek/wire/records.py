@@ -347,8 +347,9 @@ class RecordBatch:
         The header must declare recordsCount >= 1 and lastOffsetDelta = recordsCount - 1
         (Kafka's LogValidator.validateBatch), and the records must be exactly recordsCount
         records that fill the batch; in a compressed batch the i-th must have offsetDelta i
-        (Kafka rewrites such a batch; it is refused here). Only each record's length, and
-        when needed its offsetDelta and key length, are read (values and headers are skipped).
+        (Kafka rewrites such a batch; it is refused here). Every record must be well formed
+        as Kafka's DefaultRecord.readFrom reads it: its fields fill its length exactly (else a
+        consumer could not read it); keys, values and headers are only measured, not copied.
         Compressed records are read as a stream (`decompress_stream`): at most `limit`
         decompressed bytes, holding one chunk and the record being read.
 
@@ -373,10 +374,7 @@ class RecordBatch:
             # checked here: Kafka stores an uncompressed batch as sent.
             records: Buffer = (self._buf[start:end] if walkers.in_place
                                else bytes(self._buf[start:end]))
-            if keyless is None:
-                index, pos, _ = walkers.step(records, 0, len(records), 0, count, None)
-            else:
-                index, pos, _ = walkers.walk(records, 0, len(records), 0, count, keyless, False)
+            index, pos, _ = walkers.walk(records, 0, len(records), 0, count, keyless, False)
             pos += start
             if pos != end:
                 raise InvalidRecordError(
@@ -443,76 +441,50 @@ def _iter_decompressed(block: memoryview, codec: int, count: int, pos: int) -> I
 # these same numbers, and `_walk_error` makes the one exception for each, whichever walker ran.
 _WALK_BAD_LENGTH: Final = 1  # arg: the declared length, less than a record's 6-byte minimum
 _WALK_TOO_MANY: Final = 2  # more records than the header's recordsCount
-_WALK_BAD_VARINT: Final = 3  # arg: where the varint starts (over 5 bytes, or over 32 bits)
-_WALK_TRUNCATED: Final = 4  # a field's varint runs off the end of the data
+_WALK_BAD_VARINT: Final = 3  # arg: where the varint starts (over 5/10 bytes, or over 32 bits)
+_WALK_OVERRUN: Final = 4  # a field runs past the record's length
 _WALK_BAD_DELTA: Final = 5  # arg: the offsetDelta, which is not the record's index
-_WALK_KEY_TOO_LONG: Final = 6
-_WALK_FIELDS_TOO_LONG: Final = 7
+_WALK_BAD_HEADER_COUNT: Final = 6  # arg: the negative headers count
+_WALK_BAD_HEADER_KEY: Final = 7  # arg: the negative header key length
+_WALK_SIZE_MISMATCH: Final = 8  # arg: the bytes the fields take, fewer than the length
 
 
 def _walk_error(code: int, index: int, count: int, arg: int) -> RecordBatchError:
-    """The exception for walker code `code` at record `index` of a batch of `count`."""
+    """The exception for walker code `code` at record `index` of a batch of `count`; the
+    messages follow Kafka's InvalidRecordException ones where it has one."""
     if code == _WALK_BAD_LENGTH:
         return InvalidRecordError(f"record {index} declares a length of {arg} bytes")
     if code == _WALK_TOO_MANY:
         return InvalidRecordError(f"record batch declares {count} records but holds more")
     if code == _WALK_BAD_VARINT:
         return _bad_varint(arg, 0)
-    if code == _WALK_TRUNCATED:
-        return InvalidRecordError(f"record {index} is truncated")
+    if code == _WALK_OVERRUN:
+        return InvalidRecordError(f"record {index} has fields longer than the record")
     if code == _WALK_BAD_DELTA:
         return InvalidRecordError(
             f"record {index} has offsetDelta {arg}: the deltas must be 0..{count - 1}")
-    if code == _WALK_KEY_TOO_LONG:
-        return InvalidRecordError(f"record {index} has a key longer than the record")
-    if code == _WALK_FIELDS_TOO_LONG:
-        return InvalidRecordError(f"record {index} has fields longer than the record")
+    if code == _WALK_BAD_HEADER_COUNT:
+        return InvalidRecordError(f"record {index} has an invalid number of headers {arg}")
+    if code == _WALK_BAD_HEADER_KEY:
+        return InvalidRecordError(f"record {index} has a header key of negative size {arg}")
+    if code == _WALK_SIZE_MISMATCH:
+        return InvalidRecordError(
+            f"record {index} has fields that take {arg} bytes, fewer than its length")
     raise AssertionError(f"unknown record walker code {code}")
-
-
-def _step_records_as_walk(data: Buffer, pos: int, end: int, index: int, count: int,
-                          keyless: list[int] | None) -> tuple[int, int, int]:
-    """`_walk_records` for a topic that needs no keys: only each record's length is read (the
-    chain of lengths proves how many records the batch holds), the rest is skipped. This is
-    the produce hot path's per-record cost, so the loop reads one varint per record."""
-    while pos < end:
-        rec_start = pos
-        b = data[pos]
-        if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
-            pos += 1
-        elif pos + 1 < end and (b2 := data[pos + 1]) < 0x80:
-            b = (b & 0x7F) | (b2 << 7)
-            length = (b >> 1) ^ -(b & 1)
-            pos += 2
-        else:
-            try:
-                length, pos = _read_varint(data, pos, 5, 0)
-            except IndexError:
-                return index, rec_start, end - rec_start + 1
-            if pos > end:
-                return index, rec_start, end - rec_start + 1
-        if length < 6:  # attributes, three varints and two lengths take at least 6 bytes
-            raise _walk_error(_WALK_BAD_LENGTH, index, count, length)
-        pos += length
-        if pos > end:
-            return index, rec_start, pos - rec_start
-        if index >= count:
-            raise _walk_error(_WALK_TOO_MANY, index, count, 0)
-        index += 1
-    return index, pos, 1
 
 
 def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
                   keyless: list[int] | None, check_deltas: bool = True) -> tuple[int, int, int]:
-    """Step over the whole records in data[pos:end], numbered from `index`; stop at the first
-    one that is not complete. Returns (next index, where it starts, bytes needed from there
-    to complete it; 1 when even its length is incomplete). Checks each record's offsetDelta
-    (= its index), that its fields fit it and that there are at most `count`; appends the
-    indexes of null-keyed records to `keyless` when given."""
+    """Walk the whole records in data[pos:end], numbered from `index`; stop at the first one
+    that is not complete. Returns (next index, where it starts, bytes needed from there to
+    complete it; 1 when even its length is incomplete). Reads every field of each record, as
+    Kafka's DefaultRecord.readFrom does: the fields must fill the record's length exactly, the
+    headers count and header key lengths must not be negative, and there are at most `count`
+    records; with `check_deltas` each offsetDelta must be its index. Appends the indexes of
+    null-keyed records to `keyless` when given. This loop is the produce path's per-record
+    cost when the C walker is not built: varints are inlined with a one-byte fast path."""
     while pos < end:
         rec_start = pos
-        # Varints are inlined, with one- and two-byte fast paths: this loop runs per record.
         b = data[pos]
         if b < 0x80:
             pos += 1
@@ -535,51 +507,78 @@ def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
             return index, rec_start, rec_end - rec_start
         if index >= count:
             raise _walk_error(_WALK_TOO_MANY, index, count, 0)
+        # A field may run past rec_end (into the next record): judged after it is read, as
+        # the C walker does; running past the data is an IndexError, an overrun too.
         try:
             pos += 1  # attributes
-            while data[pos] & 0x80:  # timestampDelta, skipped
+            field = pos
+            while data[pos] & 0x80:  # timestampDelta, skipped: a varlong of at most 10 bytes
                 pos += 1
+                if pos - field == 9 and data[pos] & 0x80:
+                    raise _walk_error(_WALK_BAD_VARINT, index, count, field)
             pos += 1
             b = data[pos]
             if b < 0x80:
+                delta = (b >> 1) ^ -(b & 1)
                 pos += 1
-            elif (b2 := data[pos + 1]) < 0x80:
-                b = (b & 0x7F) | (b2 << 7)
-                pos += 2
             else:
-                b, pos = _read_varint(data, pos, 5, 0)
-                b = (b << 1) ^ (b >> 31)
-            delta = (b >> 1) ^ -(b & 1)
+                delta, pos = _read_varint(data, pos, 5, 0)
             if check_deltas and delta != index:
                 raise _walk_error(_WALK_BAD_DELTA, index, count, delta)
-            if keyless is not None:
-                b = data[pos]
-                if b < 0x80:
-                    key_length = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    key_length, pos = _read_varint(data, pos, 5, 0)
-                if key_length < 0:
+            b = data[pos]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                n, pos = _read_varint(data, pos, 5, 0)
+            if n < 0:
+                if keyless is not None:
                     keyless.append(index)
-                elif pos + key_length > rec_end:
-                    raise _walk_error(_WALK_KEY_TOO_LONG, index, count, 0)
-        except IndexError:  # a varint running past the end of the buffer
-            raise _walk_error(_WALK_TRUNCATED, index, count, 0) from None
+            else:
+                pos += n
+                if pos > rec_end:
+                    raise _walk_error(_WALK_OVERRUN, index, count, 0)
+            b = data[pos]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                n, pos = _read_varint(data, pos, 5, 0)
+            if n >= 0:
+                pos += n
+                if pos > rec_end:
+                    raise _walk_error(_WALK_OVERRUN, index, count, 0)
+            b = data[pos]
+            if b < 0x80:
+                headers = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                headers, pos = _read_varint(data, pos, 5, 0)
+            if headers < 0:
+                raise _walk_error(_WALK_BAD_HEADER_COUNT, index, count, headers)
+            for _ in range(headers):
+                if pos >= rec_end:  # bounds the loop before trusting the count
+                    raise _walk_error(_WALK_OVERRUN, index, count, 0)
+                n, pos = _read_varint(data, pos, 5, 0)
+                if n < 0:
+                    raise _walk_error(_WALK_BAD_HEADER_KEY, index, count, n)
+                pos += n
+                if pos > rec_end:
+                    raise _walk_error(_WALK_OVERRUN, index, count, 0)
+                n, pos = _read_varint(data, pos, 5, 0)
+                if n >= 0:
+                    pos += n
+                    if pos > rec_end:
+                        raise _walk_error(_WALK_OVERRUN, index, count, 0)
+        except IndexError:  # a varint running past the end of the data
+            raise _walk_error(_WALK_OVERRUN, index, count, 0) from None
         if pos > rec_end:
-            raise _walk_error(_WALK_FIELDS_TOO_LONG, index, count, 0)
+            raise _walk_error(_WALK_OVERRUN, index, count, 0)
+        if pos != rec_end:
+            raise _walk_error(_WALK_SIZE_MISMATCH, index, count, pos - rec_end + length)
         pos = rec_end
         index += 1
     return index, pos, 1
-
-
-def _step_records_c(data: Buffer, pos: int, end: int, index: int, count: int,
-                    keyless: list[int] | None) -> tuple[int, int, int]:
-    """`_step_records_as_walk` in C: the same results and exceptions (for end = len(data)).
-    `keyless` is not read, as there."""
-    index, pos, need, code, arg = _speedups.step_lengths(data, pos, end, index, count)
-    if code:
-        raise _walk_error(code, index, count, arg)
-    return index, pos, need
 
 
 def _walk_records_c(data: Buffer, pos: int, end: int, index: int, count: int,
@@ -592,11 +591,6 @@ def _walk_records_c(data: Buffer, pos: int, end: int, index: int, count: int,
     return index, pos, need
 
 
-class _StepFn(Protocol):
-    def __call__(self, data: Buffer, pos: int, end: int, index: int, count: int,
-                 keyless: list[int] | None, /) -> tuple[int, int, int]: ...
-
-
 class _WalkFn(Protocol):
     def __call__(self, data: Buffer, pos: int, end: int, index: int, count: int,
                  keyless: list[int] | None, check_deltas: bool = True, /
@@ -607,13 +601,12 @@ class _Walkers(NamedTuple):
     """One implementation of the record walks `check_records` makes."""
 
     name: str  # "c" or "python"
-    step: _StepFn  # as _step_records_as_walk
     walk: _WalkFn  # as _walk_records
     in_place: bool  # reads a memoryview as fast as bytes (else check_records copies first)
 
 
-_PY_WALKERS: Final = _Walkers("python", _step_records_as_walk, _walk_records, in_place=False)
-_C_WALKERS: Final = (_Walkers("c", _step_records_c, _walk_records_c, in_place=True)
+_PY_WALKERS: Final = _Walkers("python", _walk_records, in_place=False)
+_C_WALKERS: Final = (_Walkers("c", _walk_records_c, in_place=True)
                      if _speedups is not None else None)
 # Chosen once, at import: the C walkers when they were built (setup.py builds them where there
 # is a compiler) unless ODRADEK_NO_SPEEDUPS=1 asks for the Python ones (to compare them).
@@ -717,13 +710,9 @@ def _iter_records(data: Buffer, pos: int, end: int, count: int, batch_pos: int) 
                             f"record {index} of the batch at byte {batch_pos} has a header key "
                             f"length {n} that does not fit the record"
                         )
-                    try:
-                        hkey = str(data[pos : pos + n], "utf-8")
-                    except UnicodeDecodeError:
-                        raise RecordBatchError(
-                            f"record {index} of the batch at byte {batch_pos} has a header key "
-                            f"that is not valid UTF-8"
-                        ) from None
+                    # Kafka accepts any bytes and decodes them as Java does, replacing what
+                    # is not UTF-8: so must a reader of what Odradek accepted.
+                    hkey = str(data[pos : pos + n], "utf-8", "replace")
                     pos += n
                     n, pos = _read_varint(data, pos, 5, batch_pos)
                     hvalue: bytes | None = None

@@ -1,8 +1,11 @@
-"""DeleteGroups (key 42), versions 0-2.
+"""DeleteGroups (key 42), versions 0-3.
 
 - An Empty group is deleted with its committed offsets (tombstones are written to
   `__consumer_offsets`); a group with members answers NON_EMPTY_GROUP; an unknown group
   GROUP_ID_NOT_FOUND. A group named twice is answered once.
+- v3 adds a per-group error_message; Kafka 4.4 leaves it null for every answer above
+  (NON_EMPTY_GROUP and GROUP_ID_NOT_FOUND included), and so does Odradek: it never answers
+  GROUP_DELETION_FAILED, the error the field was made for.
 - Not implemented yet: ACLs, quotas.
 """
 

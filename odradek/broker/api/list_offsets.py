@@ -1,4 +1,4 @@
-"""ListOffsets (key 2), versions 0-10.
+"""ListOffsets (key 2), versions 0-11.
 
 Per partition, by the requested timestamp:
 - -1 LATEST: the high watermark, or with isolation_level 1 (read_committed, v2+) the last
@@ -9,8 +9,10 @@ Per partition, by the requested timestamp:
   offset, timestamp -1, the epoch of the oldest leader epoch entry when it covers the start.
 - -3 MAX_TIMESTAMP (v7+): the first record carrying the largest timestamp in the log, with
   that timestamp and the epoch of its batch.
-- -5 LATEST_TIERED (v9+): no tiered storage, so offset -1, timestamp -1, epoch -1 (Kafka's
-  answer without remote storage).
+- -5 LATEST_TIERED (v9+) and -6 EARLIEST_PENDING_UPLOAD (v11+, KIP-1023: the first offset
+  not yet copied to remote storage): no tiered storage, so offset -1, timestamp -1, epoch -1,
+  no error (Kafka 4.4's answer for a topic without remote storage).
+- v10's timeout_ms bounds remote-storage lookups only: nothing here waits, so it is unused.
 - t >= 0: the first record with timestamp >= t, found through the time index, with its
   timestamp and the leader epoch of its batch; none (or only beyond the last fetchable
   offset): offset -1, timestamp -1.
@@ -53,8 +55,12 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
 # The first version that knows each special timestamp (Kafka's ReplicaManager table).
-_MIN_VERSION = {EARLIEST: 0, LATEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
+_MIN_VERSION = {EARLIEST: 0, LATEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
+                EARLIEST_PENDING_UPLOAD: 11}
+# Answered from remote storage in Kafka; with none, there is no such offset.
+_TIERED = (LATEST_TIERED, EARLIEST_PENDING_UPLOAD)
 CONSUMER_REPLICA_ID = -1
 READ_COMMITTED = 1
 
@@ -68,7 +74,7 @@ def _lookup(plog: PartitionLog, timestamp: int, last_fetchable: int) -> tuple[in
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         epoch = plog.earliest_epoch(leader_epoch=LEADER_EPOCH)
         return plog.log_start_offset, NO_TIMESTAMP, NO_EPOCH if epoch is None else epoch
-    if timestamp == LATEST_TIERED:
+    if timestamp in _TIERED:
         return NO_OFFSET, NO_TIMESTAMP, NO_EPOCH
     found = plog.max_timestamp_offset() if timestamp == MAX_TIMESTAMP else (
         plog.offset_for_timestamp(timestamp, upper_bound=last_fetchable))

@@ -1,4 +1,4 @@
-"""OffsetCommit (key 8), versions 0-9.
+"""OffsetCommit (key 8), versions 0-10.
 
 - Offsets are written as OffsetCommit records to `__consumer_offsets` and acknowledged only
   once the record is in the log; OffsetFetch then returns them, across broker restarts.
@@ -18,7 +18,14 @@
   unknown member gets UNKNOWN_MEMBER_ID, another epoch STALE_MEMBER_EPOCH, a consumer-protocol
   member below v9 UNSUPPORTED_VERSION; epoch -1 commits only while the group is empty. v9
   with an epoch for a group that does not exist: GROUP_ID_NOT_FOUND.
-- Not implemented yet: v10 (topic ids), ACLs, quotas.
+- v10 names topics by id only (KIP-848's topic ids; the name field is gone from the wire):
+  each id is resolved through the cluster's topics, and the response carries the ids back.
+  An id we do not know, the zero id included, is UNKNOWN_TOPIC_ID for each of its partitions
+  (nothing is committed for them, and a commit naming only such ids does not create the
+  group, as Kafka 4.4 does); a known topic's missing partition is UNKNOWN_TOPIC_OR_PARTITION.
+  Offsets are stored by name, as the older versions store them, so v9 and v10 read each
+  other's commits.
+- Not implemented yet: ACLs, quotas.
 """
 
 from __future__ import annotations
@@ -44,10 +51,20 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
               if 2 <= v <= 4 and request.retention_time_ms != -1 else None)
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    by_id = v >= 10
+    names: list[str | None] = []  # per request topic: its name, None for an unknown id
     for topic in request.topics:
+        if by_id:
+            found = ctx.cluster.by_id.get(topic.topic_id)
+            name = None if found is None else found.name
+        else:
+            name = topic.name
+        names.append(name)
+        if name is None:
+            continue
         for p in topic.partitions:
-            tp = (topic.name, p.partition_index)
-            if not ctx.cluster.has_partition(topic.name, p.partition_index):
+            tp = (name, p.partition_index)
+            if not ctx.cluster.has_partition(name, p.partition_index):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             commit_ts = p.commit_timestamp if v == 1 and p.commit_timestamp != -1 else now
@@ -66,9 +83,10 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
             request.group_id, member_id, instance_id, generation_id, offsets, v))
         errors.update(committed)
     return OffsetCommitResponse(topics=[
-        Resp.OffsetCommitResponseTopic(name=topic.name, partitions=[
+        Resp.OffsetCommitResponseTopic(name=topic.name, topic_id=topic.topic_id, partitions=[
             Resp.OffsetCommitResponsePartition(
                 partition_index=p.partition_index,
-                error_code=errors[(topic.name, p.partition_index)])
+                error_code=(ErrorCode.UNKNOWN_TOPIC_ID if name is None
+                            else errors[(name, p.partition_index)]))
             for p in topic.partitions])
-        for topic in request.topics])
+        for topic, name in zip(request.topics, names, strict=True)])

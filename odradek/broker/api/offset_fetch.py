@@ -1,4 +1,4 @@
-"""OffsetFetch (key 9), versions 0-9.
+"""OffsetFetch (key 9), versions 0-10.
 
 - Committed offsets (with metadata and, v5+, leader epoch) from the group coordinator; -1
   and empty metadata where nothing is committed, for any group or topic name, as Kafka
@@ -10,15 +10,25 @@
 - v9 member id and epoch are checked for KIP-848 consumer groups (group-level
   UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; a null member id with epoch -1 is an admin read);
   classic groups ignore them, as Kafka does.
-- Not implemented yet: v10 (topic ids), ACLs, quotas.
+- v10 names topics by id only (KIP-848's topic ids): ids are resolved through the cluster's
+  topics and the response carries ids, no names. An unknown id (the zero id, or a deleted
+  topic's) answers UNKNOWN_TOPIC_ID on each asked partition (offset -1, metadata ""), after
+  the known topics, as Kafka 4.4 orders them; a known topic's partition without a commit is
+  -1 with no error, whatever the partition. Topics null lists every committed topic by its
+  current id (offsets of a deleted topic are dropped with it, so every stored name has one).
+  The member checks are v9's, for classic and consumer groups alike.
+- Not implemented yet: ACLs, quotas.
 """
 
 from __future__ import annotations
+
+import uuid
 
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.model import FetchedOffset, TopicPartition
 from odradek.wire import ErrorCode
 from odradek.wire._generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from odradek.wire.primitives import ZERO_UUID
 
 Resp = OffsetFetchResponse
 
@@ -59,20 +69,45 @@ async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetc
         return OffsetFetchResponse(topics=out_topics, error_code=error)
     out_groups = []
     for group in request.groups:
-        topics = (None if group.topics is None
-                  else [(t.name, t.partition_indexes) for t in group.topics])
+        unknown_ids: list[tuple[uuid.UUID, list[int]]] = []
+        if group.topics is None:
+            topics = None
+        elif v >= 10:
+            topics = []
+            for t in group.topics:
+                found_topic = ctx.cluster.by_id.get(t.topic_id)
+                if found_topic is None:
+                    unknown_ids.append((t.topic_id, t.partition_indexes))
+                else:
+                    topics.append((found_topic.name, t.partition_indexes))
+        else:
+            topics = [(t.name, t.partition_indexes) for t in group.topics]
         await ctx.groups.ready()
         error, found = ctx.groups.shard.fetch_offsets(
             group.group_id, _wanted(topics), require_stable,
             member_id=group.member_id if v >= 9 else None,
             member_epoch=group.member_epoch if v >= 9 else -1)
-        out_groups.append(Resp.OffsetFetchResponseGroup(
-            group_id=group.group_id, error_code=error,
-            topics=[Resp.OffsetFetchResponseTopics(name=name, partitions=[
+        group_topics: list[Resp.OffsetFetchResponseTopics] = []
+        for name, parts in _by_topic(found).items():
+            topic_id = ZERO_UUID
+            if v >= 10:
+                known = ctx.cluster.get(name)
+                if known is None:
+                    continue  # no id to name it by (its deletion is dropping its offsets)
+                topic_id = known.topic_id
+            group_topics.append(Resp.OffsetFetchResponseTopics(
+                name=name, topic_id=topic_id, partitions=[
+                    Resp.OffsetFetchResponsePartitions(
+                        partition_index=partition, committed_offset=f.offset,
+                        committed_leader_epoch=f.leader_epoch, metadata=f.metadata,
+                        error_code=f.error)
+                    for partition, f in parts]))
+        if error == ErrorCode.NONE:  # a group-level error answers no topics, as Kafka's
+            group_topics += [Resp.OffsetFetchResponseTopics(topic_id=tid, partitions=[
                 Resp.OffsetFetchResponsePartitions(
-                    partition_index=partition, committed_offset=f.offset,
-                    committed_leader_epoch=f.leader_epoch, metadata=f.metadata,
-                    error_code=f.error)
-                for partition, f in parts])
-                for name, parts in _by_topic(found).items()]))
+                    partition_index=p, committed_offset=-1, metadata="",
+                    error_code=ErrorCode.UNKNOWN_TOPIC_ID) for p in parts])
+                for tid, parts in unknown_ids]
+        out_groups.append(Resp.OffsetFetchResponseGroup(
+            group_id=group.group_id, error_code=error, topics=group_topics))
     return OffsetFetchResponse(groups=out_groups)

@@ -13,8 +13,9 @@
   and the records present must be exactly recordsCount records filling the batch; otherwise
   INVALID_RECORD. Offset deltas other than 0..n-1: an uncompressed batch is stored as sent
   (as Kafka does); a compressed one is refused with INVALID_RECORD (Kafka rewrites it; no v2
-  client writes one). Values and headers of the records are not parsed; for uncompressed
-  batches on topics that need no keys only each record's length is read.
+  client writes one). Every record must be well formed as Kafka's DefaultRecord.readFrom reads
+  it (its fields fill its length exactly, no negative headers count or header key length),
+  else INVALID_RECORD: keys, values and headers are measured, not copied.
 - Compressed records are validated as a stream (64 KiB chunks, one record held at a time) up
   to 16 x the topic's max.message.bytes of decompressed bytes. Kafka 4.x has no cap (it
   decompresses record by record); the bound keeps a small "bomb" from costing the broker

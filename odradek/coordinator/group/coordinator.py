@@ -13,11 +13,17 @@ instead of always waiting `group.initial.rebalance.delay.ms`. A lone consumer is
 once; consumers that start together still land in one generation because their pending
 member ids hold the phase open, for up to the initial delay (extended in steps of the delay
 while new members keep arriving, capped by the rebalance timeout, as Kafka's
-InitialDelayedJoin does).
+InitialDelayedJoin does). With the delay at 0 (test set-ups use it) outstanding ids still hold
+the phase, in steps of PENDING_MEMBER_HOLD_MS. And the phase never ends before JOIN_SETTLE_MS
+after the latest arrival: Odradek answers a join in well under a millisecond, so without it the
+first of several consumers started together would complete a generation alone before the
+others arrive, and they would pay a full rebalance (the members' next heartbeat, 3 s for
+librdkafka) where Kafka, slower to answer, usually gathers them into one generation.
 
 Timers (keys of `Timers`): ("hb", group, member) session expiry (or the 5-minute new-member
 join timeout), ("pending", group, member) expiry of an unclaimed MEMBER_ID_REQUIRED id,
-("join", group) end of the join phase, ("sync", group) members that got a JoinGroup answer
+("join", group) end of the join phase, ("settle", group) the end of JOIN_SETTLE_MS in a new
+group's join phase, ("sync", group) members that got a JoinGroup answer
 but never sent SyncGroup, ("expire",) the periodic offset-retention pass.
 """
 
@@ -89,6 +95,11 @@ D = GroupState.DEAD
 # A new member's JoinGroup may wait this long before the member is dropped (Kafka's value):
 # it cannot heartbeat yet, and a client that gave up would otherwise linger forever.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+# How long an outstanding MEMBER_ID_REQUIRED id holds a new group's join phase open when
+# group.initial.rebalance.delay.ms is 0: a rejoin is one round trip, even on a loaded machine.
+PENDING_MEMBER_HOLD_MS = 500
+# The quiet time that ends a new group's join phase once every member is in (see above).
+JOIN_SETTLE_MS = 100
 
 _I16 = struct.Struct(">h")
 # What a consumer receives when the leader sent nothing for it: a valid empty assignment
@@ -108,6 +119,9 @@ class GroupConfig:
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
     offsets_topic_partitions: int = 50
+    # JOIN_SETTLE_MS in the broker; 0 (off) by default so that sans-IO tests of other
+    # behaviour see joins answered at once.
+    join_settle_ms: int = 0
 
 
 @dataclass(slots=True)
@@ -229,6 +243,8 @@ class GroupCoordinator(MigrationOps):
             elif kind == "join":
                 if group.is_(P):
                     self._on_join_timer(group, now)
+            elif kind == "settle":
+                self._try_complete_join(group, now)
             elif kind == "sync":
                 self._on_sync_timeout(group, now)
 
@@ -301,6 +317,7 @@ class GroupCoordinator(MigrationOps):
         elif req.require_known_member_id:
             # KIP-394: hand out the id first, admit the member when it comes back with it.
             group.pending_members.add(new_id)
+            self._note_arrival(group, now)
             self._timers.set(("pending", group.group_id, new_id), now + req.session_timeout_ms)
             pending.resolve(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_id))
         else:
@@ -382,6 +399,7 @@ class GroupCoordinator(MigrationOps):
                         list(req.protocols), join_waiter=pending, is_new=True)
         if group.is_(P) and group.generation_id == 0:
             group.new_member_added = True
+        self._note_arrival(group, now)
         group.add(member)
         self._timers.set(("hb", group.group_id, member_id), now + NEW_MEMBER_JOIN_TIMEOUT_MS)
         self._maybe_prepare_rebalance(group, now, f"adding member {member_id}")
@@ -463,12 +481,20 @@ class GroupCoordinator(MigrationOps):
         if group.can_rebalance:
             self._prepare_rebalance(group, now, reason)
 
+    def _initial_join_step_ms(self, group: Group) -> int:
+        """One step of a new group's join phase: the initial delay, or, when that is 0 and
+        member ids are outstanding, the time their owners get to come back with them."""
+        delay = self.config.initial_rebalance_delay_ms
+        if delay == 0 and group.pending_members:
+            return PENDING_MEMBER_HOLD_MS
+        return delay
+
     def _prepare_rebalance(self, group: Group, now: int, reason: str) -> None:
         if group.is_(C):
             self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS, now)
         self._clear_pending_sync(group)
         if group.is_(E):
-            delay = self.config.initial_rebalance_delay_ms
+            delay = self._initial_join_step_ms(group)
             group.initial_join = True
             group.initial_remaining_ms = max(group.rebalance_timeout_ms - delay, 0)
             deadline = now + delay
@@ -481,14 +507,25 @@ class GroupCoordinator(MigrationOps):
         self._timers.set(("join", group.group_id), deadline)
         self._try_complete_join(group, now)
 
+    def _note_arrival(self, group: Group, now: int) -> None:
+        """A member or a handed-out id arrived: a new group's join phase settles after it."""
+        if group.is_(E) or (group.is_(P) and group.initial_join):
+            group.settle_until_ms = now + self.config.join_settle_ms
+
     def _try_complete_join(self, group: Group, now: int) -> None:
         if group.is_(P) and group.all_members_joined:
+            if group.initial_join and now < group.settle_until_ms:
+                self._timers.set(("settle", group.group_id), group.settle_until_ms)
+                return
             self._complete_join(group, now)
 
     def _on_join_timer(self, group: Group, now: int) -> None:
+        if group.initial_join and now < group.settle_until_ms:
+            self._timers.set(("join", group.group_id), group.settle_until_ms)
+            return
         if group.initial_join and group.new_member_added and group.initial_remaining_ms > 0:
             group.new_member_added = False
-            delay = min(self.config.initial_rebalance_delay_ms, group.initial_remaining_ms)
+            delay = min(self._initial_join_step_ms(group), group.initial_remaining_ms)
             group.initial_remaining_ms = max(group.initial_remaining_ms - delay, 0)
             self._timers.set(("join", group.group_id), now + delay)
             return
@@ -497,6 +534,7 @@ class GroupCoordinator(MigrationOps):
     def _complete_join(self, group: Group, now: int) -> None:
         gid = group.group_id
         self._timers.cancel(("join", gid))
+        self._timers.cancel(("settle", gid))
         group.initial_join = group.new_member_added = False
         for member in [m for m in group.members.values() if not m.awaiting_join and not m.is_static]:
             self._log("member did not rejoin in time", group=gid, member=member.member_id)
@@ -1036,6 +1074,7 @@ class GroupCoordinator(MigrationOps):
         gid = group.group_id
         del self.groups[gid]
         self._timers.cancel(("join", gid))
+        self._timers.cancel(("settle", gid))
         self._timers.cancel(("sync", gid))
         for member_id in list(group.members) + list(group.pending_members):
             self._timers.cancel(("hb", gid, member_id))

@@ -45,6 +45,7 @@ from odradek.coordinator.common import Pending, Write
 from odradek.coordinator.group.consumer import records as rec
 from odradek.coordinator.group.consumer.assignors import Assignment, TopicId
 from odradek.coordinator.group.consumer.coordinator import (
+    _WRITE_ERRORS,
     ConsumerGroupOps,
     HeartbeatResult,
     _Changes,
@@ -188,8 +189,8 @@ class MigrationOps(ConsumerGroupOps):
             self._timers.cancel(("hb", gid, classic.member_id))
         for pending_id in group.pending_members:
             self._timers.cancel(("pending", gid, pending_id))
-        self._timers.cancel(("join", gid))
-        self._timers.cancel(("sync", gid))
+        for kind in ("join", "sync", "settle"):
+            self._timers.cancel((kind, gid))
         records.append((group_metadata_key(gid), None))
         cg = ConsumerGroup(gid)
         group.convert_to_consumer(cg)
@@ -301,8 +302,8 @@ class MigrationOps(ConsumerGroupOps):
         gid = group.group_id
         for member_id in list(group.members):
             self._drop_member(group, member_id)
-        self._timers.cancel(("join", gid))
-        self._timers.cancel(("sync", gid))
+        for kind in ("join", "sync", "settle"):
+            self._timers.cancel((kind, gid))
         group.state = GroupState.EMPTY
         group.generation_id, group.protocol_type, group.protocol_name = 0, None, None
         group.leader_id = None
@@ -425,7 +426,6 @@ class MigrationOps(ConsumerGroupOps):
             if error != ErrorCode.NONE:
                 if group.consumer is cg and self.groups.get(gid) is group:
                     group.consumer = snapshot
-                from odradek.coordinator.group.consumer.coordinator import _WRITE_ERRORS
                 pending.resolve(JoinResult(_WRITE_ERRORS.get(error, error), member_id))
                 return
             at = self.now()

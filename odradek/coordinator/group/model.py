@@ -185,6 +185,9 @@ class Group:
         self.new_member_added = False
         self.initial_join = False
         self.initial_remaining_ms = 0
+        # The initial join phase does not end before this: JOIN_SETTLE_MS after the latest
+        # arrival (a new member or a handed-out id), so members started together meet.
+        self.settle_until_ms = 0
         self.offsets: dict[TopicPartition, CommittedOffset] = {}
         self.pending_offset_commits: dict[TopicPartition, OffsetAndMetadata] = {}
         self.pending_txn_offsets: dict[int, dict[TopicPartition, CommittedOffset]] = {}
@@ -203,7 +206,7 @@ class Group:
                        "protocol_name", "leader_id", "members", "static_members",
                        "pending_members", "pending_sync", "supported_protocols",
                        "subscribed_topics", "new_member_added", "initial_join",
-                       "initial_remaining_ms")
+                       "initial_remaining_ms", "settle_until_ms")
 
     def convert_to_consumer(self, consumer: ConsumerGroup) -> None:
         """Become a consumer group; a non-empty classic group's members are dropped here (the
@@ -217,7 +220,7 @@ class Group:
         self.supported_protocols = Counter()
         self.subscribed_topics = None
         self.new_member_added = self.initial_join = False
-        self.initial_remaining_ms = 0
+        self.initial_remaining_ms = self.settle_until_ms = 0
         self.consumer = consumer
 
     def convert_to_classic(self, *, restore: bool = False) -> None:

@@ -1,7 +1,7 @@
-"""The C record walkers (odradek/wire/_speedups.c) against the Python ones they stand in for.
+"""The C record walker (odradek/wire/_speedups.c) against the Python one it stands in for.
 
-`RecordBatch.check_records` walks every produced batch's records; the C walkers must give the
-same answer as the Python walkers in records.py, which stay the fallback, for every input:
+`RecordBatch.check_records` walks every produced batch's records; the C walker must give the
+same answer as the Python walker in records.py, which stays the fallback, for every input:
 the same (index, pos, need), the same exception with the same message, the same keyless
 list. Each check runs both over the same bytes, valid and malformed, and compares.
 """
@@ -31,7 +31,6 @@ needs_c = pytest.mark.skipif(_speedups is None, reason="the C extension was not 
 Walk = Callable[..., tuple[int, int, int]]
 # (python walker, its C counterpart, takes check_deltas)
 PAIRS: list[tuple[Walk, Walk, bool]] = [
-    (records._step_records_as_walk, records._step_records_c, False),
     (records._walk_records, records._walk_records_c, True),
 ]
 
@@ -186,8 +185,7 @@ assert len(_RECORD) == 9 and _RECORD[0] == 16  # length 8 (zigzag 16), then 8 by
 
 # One case per outcome, with what the Python walkers give: the C ones must give exactly this.
 # (data, count, check_deltas, keys, expected result or (exception, start of its message)).
-# Outcomes of the record lengths alone: both walks, the length walk and _walk_records, give
-# them (with deltas and keys off).
+# Outcomes of the record lengths alone (with deltas and keys off).
 LENGTH_CASES: list[tuple[bytes, int, bool, bool, Any]] = [
     (b"", 1, False, False, (0, 0, 1)),
     (_RECORD, 1, True, True, (1, 9, 1)),
@@ -206,40 +204,51 @@ LENGTH_CASES: list[tuple[bytes, int, bool, bool, Any]] = [
      (InvalidRecordError, "record 0 declares a length of 5 bytes")),
     (_RECORD * 2, 1, False, False, (InvalidRecordError, "record batch declares 1 records but")),
 ]
-# Past the lengths: only _walk_records reads these fields.
+# Past the lengths: every field of a record is read, as Kafka's DefaultRecord.readFrom does.
+OVERRUN = (InvalidRecordError, "record 0 has fields longer than the record")
 FIELD_CASES: list[tuple[bytes, int, bool, bool, Any]] = [
-    (b"\x0c\x00\x80\x80\x80\x80\x80", 1, False, False,  # timestampDelta runs off the end
-     (InvalidRecordError, "record 0 is truncated")),
-    (b"\x0c\x00\x00\x80\x80\x80\x80", 1, False, False,  # so does offsetDelta
-     (InvalidRecordError, "record 0 is truncated")),
+    (b"\x0c\x00\x80\x80\x80\x80\x80", 1, False, False, OVERRUN),  # timestampDelta off the end
+    (b"\x0c\x00\x00\x80\x80\x80\x80", 1, False, False, OVERRUN),  # so does offsetDelta
     (b"\x0c\x00\x00\x80\x80\x80\x80\x80\x00", 1, False, False,
      (RecordBatchError, "malformed varint at byte 3 ")),  # offsetDelta of 6 bytes
+    (b"\x1e\x00" + b"\x80" * 9 + b"\x01\x00\x00\x00\x00", 1, False, False,
+     (1, 16, 1)),  # a timestampDelta of 10 bytes
+    (b"\x20\x00" + b"\x80" * 10 + b"\x01\x00\x00\x00\x00", 1, False, False,
+     (RecordBatchError, "malformed varint at byte 2 ")),  # of 11
     (b"\x0c\x00\x00\x02\x00\x00\x00", 1, True, False,
      (InvalidRecordError, "record 0 has offsetDelta 1: the deltas must be 0..0")),
     (b"\x0c\x00\x00\x02\x00\x00\x00", 1, False, True, (1, 7, 1)),  # deltas unchecked
-    (b"\x0c\x00\x00\x00\x80\x80\x80", 1, False, True,  # keyLength off the end
-     (InvalidRecordError, "record 0 is truncated")),
-    (b"\x0c\x00\x00\x00\x04\x00\x00", 1, False, True, (1, 7, 1)),  # a key that just fits
-    (b"\x0c\x00\x00\x00\x06\x00\x00", 1, False, True,  # one byte more
-     (InvalidRecordError, "record 0 has a key longer than the record")),
-    (b"\x0c\x00\x80\x80\x80\x00\x00", 1, False, False, (1, 7, 1)),  # fields fill it
-    (b"\x0c\x00\x80\x80\x80\x80\x00\x00\x00\x00", 2, False, False,  # one byte more
-     (InvalidRecordError, "record 0 has fields longer than the record")),
+    (b"\x0c\x00\x00\x00\x80\x80\x80", 1, False, True, OVERRUN),  # keyLength off the end
+    (b"\x0e\x00\x00\x00\x02k\x00\x00", 1, False, True, (1, 8, 1)),  # a key that just fits
+    (b"\x0e\x00\x00\x00\x04k\x00\x00", 1, False, True, OVERRUN),  # one byte more
+    (b"\x0e\x00\x00\x00\x01\x02v\x00", 1, False, False, (1, 8, 1)),  # a value that fits
+    (b"\x0e\x00\x00\x00\x01\x04v\x00", 1, False, False, OVERRUN),  # one byte more
+    (b"\x12\x00\x80\x80\x80\x00\x00\x00\x00\x00", 1, False, False, (1, 10, 1)),
+    (b"\x0c\x00\x80\x80\x80\x80\x00\x00\x00\x00", 2, False, False, OVERRUN),
+    (b"\x0e\x00\x00\x00\x00\x00\x00\x00", 1, False, False,  # a byte the fields leave
+     (InvalidRecordError, "record 0 has fields that take 6 bytes, fewer than its length")),
+    (b"\x0c\x00\x00\x00\x00\x00\x01", 1, False, False,
+     (InvalidRecordError, "record 0 has an invalid number of headers -1")),
+    (b"\x0c\x00\x00\x00\x00\x00\xfe\xff\xff\xff\x0f", 1, False, False,
+     OVERRUN),  # 2**31 - 1 headers in no bytes
+    (b"\x10\x00\x00\x00\x00\x00\x02\x00\x01", 1, False, False, (1, 9, 1)),  # key "", null value
+    (b"\x10\x00\x00\x00\x00\x00\x02\x01\x01", 1, False, False,
+     (InvalidRecordError, "record 0 has a header key of negative size -1")),
+    (b"\x12\x00\x00\x00\x00\x00\x02\x02\xff\x01", 1, False, False,
+     (1, 10, 1)),  # a header key that is not UTF-8: Kafka takes it
+    (b"\x12\x00\x00\x00\x00\x00\x02\x04\xff\x01", 1, False, False, OVERRUN),
+    (b"\x12\x00\x00\x00\x00\x00\x02\x00\x02v", 1, False, False, (1, 10, 1)),
+    (b"\x12\x00\x00\x00\x00\x00\x02\x00\x04v", 1, False, False, OVERRUN),
+    (b"\x12\x00\x00\x00\x00\x00\x04\x00\x01\x00", 1, False, False, OVERRUN),
 ]
 
 
 @needs_c
-@pytest.mark.parametrize(("data", "count", "deltas", "keys", "expected", "lengths"),
-                         [(*case, True) for case in LENGTH_CASES]
-                         + [(*case, False) for case in FIELD_CASES])
-def test_edge_cases(data: bytes, count: int, deltas: bool, keys: bool, expected: Any,
-                    lengths: bool) -> None:
-    fns: list[tuple[Walk, bool | None]] = [(records._walk_records, deltas),
-                                           (records._walk_records_c, deltas)]
-    if lengths:
-        fns += [(records._step_records_as_walk, None), (records._step_records_c, None)]
-    for fn, flag in fns:
-        result, _ = _outcome(fn, data, len(data), 0, count, keys, flag)
+@pytest.mark.parametrize(("data", "count", "deltas", "keys", "expected"),
+                         LENGTH_CASES + FIELD_CASES)
+def test_edge_cases(data: bytes, count: int, deltas: bool, keys: bool, expected: Any) -> None:
+    for fn in (records._walk_records, records._walk_records_c):
+        result, _ = _outcome(fn, data, len(data), 0, count, keys, deltas)
         if isinstance(expected[0], type):
             assert result[0] is expected[0] and result[1].startswith(expected[1]), (fn, result)
         else:
@@ -257,18 +266,18 @@ def test_a_1_mib_batch_of_1_kib_records() -> None:
 def test_arguments_are_checked() -> None:
     assert _speedups is not None
     with pytest.raises(ValueError, match="pos <= end"):
-        _speedups.step_lengths(b"abc", 0, 4, 0, 1)
+        _speedups.walk_records(b"abc", 0, 4, 0, 1, None, False)
     with pytest.raises(ValueError, match="pos <= end"):
         _speedups.walk_records(b"abc", 2, 1, 0, 1, None, True)
     with pytest.raises(ValueError, match="pos <= end"):
-        _speedups.step_lengths(b"abc", -1, 2, 0, 1)
+        _speedups.walk_records(b"abc", -1, 2, 0, 1, None, False)
     with pytest.raises(TypeError, match="keyless"):
         _speedups.walk_records(b"abc", 0, 3, 0, 1, (), True)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        _speedups.step_lengths("text", 0, 4, 0, 1)  # type: ignore[arg-type]
+        _speedups.walk_records("text", 0, 4, 0, 1, None, False)  # type: ignore[arg-type]
     with pytest.raises((BufferError, TypeError)):  # not contiguous
-        _speedups.step_lengths(memoryview(b"abcdef")[::2], 0, 3, 0, 1)
+        _speedups.walk_records(memoryview(b"abcdef")[::2], 0, 3, 0, 1, None, False)
     # A view into the middle of a buffer: positions are the view's.
     data = b"\xff" + _RECORD + b"\xff"
-    assert _speedups.step_lengths(memoryview(data)[1:-1], 0, 9, 0, 1) == (1, 9, 1, 0, 0)
-    assert _speedups.step_lengths(data, 1, 10, 0, 1) == (1, 10, 1, 0, 0)
+    assert _speedups.walk_records(memoryview(data)[1:-1], 0, 9, 0, 1, None, True) == (1, 9, 1, 0, 0)
+    assert _speedups.walk_records(data, 1, 10, 0, 1, None, True) == (1, 10, 1, 0, 0)

@@ -2,8 +2,8 @@
 
 The frames in `golden/` were recorded by `tools/capture_golden.py`: from librdkafka
 (confluent-kafka) and kafka-python through a loopback fake broker answering with our own
-generated responses, and from the Java client (kafka-clients 4.1 and 3.9, the compatibility
-matrix's Java driver) through a loopback recording proxy in front of a real Odradek
+generated responses, and from the Java client (kafka-clients 4.4, 4.1 and 3.9, the compatibility
+matrix's Java driver; for 4.4 also compat_tests/java44/AdminVersionsProbe.java) through a loopback recording proxy in front of a real Odradek
 (`java-<version>-<driver scenario>__...` files). `golden/manifest.json` names the client and
 version of each. Each frame is the request header plus body, without the 4-byte size prefix.
 The record batches the producers sent are checked too: CRC-32C valid, records readable, the
@@ -51,9 +51,23 @@ JAVA_REQUIRED = REQUIRED | {
     "TxnOffsetCommit",
     "CreateTopics",
 }
+# The 4.4 client: transactions v2 (no AddPartitionsToTxn / AddOffsetsToTxn), KIP-848 groups, and
+# the newest versions of the admin apis (AdminVersionsProbe, the "admin-versions" capture).
+JAVA_44_REQUIRED = (JAVA_REQUIRED - {"AddPartitionsToTxn", "AddOffsetsToTxn"}) | {
+    "ConsumerGroupHeartbeat",
+    "DescribeGroups",
+    "DeleteGroups",
+    "ListTransactions",
+}
+# (api, version) the 4.4 client must have sent: the Kafka 4.4 versions Odradek serves.
+JAVA_44_VERSIONS = {
+    ("ApiVersions", 5), ("ListOffsets", 11), ("OffsetCommit", 10), ("OffsetFetch", 10),
+    ("DescribeGroups", 6), ("DeleteGroups", 3), ("ListTransactions", 2),
+}
 CLIENTS = {
     "librdkafka": REQUIRED,
     "kafka-python": REQUIRED,
+    "kafka-clients 4.4.": JAVA_44_REQUIRED,
     "kafka-clients 4.1.": JAVA_REQUIRED,
     "kafka-clients 3.9.": JAVA_REQUIRED,
 }
@@ -74,6 +88,12 @@ def test_manifest_matches_files() -> None:
 def test_each_client_covers_the_required_apis(client: str) -> None:
     apis = {m["api"] for m in MANIFEST.values() if m["client"].startswith(client)}
     assert apis >= CLIENTS[client], sorted(CLIENTS[client] - apis)
+
+
+def test_the_4_4_client_sent_the_newest_versions() -> None:
+    sent = {(m["api"], m["api_version"]) for m in MANIFEST.values()
+            if m["client"].startswith("kafka-clients 4.4.")}
+    assert sent >= JAVA_44_VERSIONS, sorted(JAVA_44_VERSIONS - sent)
 
 
 def _decode(fname: str) -> tuple[bytes, Any, int, Any]:
@@ -146,7 +166,7 @@ JAVA_PRODUCERS: dict[str, tuple[int, bool, set[bytes]]] = {
 }
 
 
-@pytest.mark.parametrize("version", ["4.1", "3.9"])
+@pytest.mark.parametrize("version", ["4.4", "4.1", "3.9"])
 def test_java_produce_covers_each_kind_of_batch(version: str) -> None:
     kept = {MANIFEST[f]["scenario"] for f in JAVA_PRODUCE}
     assert kept >= {f"java-{version}-{s}" for s in JAVA_PRODUCERS}, sorted(kept)
@@ -154,12 +174,15 @@ def test_java_produce_covers_each_kind_of_batch(version: str) -> None:
 
 @pytest.mark.parametrize("fname", JAVA_PRODUCE)
 def test_java_produced_record_batches(fname: str) -> None:
-    _, _, _, body = _decode(fname)
+    _, header, _, body = _decode(fname)
     scenario = str(MANIFEST[fname]["scenario"]).split("-", 2)[2]  # java-4.1-<scenario>
     codec, transactional, produced = JAVA_PRODUCERS[scenario]
     values: list[bytes | None] = []
     for topic in body.topic_data:
-        assert topic.name.startswith(f"golden-{scenario}-")
+        if header.request_api_version >= 13:  # topics by id only (KIP-516), as 4.4 sends
+            assert topic.name == "" and topic.topic_id.int != 0
+        else:
+            assert topic.name.startswith(f"golden-{scenario}-")
         for part in topic.partition_data:
             assert isinstance(part.records, memoryview)
             for batch in iter_batches(part.records):

@@ -14,18 +14,19 @@ import pytest
 from admin_testutil import call, open_broker
 
 from odradek.broker.api.api_versions import unsupported_version_response
+from odradek.broker.broker import Broker
 from odradek.broker.registry import HANDLERS, advertised
 from odradek.config import ConfigError
 from odradek.wire import API_SPECS, ApiKey, ErrorCode
 from odradek.wire._generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 ADVERTISED = [
-    (0, 3, 13), (1, 4, 18), (2, 0, 10), (3, 0, 13), (8, 0, 9), (9, 0, 9), (10, 0, 6), (11, 0, 9),
-    (12, 0, 4), (13, 0, 5), (14, 0, 5), (15, 0, 5), (16, 0, 5), (18, 0, 4), (19, 0, 7),
-    (20, 0, 6), (21, 0, 2), (22, 0, 5), (23, 0, 4), (24, 0, 5), (25, 0, 4), (26, 0, 5),
-    (28, 0, 6), (29, 0, 3), (30, 0, 3), (31, 0, 3), (32, 0, 4), (33, 0, 2), (35, 0, 5),
-    (37, 0, 3), (42, 0, 2), (44, 0, 1), (47, 0, 0), (60, 0, 2), (61, 0, 0), (65, 0, 0),
-    (66, 0, 1), (68, 0, 1), (69, 0, 1), (75, 0, 0),
+    (0, 3, 13), (1, 4, 18), (2, 0, 11), (3, 0, 13), (8, 0, 10), (9, 0, 10), (10, 0, 6),
+    (11, 0, 9), (12, 0, 4), (13, 0, 5), (14, 0, 5), (15, 0, 6), (16, 0, 5), (18, 0, 5),
+    (19, 0, 7), (20, 0, 6), (21, 0, 2), (22, 0, 5), (23, 0, 4), (24, 0, 5), (25, 0, 4),
+    (26, 0, 5), (28, 0, 6), (29, 0, 3), (30, 0, 3), (31, 0, 3), (32, 0, 4), (33, 0, 2),
+    (35, 0, 5), (37, 0, 3), (42, 0, 3), (44, 0, 1), (47, 0, 0), (60, 0, 2), (61, 0, 0),
+    (65, 0, 0), (66, 0, 2), (68, 0, 1), (69, 0, 1), (75, 0, 0),
 ]
 
 
@@ -115,3 +116,50 @@ def test_features_before_v3_and_in_the_unsupported_version_answer_are_absent(
     assert response.finalized_features == [] or response.finalized_features is None
     unsupported = unsupported_version_response()
     assert unsupported.finalized_features_epoch == -1 and not unsupported.finalized_features
+
+
+# -- v5: the cluster and node the client means to reach (KIP-1242), as Kafka 4.4 answers -----
+
+
+def _v5(broker: Broker, cluster_id: str | None, node_id: int) -> ApiVersionsResponse:
+    request = ApiVersionsRequest(client_software_name="test", client_software_version="1.0",
+                                 cluster_id=cluster_id, node_id=node_id)
+    return call(broker, ApiKey.API_VERSIONS, 5, request)
+
+
+def test_v5_answers_normally_for_no_target_or_this_one(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    for cluster_id, node_id in [(None, -1), (broker.cluster.cluster_id, 1)]:
+        response = _v5(broker, cluster_id, node_id)
+        assert response.error_code == ErrorCode.NONE
+        assert [(a.api_key, a.min_version, a.max_version) for a in response.api_keys] == ADVERTISED
+        assert response.finalized_features
+
+
+def test_v5_another_cluster_or_node_is_rebootstrap_required(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    for cluster_id, node_id in [("AAAAAAAAAAAAAAAAAAAAAA", 1), (broker.cluster.cluster_id, 7),
+                                ("", 1)]:
+        response = _v5(broker, cluster_id, node_id)
+        assert response.error_code == ErrorCode.REBOOTSTRAP_REQUIRED, (cluster_id, node_id)
+        assert response.api_keys == [] and not response.supported_features
+
+
+def test_v5_cluster_id_without_node_id_or_the_reverse_is_invalid(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    for cluster_id, node_id in [(broker.cluster.cluster_id, -1), (None, 1),
+                                ("AAAAAAAAAAAAAAAAAAAAAA", -1)]:
+        response = _v5(broker, cluster_id, node_id)
+        assert response.error_code == ErrorCode.INVALID_REQUEST, (cluster_id, node_id)
+        assert response.api_keys == []
+
+
+def test_a_bad_software_name_is_invalid_with_no_api_list_before_the_v5_check(
+        tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    for version in (3, 4, 5):
+        request = ApiVersionsRequest(client_software_name="-bad", client_software_version="1",
+                                     cluster_id="AAAAAAAAAAAAAAAAAAAAAA", node_id=1)
+        response = call(broker, ApiKey.API_VERSIONS, version, request)
+        assert response.error_code == ErrorCode.INVALID_REQUEST
+        assert response.api_keys == []

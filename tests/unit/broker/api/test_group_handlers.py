@@ -209,7 +209,7 @@ def test_static_member_rejoin_v9_skips_assignment(broker: Broker) -> None:
 # -- offsets ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("v", range(10))
+@pytest.mark.parametrize("v", range(10))  # v10 (topic ids): test_newest_group_versions.py
 def test_commit_and_fetch_round_trip(broker: Broker, v: int) -> None:
     group = f"offsets-{v}"
     errors = commit(broker, v, group, {("t", 0): 10, ("t", 2): 30, ("nope", 0): 1, ("t", 9): 1})
@@ -291,7 +291,7 @@ def test_offsets_and_groups_survive_a_reopen(tmp_path: Path) -> None:
 # -- admin ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("v", range(6))
+@pytest.mark.parametrize("v", range(7))
 def test_describe_groups(broker: Broker, v: int) -> None:
     member, gen = join_alone(broker, 9, "g")
     call(broker, ApiKey.SYNC_GROUP, 5, SyncGroupRequest(
@@ -306,7 +306,9 @@ def test_describe_groups(broker: Broker, v: int) -> None:
     (m,) = g.members
     assert (m.member_id, m.client_id, m.client_host) == (member, "test-client", "/127.0.0.1")
     assert (m.member_metadata, m.member_assignment) == (SUB, b"asg")
-    assert (unknown.error_code, unknown.group_state, unknown.members) == (ErrorCode.NONE, "Dead", [])
+    # v6 (KIP-1043) says so; before, an unknown group is a Dead one with no error
+    unknown_error = ErrorCode.GROUP_ID_NOT_FOUND if v >= 6 else ErrorCode.NONE
+    assert (unknown.error_code, unknown.group_state, unknown.members) == (unknown_error, "Dead", [])
     if v >= 3:
         assert g.authorized_operations == (1 << 3) | (1 << 6) | (1 << 8)
 
@@ -330,7 +332,7 @@ def test_list_groups(broker: Broker, v: int) -> None:
         assert none.groups == []
 
 
-@pytest.mark.parametrize("v", range(3))
+@pytest.mark.parametrize("v", range(4))
 def test_delete_groups(broker: Broker, v: int) -> None:
     join_alone(broker, 9, "busy")
     commit(broker, 9, "idle", {("t", 0): 1})

@@ -13,6 +13,7 @@ from odradek.wire._generated.list_offsets import ListOffsetsRequest
 Req = ListOffsetsRequest
 KEY = ApiKey.LIST_OFFSETS
 LATEST, EARLIEST, MAX_TS, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+EARLIEST_PENDING_UPLOAD = -6
 
 
 @pytest.fixture
@@ -44,7 +45,7 @@ def one(broker: Broker, version: int, ts: int, partition: int = 0, **kw: int):  
     return p
 
 
-@pytest.mark.parametrize("version", range(1, 11))
+@pytest.mark.parametrize("version", range(1, 12))
 def test_latest_and_earliest(broker: Broker, version: int) -> None:
     latest, earliest = one(broker, version, LATEST), one(broker, version, EARLIEST)
     assert (latest.error_code, latest.offset, latest.timestamp) == (ErrorCode.NONE, 8, -1)
@@ -91,7 +92,8 @@ def test_leader_epoch_is_the_batchs(broker: Broker) -> None:
 
 
 @pytest.mark.parametrize(("version", "ts"), [(6, MAX_TS), (1, MAX_TS), (7, EARLIEST_LOCAL),
-                                             (8, LATEST_TIERED), (10, -6), (10, -100)])
+                                             (8, LATEST_TIERED), (10, EARLIEST_PENDING_UPLOAD),
+                                             (10, -100), (11, -7), (11, -100)])
 def test_timestamps_unknown_at_version(broker: Broker, version: int, ts: int) -> None:
     p = one(broker, version, ts)
     assert (p.error_code, p.offset) == (ErrorCode.UNSUPPORTED_VERSION, -1)
@@ -104,6 +106,16 @@ def test_earliest_local_and_latest_tiered(broker: Broker) -> None:
     tiered = one(broker, 9, LATEST_TIERED)
     assert (tiered.error_code, tiered.offset, tiered.timestamp, tiered.leader_epoch) == (
         ErrorCode.NONE, -1, -1, -1)
+
+
+@pytest.mark.parametrize("ts", [LATEST_TIERED, EARLIEST_PENDING_UPLOAD])
+def test_v11_tiered_timestamps_have_no_offset_without_remote_storage(broker: Broker,
+                                                                     ts: int) -> None:
+    # KIP-1023's earliest pending upload, like v9's latest tiered: Kafka 4.4 answers a topic
+    # without remote storage with no offset and no error.
+    p = one(broker, 11, ts)
+    assert (p.error_code, p.offset, p.timestamp, p.leader_epoch) == (ErrorCode.NONE, -1, -1, -1)
+    assert one(broker, 11, EARLIEST).offset == 0 and one(broker, 11, LATEST).offset == 8
 
 
 def test_unknown_partitions(broker: Broker) -> None:

@@ -114,6 +114,39 @@ def test_fewer_or_more_records_than_declared_is_invalid_record(tmp_path: Path) -
     assert broker.partitions.log("t", 0).log_end_offset == 15  # type: ignore[union-attr]
 
 
+def _padded_first_record(batch: bytes, pad: int) -> bytes:
+    """`batch` (uncompressed, first record shorter than 64 bytes) with `pad` zero bytes added
+    inside its first record: the record's length covers them, its fields do not (the fuzzer's
+    case: a record declaring 63 bytes whose fields take 55, which a length-only walk took)."""
+    out = bytearray(batch)
+    length = out[BATCH_HEADER_SIZE] >> 1  # a one-byte zigzag varint
+    assert length + pad < 64
+    out[BATCH_HEADER_SIZE] = (length + pad) << 1
+    at = BATCH_HEADER_SIZE + 1 + length
+    out[at:at] = bytes(pad)
+    struct.pack_into(">i", out, 8, len(out) - 12)
+    return _lie(bytes(out))
+
+
+@pytest.mark.parametrize("config", [{}, {"cleanup.policy": "compact"}])
+def test_a_record_whose_fields_do_not_fill_its_length_is_invalid_record(
+        tmp_path: Path, config: dict[str, str]) -> None:
+    """Kafka's DefaultRecord.readFrom refuses it ("Invalid record size"); stored, it would be
+    a record no consumer can read."""
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("t", 1, config)
+    for records in ([(b"k", b"v")], [(b"k", b"v"), (b"k2", b"v2")]):
+        padded = _padded_first_record(build_batch(records), 8)
+        assert _produce(broker, "t", padded).error_code == ErrorCode.INVALID_RECORD
+    headers = bytearray(build_batch([Record(0, 0, b"k", b"v", [("h", b"x")])]))
+    at = headers.rindex(b"\x02\x02h")  # headersCount 1, then the key's length
+    headers[at] = 0x01  # headersCount -1
+    assert _produce(broker, "t", _lie(bytes(headers))).error_code == ErrorCode.INVALID_RECORD
+    assert broker.partitions.log("t", 0).log_end_offset == 0  # type: ignore[union-attr]
+    ok = _produce(broker, "t", build_batch([Record(0, 0, b"k", b"v", [("h", b"x")])]))
+    assert ok.error_code == ErrorCode.NONE
+
+
 @pytest.mark.parametrize("deltas", [[0, 0, 1], [1, 2, 3], [0, 2, 1], [0, 1, 5]])
 def test_offset_deltas_other_than_0_to_n_minus_1(tmp_path: Path, deltas: list[int]) -> None:
     """Kafka stores an uncompressed batch as sent and rewrites a compressed one; Odradek

@@ -304,6 +304,43 @@ def test_describe_producers_transactions_and_list(broker: Broker) -> None:
                 for s in r.transaction_states] == [("tx", pid, "Ongoing")]
 
 
+TXN_IDS = ["txn-a", "txn-b", "xtxn-c", "TXN-d", "txn.e", "a\nb"]
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    (None, TXN_IDS), ("", TXN_IDS),
+    ("txn-.*", ["txn-a", "txn-b"]),  # a whole-id match: not "xtxn-c", and "." is one character
+    ("txn", []), ("^txn", []), ("x*", []), ("\\btxn", []),
+    ("txn-a|xtxn-c", ["txn-a", "xtxn-c"]),
+    (".*b$", ["txn-b"]),  # "." does not match a newline ...
+    ("(?s)a.b", ["a\nb"]),  # ... unless asked to
+    ("(?i)txn-d", ["TXN-d"]),
+    ("txn-[[:alpha:]]", ["txn-a", "txn-b"]),  # RE2/J's POSIX classes, not java.util.regex's
+    ("\\p{L}xn-a", ["txn-a"]), ("(?<n>txn)-a", ["txn-a"]), ("txn-\\w", ["txn-a", "txn-b"]),
+])
+def test_list_transactions_v2_filters_by_a_whole_id_re2j_pattern(
+        broker: Broker, pattern: str | None, expected: list[str]) -> None:
+    # the answers of a Kafka 4.4.0 broker to the same ids and patterns (probe_versions.py)
+    for txn_id in TXN_IDS:
+        assert init_pid(broker, 5, txn_id)[0] == ErrorCode.NONE
+    r = call(broker, ApiKey.LIST_TRANSACTIONS, 2,
+             ListTransactionsRequest(transactional_id_pattern=pattern))
+    assert r.error_code == ErrorCode.NONE
+    assert sorted(s.transactional_id for s in r.transaction_states) == sorted(expected)
+
+
+@pytest.mark.parametrize("pattern", ["[", "txn-a++", "(txn)\\1"])
+def test_list_transactions_v2_refuses_what_re2j_refuses(broker: Broker, pattern: str) -> None:
+    assert init_pid(broker, 5, "txn-a")[0] == ErrorCode.NONE
+    r = call(broker, ApiKey.LIST_TRANSACTIONS, 2,
+             ListTransactionsRequest(transactional_id_pattern=pattern))
+    assert (r.error_code, r.transaction_states) == (ErrorCode.INVALID_REGULAR_EXPRESSION, [])
+    # below v2 the pattern is not on the wire: everything is listed
+    old = call(broker, ApiKey.LIST_TRANSACTIONS, 1,
+               ListTransactionsRequest(transactional_id_pattern=pattern))
+    assert [s.transactional_id for s in old.transaction_states] == ["txn-a"]
+
+
 def test_a_transaction_caught_in_prepare_commit_completes_after_restart(tmp_path: Path) -> None:
     b = open_broker(tmp_path)
     b.cluster.create_topic("t", 2, {})

@@ -7,7 +7,9 @@ from group_testutil import Harness, assignment, subscription
 
 from odradek.coordinator.group.coordinator import (
     EMPTY_CONSUMER_ASSIGNMENT,
+    JOIN_SETTLE_MS,
     NEW_MEMBER_JOIN_TIMEOUT_MS,
+    PENDING_MEMBER_HOLD_MS,
     GroupConfig,
 )
 from odradek.coordinator.group.model import LeavingMember
@@ -104,6 +106,58 @@ def test_initial_delay_ends_the_phase_when_a_member_id_is_never_used() -> None:
     h.advance(1)
     assert pa.result().error == ErrorCode.NONE
     assert [m.member_id for m in pa.result().members] == [a]
+
+
+def test_without_initial_delay_outstanding_ids_still_hold_the_phase_briefly() -> None:
+    """group.initial.rebalance.delay.ms=0 (test set-ups): members that started together land
+    in one generation; an id never used costs PENDING_MEMBER_HOLD_MS once."""
+    h = Harness(GroupConfig(initial_rebalance_delay_ms=0))
+    a = h.join().result().member_id
+    b = h.join().result().member_id
+    pa = h.join("g", a)
+    h.advance(10)
+    assert not pa.done, "b's id is still outstanding"
+    pb = h.join("g", b)
+    assert pa.result().generation_id == pb.result().generation_id == 1
+    assert {m.member_id for m in (pa.result().members or pb.result().members)} == {a, b}
+
+    h.join("h")  # handed out, never used
+    c = h.join("h").result().member_id
+    pc = h.join("h", c)
+    h.advance(PENDING_MEMBER_HOLD_MS - 1)
+    assert not pc.done
+    h.advance(1)
+    assert [m.member_id for m in pc.result().members] == [c]
+
+    lone = h.join("k").result().member_id
+    assert h.join("k", lone).done, "a lone member waits for nothing"
+
+
+@pytest.mark.parametrize("delay", [0, 3000])
+def test_a_new_group_settles_before_its_first_generation(delay: int) -> None:
+    """Members started together arrive a few ms apart: the first, answered at once, would
+    form a generation alone and the others would cost a rebalance. The phase ends
+    JOIN_SETTLE_MS after the latest arrival once every member is in."""
+    h = Harness(GroupConfig(initial_rebalance_delay_ms=delay, join_settle_ms=JOIN_SETTLE_MS))
+    a = h.join().result().member_id
+    pa = h.join("g", a)
+    h.advance(JOIN_SETTLE_MS - 40)
+    assert not pa.done
+    b = h.join().result().member_id  # a second consumer arrives within the window
+    h.advance(10)
+    pb = h.join("g", b)
+    h.advance(JOIN_SETTLE_MS - 1)
+    assert not pa.done and not pb.done
+    h.advance(1)
+    assert pa.result().generation_id == pb.result().generation_id == 1
+    assert {m.member_id for m in (pa.result().members or pb.result().members)} == {a, b}
+
+    lone = h.join("k").result().member_id
+    pl = h.join("k", lone)
+    h.advance(JOIN_SETTLE_MS - 1)
+    assert not pl.done
+    h.advance(1)
+    assert pl.result().error == ErrorCode.NONE, "a lone member waits the settle time only"
 
 
 def test_initial_delay_extends_while_new_members_arrive_capped_by_rebalance_timeout() -> None:

@@ -486,6 +486,55 @@ public final class Driver {
         }
     }
 
+    // ------------------------------------------------------------------ fetch sessions (KIP-227)
+
+    static final int IDLE_PARTITIONS = 1000;
+
+    /** The consumer keeps a fetch session; its node metrics (1 s windows, 2 of them) show what
+     *  each idle Fetch costs once the session holds the 1000 partitions. */
+    String idleFetchSessions() throws Exception {
+        String t = topic();
+        createTopic(t, IDLE_PARTITIONS);
+        Map<String, Double> node = null;
+        double bestRate = -1;
+        try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of(
+                ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 100,
+                ConsumerConfig.METRICS_SAMPLE_WINDOW_MS_CONFIG, 1000,
+                ConsumerConfig.METRICS_NUM_SAMPLES_CONFIG, 2))) {
+            List<TopicPartition> tps = new ArrayList<>();
+            for (int i = 0; i < IDLE_PARTITIONS; i++) tps.add(new TopicPartition(t, i));
+            c.assign(tps);
+            // Every position first (a broker may take a while to open 1000 new logs), then the
+            // full fetch that opens the session, then idle polls.
+            for (TopicPartition tp : tps) c.position(tp, Duration.ofMillis(remainingMs()));
+            long end = System.nanoTime() + 4_000_000_000L;
+            while (System.nanoTime() < end) {
+                int n = c.poll(Duration.ofMillis(100)).count();
+                check(n == 0, "an empty topic returned " + n + " records");
+            }
+            Map<String, Map<String, Double>> byNode = new HashMap<>();
+            for (Map.Entry<org.apache.kafka.common.MetricName, ? extends org.apache.kafka.common.Metric> e : c.metrics().entrySet()) {
+                org.apache.kafka.common.MetricName name = e.getKey();
+                String nodeId = name.tags().get("node-id");
+                if (!name.group().equals("consumer-node-metrics") || nodeId == null || nodeId.equals("node--1")) continue;
+                Object v = e.getValue().metricValue();
+                if (v instanceof Double) byNode.computeIfAbsent(nodeId, k -> new HashMap<>()).put(name.name(), (Double) v);
+            }
+            for (Map<String, Double> m : byNode.values()) {
+                double rate = m.getOrDefault("request-rate", 0.0);
+                if (rate > bestRate) { bestRate = rate; node = m; }
+            }
+        }
+        check(node != null, "no per-broker node metrics");
+        double fetches = bestRate * 2.0;  // two 1 s windows
+        double requestMax = node.getOrDefault("request-size-max", Double.NaN);
+        double responseAvg = node.getOrDefault("incoming-byte-rate", 0.0) / Math.max(node.getOrDefault("response-rate", 0.0), 1e-9);
+        check(fetches >= 5, String.format("only %.1f requests in the last 2 s of idle polling", fetches));
+        check(requestMax < 1000, String.format("largest idle request %.0f bytes: no fetch session?", requestMax));
+        check(responseAvg < 1000, String.format("average idle response %.0f bytes: no fetch session?", responseAvg));
+        return String.format("idle: %.1f requests/s, largest request %.0f B, average response %.0f B", bestRate, requestMax, responseAvg);
+    }
+
     static String sizes(List<Member> ms) {
         return ms.stream().map(m -> m.name + "=" + new TreeSet<>(parts(m.c))).collect(Collectors.joining(" "));
     }
@@ -901,6 +950,7 @@ public final class Driver {
             case "consumer-group": return this::consumerGroup;
             case "idempotent-producer": return this::idempotent;
             case "consumer-protocol-group": return this::consumerProtocolGroup;
+            case "idle-fetch-sessions": return this::idleFetchSessions;
             case "transactions": return this::transactions;
             case "consume-transform-produce": return this::consumeTransformProduce;
             case "fencing": return this::fencing;
