@@ -407,6 +407,7 @@ class MigrationOps(ConsumerGroupOps):
             rebalance_timeout_ms=(rebalance_timeout_ms if rebalance_timeout_ms != -1
                                   else member.rebalance_timeout_ms),
             subscribed_topic_names=tuple(sorted(set(sub.topics))),
+            subscribed_topic_regex=None,  # the classic protocol has none (Kafka 4.4 clears it)
             client_id=client_id, client_host=client_host,
             classic=ClassicMemberMetadata(session_timeout_ms, tuple(protocols)))
         try:
