@@ -11,6 +11,7 @@ from compat_tests.scenarios import (
     CLI_SCENARIOS,
     CONSUMER_PROTOCOL_SCENARIOS,
     FETCH_SESSION_SCENARIOS,
+    MIGRATION_SCENARIOS,
     SCENARIOS,
 )
 
@@ -78,7 +79,8 @@ DRIVERS: dict[str, Driver] = {
                                 *CLI_SCENARIOS, "streams-eos", "txn-copier")),
         Driver("java-4.1", "Java", extra_scenarios=("streams-eos",)),
         Driver("java-3.9", "Java", extra_scenarios=("streams-eos",)),
-        Driver("confluent-kafka", "librdkafka", extra_scenarios=tuple(CONSUMER_PROTOCOL_SCENARIOS)),
+        Driver("confluent-kafka", "librdkafka",
+               extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *MIGRATION_SCENARIOS)),
         Driver("kcat", "librdkafka"),
         Driver("kafka-python", "Python", extra_scenarios=tuple(FETCH_SESSION_SCENARIOS)),
         Driver("aiokafka", "Python"),

@@ -1,6 +1,7 @@
 """Raw-protocol probe of KIP-848 edge cases: the same requests to Odradek and to Apache Kafka.
 
-`python -m compat_tests.probe_kip848 [--target odradek|kafka|both] [--markdown FILE]`
+`python -m compat_tests.probe_kip848 [--target odradek|kafka|both] [--markdown FILE]
+[--override KEY=VALUE ...]`
 
 Starts each broker (compat_tests.brokers, the matrix's settings), sends every case's requests
 on one connection with the project's wire layer (request header v1/v2 chosen from the api's
@@ -39,6 +40,7 @@ from odradek.wire._generated.describe_groups import DescribeGroupsRequest, Descr
 from odradek.wire._generated.error_codes import ErrorCode
 from odradek.wire._generated.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from odradek.wire._generated.header import RequestHeader, ResponseHeader
+from odradek.wire._generated.heartbeat import HeartbeatRequest, HeartbeatResponse
 from odradek.wire._generated.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from odradek.wire._generated.join_group import JoinGroupRequest, JoinGroupResponse
 from odradek.wire._generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
@@ -362,6 +364,83 @@ def case_heartbeat_classic_group(c: Conn) -> dict[str, Any]:
     return out
 
 
+def classic_heartbeat(c: Conn, group: str, member: str, generation: int) -> str:
+    req = HeartbeatRequest(group_id=group, member_id=member, generation_id=generation)
+    return err(c.call(ApiKey.HEARTBEAT, 4, req, HeartbeatResponse).error_code)
+
+
+def classic_sync(c: Conn, group: str, r: Any, assignments: dict[str, bytes] | None = None) -> Any:
+    req = SyncGroupRequest(group_id=group, generation_id=r.generation_id, member_id=r.member_id,
+                           protocol_type="consumer", protocol_name=r.protocol_name, assignments=[
+                               SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=a)
+                               for m, a in (assignments or {}).items()])
+    return c.call(ApiKey.SYNC_GROUP, 5, req, SyncGroupResponse)
+
+
+def case_downgrade(c: Conn) -> dict[str, Any]:
+    """Upgrade by a heartbeat join, the classic member rejoins inside the consumer group, then
+    the consumer-protocol member leaves: the answers the classic member gets on the way."""
+    g = gid("mig3")
+    r1 = classic_join(c, g)
+    r2 = classic_join(c, g, r1.member_id) if r1.error_code == ErrorCode.MEMBER_ID_REQUIRED else r1
+    assert r2.error_code == 0, err(r2.error_code)
+    s = classic_sync(c, g, r2, {r2.member_id: assignment(TOPIC, [0, 1])})
+    assert s.error_code == 0, err(s.error_code)
+    gen1 = r2.generation_id
+    out: dict[str, Any] = {"classic group": f"Stable, generation {gen1}"}
+    hb = join(c, g)
+    out["heartbeat join (upgrade)"] = hb_summary(hb, gen1)
+    out["classic Heartbeat (its generation)"] = classic_heartbeat(c, g, r2.member_id, gen1)
+    rj = classic_join(c, g, r2.member_id)
+    out["classic JoinGroup again"] = {"error": err(rj.error_code),
+                                      "generation": f"gen+{rj.generation_id - gen1}",
+                                      "leader": rj.leader == rj.member_id, "members": len(rj.members)}
+    sy = classic_sync(c, g, rj)
+    out["classic SyncGroup"] = {"error": err(sy.error_code), "assignment_bytes": len(sy.assignment)}
+    out["classic Heartbeat (new generation)"] = classic_heartbeat(c, g, rj.member_id, rj.generation_id)
+    epoch = hb.member_epoch
+    for _ in range(5):  # the consumer member acknowledges what it was given
+        later = c.heartbeat(1, group_id=g, member_id=hb.member_id, member_epoch=epoch,
+                            topic_partitions=[])
+        epoch = later.member_epoch if later.error_code == 0 else epoch
+    leave = c.heartbeat(1, group_id=g, member_id=hb.member_id, member_epoch=-1)
+    out["consumer member leaves"] = hb_summary(leave)
+    out["classic Heartbeat after the downgrade"] = classic_heartbeat(c, g, rj.member_id,
+                                                                      rj.generation_id)
+    desc = c.call(ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=[g]),
+                  DescribeGroupsResponse).groups[0]
+    out["then DescribeGroups"] = {"error": err(desc.error_code), "state": desc.group_state,
+                                  "protocol_type": desc.protocol_type, "members": len(desc.members)}
+    again = classic_join(c, g, rj.member_id)
+    out["classic JoinGroup after the downgrade"] = {
+        "error": err(again.error_code), "generation": f"gen+{again.generation_id - gen1}",
+        "leader": again.leader == again.member_id}
+    return out
+
+
+def case_downgrade_before_rejoin(c: Conn) -> dict[str, Any]:
+    """The consumer-protocol member leaves before the classic member rejoined the upgraded
+    group (its generation is behind the group epoch)."""
+    g = gid("mig4")
+    r1 = classic_join(c, g)
+    r2 = classic_join(c, g, r1.member_id) if r1.error_code == ErrorCode.MEMBER_ID_REQUIRED else r1
+    assert r2.error_code == 0, err(r2.error_code)
+    s = classic_sync(c, g, r2, {r2.member_id: assignment(TOPIC, [0, 1])})
+    assert s.error_code == 0, err(s.error_code)
+    gen1 = r2.generation_id
+    hb = join(c, g)
+    out: dict[str, Any] = {"heartbeat join (upgrade)": hb_summary(hb, gen1)}
+    leave = c.heartbeat(1, group_id=g, member_id=hb.member_id, member_epoch=-1)
+    out["consumer member leaves"] = hb_summary(leave)
+    out["classic Heartbeat (generation G)"] = classic_heartbeat(c, g, r2.member_id, gen1)
+    out["classic Heartbeat (generation G+1)"] = classic_heartbeat(c, g, r2.member_id, gen1 + 1)
+    desc = c.call(ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=[g]),
+                  DescribeGroupsResponse).groups[0]
+    out["then DescribeGroups"] = {"error": err(desc.error_code), "state": desc.group_state,
+                                  "protocol_type": desc.protocol_type, "members": len(desc.members)}
+    return out
+
+
 def case_rejoin_epoch0(c: Conn) -> dict[str, Any]:
     g = gid("rejoin")
     first = join(c, g)
@@ -425,6 +504,10 @@ CASES = [
     Case("rejoin-epoch-0", "dynamic member heartbeats again with its member id and epoch 0", case_rejoin_epoch0),
     Case("commit-assignment-epoch", "OffsetCommit v9 at epoch E+1 with the previous epoch E, for a partition "
          "assigned at E and one assigned at E+1 (KIP-1251)", case_commit_assignment_epoch),
+    Case("downgrade", "classic member (gen G) upgraded by a heartbeat join, rejoins inside the consumer "
+         "group; the consumer member leaves: what the classic member's calls get", case_downgrade),
+    Case("downgrade-before-rejoin", "classic member (gen G) upgraded by a heartbeat join; the consumer "
+         "member leaves before the classic one rejoined", case_downgrade_before_rejoin),
 ]
 
 
@@ -445,11 +528,11 @@ def prepare(port: int) -> None:
         c.close()
 
 
-def run_target(target: str, cases: list[Case]) -> None:
+def run_target(target: str, cases: list[Case], overrides: dict[str, str] | None = None) -> None:
     from compat_tests.brokers import make_broker
 
     work = Path(tempfile.mkdtemp(prefix=f"probe-kip848-{target}-"))
-    broker = make_broker(target, work)
+    broker = make_broker(target, work, overrides)
     print(f"starting {target} ...", file=sys.stderr)
     broker.start()
     try:
@@ -491,11 +574,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", choices=["odradek", "kafka", "both"], default="both")
     ap.add_argument("--cases", default="", help="comma list of case names (default: all)")
     ap.add_argument("--markdown", default="", help="write the results table to this file")
+    ap.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                    help="a broker setting for both targets (e.g. group.consumer.migration.policy=disabled)")
     args = ap.parse_args(argv)
     cases = [c for c in CASES if not args.cases or c.name in args.cases.split(",")]
     targets = ["odradek", "kafka"] if args.target == "both" else [args.target]
+    overrides = dict(kv.split("=", 1) for kv in args.override)
     for t in targets:
-        run_target(t, cases)
+        run_target(t, cases, overrides)
     table = markdown(cases, targets)
     print(table)
     if args.markdown:

@@ -18,6 +18,7 @@ from compat_tests.scenarios import (
     CLI_SCENARIOS,
     CONSUMER_PROTOCOL_SCENARIOS,
     FETCH_SESSION_SCENARIOS,
+    MIGRATION_SCENARIOS,
     SCENARIOS,
 )
 
@@ -118,6 +119,8 @@ def render() -> str:
     lines += [f"- **{name}**: {text}" for name, text in SCENARIOS.items()]
     lines += ["", "KIP-848 consumer groups (`group.protocol=consumer`; Java 4.4 and confluent-kafka):", ""]
     lines += [f"- **{name}**: {text}" for name, text in CONSUMER_PROTOCOL_SCENARIOS.items()]
+    lines += ["", "Online migration of a classic group to the consumer protocol (confluent-kafka):", ""]
+    lines += [f"- **{name}**: {text}" for name, text in MIGRATION_SCENARIOS.items()]
     lines += ["", "Fetch sessions (KIP-227; the clients that keep them: Java 4.4 and kafka-python):", ""]
     lines += [f"- **{name}**: {text}" for name, text in FETCH_SESSION_SCENARIOS.items()]
     lines += ["", "Kafka's command-line tools (Java driver, 4.4 tools, run by main class):", ""]

@@ -84,6 +84,19 @@ CONSUMER_PROTOCOL_SCENARIOS: dict[str, str] = {
     ),
 }
 
+# Online migration of a classic group to the consumer protocol (confluent-kafka: librdkafka
+# speaks both protocols, chosen per consumer by group.protocol).
+MIGRATION_SCENARIOS: dict[str, str] = {
+    "rolling-upgrade-to-consumer-protocol": (
+        "6 partitions: classic members A and B (group.protocol=classic, range) own 3+3; each "
+        "round produces 30 records, read by their partition's owner and committed after every "
+        "poll; before round 2 A is replaced by a group.protocol=consumer member (the broker "
+        "upgrades the group; classic B goes on inside it), before round 3 B is: the group is "
+        "listed as CLASSIC, then CONSUMER; all 90 records consumed exactly once, committed "
+        "offsets 15 per partition"
+    ),
+}
+
 # Fetch sessions (KIP-227), for the clients that keep them (librdkafka, sarama and kafkajs do not).
 FETCH_SESSION_SCENARIOS: dict[str, str] = {
     "idle-fetch-sessions": (
@@ -124,6 +137,6 @@ APP_SCENARIOS: dict[str, str] = {
 }
 
 ALL_SCENARIOS: dict[str, str] = {
-    **SCENARIOS, **CONSUMER_PROTOCOL_SCENARIOS, **FETCH_SESSION_SCENARIOS, **CLI_SCENARIOS,
+    **SCENARIOS, **CONSUMER_PROTOCOL_SCENARIOS, **MIGRATION_SCENARIOS, **FETCH_SESSION_SCENARIOS, **CLI_SCENARIOS,
     **APP_SCENARIOS,
 }

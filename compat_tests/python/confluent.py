@@ -375,6 +375,89 @@ def consumer_protocol_group(ctx: Ctx) -> str:
     return "3 members, B left and rejoined; 90 records once each"
 
 
+def rolling_upgrade_to_consumer_protocol(ctx: Ctx) -> str:
+    """Online migration: a classic group (A, B) is rolled member by member to
+    group.protocol=consumer while records flow; every record once."""
+    t = ctx.topic()
+    n = 6
+    create_topic(ctx, t, n)
+    group = ctx.group()
+    everything = set(range(n))
+    seen: dict[bytes, str] = {}
+
+    class Member:
+        def __init__(self, name: str, protocol: str) -> None:
+            self.name = name
+            extra = {"partition.assignment.strategy": "range"} if protocol == "classic" else {}
+            self.c = consumer(ctx, **{"group.id": group, "group.protocol": protocol, **extra})
+            # With callbacks set, librdkafka changes the assignment only inside consume(),
+            # so the commit after each batch lands before a revocation takes effect.
+            self.c.subscribe([t], on_assign=lambda c, ps: None, on_revoke=lambda c, ps: None)
+
+        def parts(self) -> set[int]:
+            return {tp.partition for tp in self.c.assignment()}
+
+        def poll(self) -> None:
+            last: dict[int, int] = {}
+            for m in self.c.consume(100, timeout=0.05):
+                if m.error() is not None:
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise ScenarioFailed(f"{self.name}: consume error: {m.error()}")
+                v = m.value()
+                check(v not in seen, f"{v!r} consumed twice: by {seen.get(v)} and by {self.name}")
+                seen[v] = self.name
+                last[m.partition()] = m.offset()
+            if last:
+                self.c.commit(offsets=[TopicPartition(t, p, o + 1) for p, o in last.items()],
+                              asynchronous=False)
+
+    live = [Member("A", "classic"), Member("B", "classic")]
+
+    def balanced() -> bool:
+        owned = [m.parts() for m in live]
+        return (sum(len(o) for o in owned) == n and set().union(*owned) == everything
+                and all(len(o) == n // 2 for o in owned))
+
+    def poll_all() -> None:
+        for m in live:
+            m.poll()
+
+    def group_type() -> str:
+        a = admin(ctx)
+        listed = a.list_consumer_groups(request_timeout=10).result(timeout=ctx.remaining())
+        mine = [g for g in listed.valid if g.group_id == group]
+        return str(mine[0].type).rsplit(".", 1)[-1] if mine else ""
+
+    try:
+        ctx.wait_for(balanced, "classic A and B owning 3+3", poll_all)
+        check(group_type() == "CLASSIC", f"group type {group_type()} before the upgrade")
+        produced = 0
+        for rnd in range(3):
+            if rnd > 0:
+                # Roll one member: the classic one leaves, its replacement speaks KIP-848.
+                old = live[rnd - 1]
+                old.c.close()
+                live[rnd - 1] = Member(old.name + "2", "consumer")
+                ctx.wait_for(balanced, f"3+3 after rolling {old.name}", poll_all)
+                check(group_type() == "CONSUMER", f"group type {group_type()} after rolling {old.name}")
+            values = [f"r{rnd}-p{p}-{i}".encode() for p in range(n) for i in range(5)]
+            produce_all(ctx, producer(ctx), t,
+                        [{"value": v, "partition": int(v.split(b"-")[1][1:])} for v in values])
+            produced += len(values)
+            ctx.wait_for(lambda want=produced: len(seen) >= want, f"{produced} records consumed",
+                         poll_all)
+        want = {f"r{rnd}-p{p}-{i}".encode() for rnd in range(3) for p in range(n) for i in range(5)}
+        check(set(seen) == want, f"consumed {len(seen)} distinct records, expected the 90 produced")
+        committed = live[0].c.committed([TopicPartition(t, p) for p in range(n)], timeout=10)
+        check([tp.offset for tp in committed] == [15] * n,
+              f"committed {[tp.offset for tp in committed]}, expected 15 each")
+    finally:
+        for m in live:
+            m.c.close()
+    return "classic A, B rolled to group.protocol=consumer one by one; 90 records once each"
+
+
 def idempotent(ctx: Ctx) -> None:
     t = ctx.topic()
     create_topic(ctx, t, 1)
@@ -500,6 +583,7 @@ SCENARIOS = {
     "consumer-group": consumer_group,
     "idempotent-producer": idempotent,
     "consumer-protocol-group": consumer_protocol_group,
+    "rolling-upgrade-to-consumer-protocol": rolling_upgrade_to_consumer_protocol,
     "transactions": transactions,
     "consume-transform-produce": consume_transform_produce,
     "fencing": fencing,

@@ -182,6 +182,7 @@ class Broker:
                 max_size=cfg.get_int("group.consumer.max.size"),
                 assignors=tuple(parse_assignors(",".join(cfg.get_list("group.consumer.assignors")))),
                 regex_refresh_interval_ms=cfg.get_int("group.consumer.regex.refresh.interval.ms"),
+                migration_policy=cfg.get_str("group.consumer.migration.policy").lower(),
             ),
             topics=_ClusterTopics(self.cluster))
         return CoordinatorRuntime("group", shard, topic, self.partitions, self.cluster, self)

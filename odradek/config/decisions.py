@@ -92,7 +92,7 @@ BROKER: Mapping[str, Decision] = {
     "group.consumer.max.heartbeat.interval.ms": (NS, "not read by the KIP-848 coordinator yet"),
     "group.consumer.max.session.timeout.ms": (NS, "not read by the KIP-848 coordinator yet"),
     "group.consumer.max.size": IM,
-    "group.consumer.migration.policy": (NS_STOP, "classic/consumer group conversion is not implemented"),
+    "group.consumer.migration.policy": IM,
     "group.consumer.min.assignment.interval.ms": (NS, "not read by the KIP-848 coordinator yet"),
     "group.consumer.min.heartbeat.interval.ms": (NS, "not read by the KIP-848 coordinator yet"),
     "group.consumer.min.session.timeout.ms": (NS, "not read by the KIP-848 coordinator yet"),

@@ -4,7 +4,8 @@
   the assignor in use, and each member's id, instance id, rack, epoch, client id and host,
   subscribed topics and regex, current assignment and target assignment (topic id, name,
   partitions).
-  v1 adds each member's type (1: consumer protocol).
+  v1 adds each member's type (1: consumer protocol, 0: a classic member of the group,
+  which joined with JoinGroup; see coordinator/group/migration.py).
 - A group that does not exist, or is a classic group: GROUP_ID_NOT_FOUND with Kafka's
   message ("Group g not found." / "Group g is not a consumer group.").
 - Authorized operations: INT32_MIN unless requested; when requested every group operation is
@@ -23,6 +24,7 @@ from odradek.wire._generated.consumer_group_describe import (
 )
 
 Resp = ConsumerGroupDescribeResponse
+MEMBER_TYPE_CLASSIC = 0
 MEMBER_TYPE_CONSUMER = 1
 
 
@@ -51,7 +53,8 @@ async def handle(ctx: RequestContext,
             subscribed_topic_regex=m.member.subscribed_topic_regex,
             assignment=_assignment(ctx, m.member.assigned),
             target_assignment=_assignment(ctx, m.target),
-            member_type=MEMBER_TYPE_CONSUMER) for m in d.members]
+            member_type=MEMBER_TYPE_CLASSIC if m.member.uses_classic else MEMBER_TYPE_CONSUMER)
+            for m in d.members]
         groups.append(Resp.DescribedGroup(
             error_code=d.error, error_message=d.message, group_id=d.group_id,
             group_state=d.state if not d.error else "", group_epoch=d.group_epoch,

@@ -13,7 +13,8 @@
 - Errors as Kafka: INVALID_REQUEST (with Kafka's messages) for missing join fields,
   UNSUPPORTED_ASSIGNOR, FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
   UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED (`group.consumer.max.size`),
-  GROUP_ID_NOT_FOUND (no such consumer group; a classic group with members), and
+  GROUP_ID_NOT_FOUND (no such consumer group; a classic group with members that
+  `group.consumer.migration.policy` does not let the join upgrade), and
   COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR when the write fails. Session timeout
   `group.consumer.session.timeout.ms`; a member that does not revoke within its rebalance
   timeout is fenced.
@@ -25,8 +26,13 @@
   `group.consumer.regex.refresh.interval.ms` (10 min), never within 10 s of the last time.
 - State is written to `__consumer_offsets` as Kafka's ConsumerGroup* records (resolved
   regexes as ConsumerGroupRegularExpression) and rebuilt from them on start.
-- Not implemented yet: online migration between classic and consumer groups, rack-aware
-  assignment, per-group configs (a group's own regex refresh interval), ACLs (Kafka keeps
+- Online migration (`group.consumer.migration.policy`, default bidirectional; see
+  `coordinator/group/migration.py`): a join to a non-empty classic group of protocol type
+  "consumer" upgrades it to a consumer group, its classic members kept (they go on with
+  JoinGroup/SyncGroup/Heartbeat); when the last consumer-protocol member leaves or is fenced
+  and only classic members remain, the group is downgraded to a classic group and rebalances.
+- Not implemented yet: the downgrade when a classic static member replaces the last
+  consumer-protocol static member, rack-aware assignment, per-group configs (a group's own regex refresh interval), ACLs (Kafka keeps
   only the topics the member may DESCRIBE), quotas.
 """
 

@@ -4,6 +4,11 @@
   rebalance (the member must rejoin), ILLEGAL_GENERATION for another generation,
   UNKNOWN_MEMBER_ID for a member the group does not have, FENCED_INSTANCE_ID (v3+) for a
   static member whose instance id now belongs to a newer member id.
+- A classic member of a KIP-848 consumer group (online migration): ILLEGAL_GENERATION
+  unless the generation is its member epoch; REBALANCE_IN_PROGRESS when the group epoch
+  moved past it or it must revoke partitions (it rejoins within its rebalance timeout or is
+  fenced). After a downgrade to a classic group a member at the last group epoch gets
+  REBALANCE_IN_PROGRESS and one behind it ILLEGAL_GENERATION, as on Kafka 4.4.
 - Not implemented yet: ACLs, quotas.
 """
 

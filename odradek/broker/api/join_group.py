@@ -12,6 +12,11 @@
 - v0 has no rebalance timeout: the session timeout is used, as Kafka does. v7+ may return a
   null protocol name on errors; older versions get "". v9 `skip_assignment` is set for a
   static leader that rejoins a stable group.
+- A JoinGroup to a non-empty KIP-848 consumer group makes the caller a classic member of it
+  (online migration, `coordinator/group/migration.py`, as Kafka 4 does whatever
+  `group.consumer.migration.policy` says): answered at once, generation = its member epoch,
+  never the leader, no member list; INCONSISTENT_GROUP_PROTOCOL unless the protocol type is
+  "consumer" and a protocol is shared with the group's other classic members.
 - Not implemented yet: ACLs, quotas (throttle_time_ms is 0).
 """
 

@@ -4,7 +4,9 @@
 - v3+ remove a batch of members, each answered on its own; a member named only by its
   `group_instance_id` (empty member id) is an admin removal of that static member.
 - A leaving member triggers a rebalance of the rest (or empties the group). v5 reasons are
-  logged. Not implemented yet: ACLs, quotas.
+  logged. A classic member of a KIP-848 consumer group (online migration) is removed and the
+  group epoch bumped; it is answered before that write lands (a failed write restores the
+  group). Not implemented yet: ACLs, quotas.
 """
 
 from __future__ import annotations

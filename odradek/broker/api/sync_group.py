@@ -7,6 +7,9 @@
 - ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID (v3+ static members),
   REBALANCE_IN_PROGRESS while members are rejoining; v5 checks protocol type and name
   (INCONSISTENT_GROUP_PROTOCOL) and returns them.
+- A classic member of a KIP-848 consumer group (online migration) gets its current
+  assignment from the server-side assignor, in the ConsumerProtocolAssignment format at its
+  subscription's version; REBALANCE_IN_PROGRESS when the group epoch moved past it.
 - Not implemented yet: ACLs, quotas.
 """
 

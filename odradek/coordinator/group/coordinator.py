@@ -39,11 +39,11 @@ from odradek.coordinator.common import Clock, Outbox, Pending, Timers, Write
 from odradek.coordinator.group.consumer import records as consumer_records
 from odradek.coordinator.group.consumer.coordinator import (
     ConsumerConfig,
-    ConsumerGroupOps,
     NoTopics,
     TopicsView,
 )
 from odradek.coordinator.group.consumer.model import ConsumerGroup
+from odradek.coordinator.group.migration import MigrationOps
 from odradek.coordinator.group.model import (
     CommittedOffset,
     FetchedOffset,
@@ -190,7 +190,7 @@ class _Loader:
         self.unknown_keys = 0
 
 
-class GroupCoordinator(ConsumerGroupOps):
+class GroupCoordinator(MigrationOps):
     def __init__(self, config: GroupConfig, clock: Clock, *,
                  new_uuid: Callable[[], str] = lambda: str(uuid.uuid4()),
                  log: Callable[..., None] = _no_log,
@@ -224,7 +224,7 @@ class GroupCoordinator(ConsumerGroupOps):
         now = self.now() if now is None else now
         while (key := self._timers.pop_due(now)) is not None:
             kind = key[0]
-            if kind in ("cg-session", "cg-rebalance", "cg-regex"):
+            if kind in ("cg-session", "cg-rebalance", "cg-regex", "cg-join", "cg-sync"):
                 self.on_consumer_timer(key)
                 continue
             if kind == "expire":
@@ -265,8 +265,12 @@ class GroupCoordinator(ConsumerGroupOps):
             group = self._add_group(req.group_id, now)
         if group.consumer is not None:
             if not group.consumer.is_empty:
-                # Classic members in a consumer group need the migration (not implemented).
-                return _join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
+                # A classic member in a consumer group (migration.py).
+                return self.classic_join_consumer_group(
+                    group, group.consumer, req.member_id, req.group_instance_id,
+                    req.protocol_type, req.protocols, req.session_timeout_ms,
+                    req.rebalance_timeout_ms, req.client_id, req.client_host,
+                    req.require_known_member_id)
             # An empty consumer group is deleted and the group starts over as a classic one.
             self._write_tombstones(group.group_id,
                                    self.consumer_group_tombstones(group.consumer))
@@ -653,7 +657,11 @@ class GroupCoordinator(ConsumerGroupOps):
         if not req.group_id:
             return Pending.resolved(SyncResult(ErrorCode.INVALID_GROUP_ID))
         group = self.groups.get(req.group_id)
-        if group is None or group.consumer is not None:
+        if group is not None and group.consumer is not None:
+            return Pending.resolved(self.classic_sync_consumer_group(
+                group, group.consumer, req.member_id, req.group_instance_id, req.generation_id,
+                req.protocol_type, req.protocol_name))
+        if group is None:
             return Pending.resolved(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
         if group.is_(D):
             return Pending.resolved(SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
@@ -722,7 +730,10 @@ class GroupCoordinator(ConsumerGroupOps):
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
         group = self.groups.get(group_id)
-        if group is None or group.consumer is not None:
+        if group is not None and group.consumer is not None:
+            return self.classic_heartbeat_consumer_group(group, group.consumer, member_id,
+                                                         group_instance_id, generation_id)
+        if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(D):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -742,7 +753,9 @@ class GroupCoordinator(ConsumerGroupOps):
         if not group_id:
             return LeaveResult(ErrorCode.INVALID_GROUP_ID)
         group = self.groups.get(group_id)
-        if group is None or group.consumer is not None:
+        if group is not None and group.consumer is not None:
+            return self.classic_leave_consumer_group(group, group.consumer, leaving)
+        if group is None:
             return LeaveResult(ErrorCode.NONE, [
                 LeaveMemberResult(m.member_id, m.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID)
                 for m in leaving])
@@ -1136,6 +1149,17 @@ class GroupCoordinator(ConsumerGroupOps):
 
     def _store_group(self, group: Group, assignment: dict[str, bytes],
                      callback: Callable[[ErrorCode], None]) -> None:
+        record = self._group_record(group, assignment)
+        self.outbox.write(Write(
+            OFFSETS_TOPIC, self.partition_for(group.group_id), [record],
+            lambda error, offset: callback(_STORE_GROUP_ERRORS.get(error, error))))
+
+    def _classic_max_size(self) -> int:
+        return self.config.max_size
+
+    def _group_record(self, group: Group, assignment: dict[str, bytes],
+                      ) -> tuple[bytes, bytes | None]:
+        """The GroupMetadata record of `group` with these assignments."""
         protocol = group.protocol_name
         value = GroupMetadataValue(
             protocol_type=group.protocol_type or "",
@@ -1154,10 +1178,7 @@ class GroupCoordinator(ConsumerGroupOps):
                 assignment=assignment[m.member_id],
             ) for m in group.members.values()],
         )
-        record = (group_metadata_key(group.group_id), group_metadata_value(value))
-        self.outbox.write(Write(
-            OFFSETS_TOPIC, self.partition_for(group.group_id), [record],
-            lambda error, offset: callback(_STORE_GROUP_ERRORS.get(error, error))))
+        return (group_metadata_key(group.group_id), group_metadata_value(value))
 
     def begin_load(self) -> None:
         self._loader = _Loader()

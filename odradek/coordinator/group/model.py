@@ -194,26 +194,40 @@ class Group:
         # A KIP-848 consumer group: its state lives here, the classic fields stay unused
         # (the group stays Empty for the classic protocol) and the offsets stay above.
         self.consumer: ConsumerGroup | None = None
-        self._classic_saved: tuple[int, str | None, str | None, str | None] | None = None
+        self._classic_saved: dict[str, object] | None = None
 
     @property
     def is_empty_classic(self) -> bool:
         """A classic group without members (Kafka converts it when a consumer joins)."""
         return self.consumer is None and self.state is GroupState.EMPTY
 
+    # The classic fields a conversion to a consumer group clears (and a failed write restores).
+    _CLASSIC_FIELDS = ("state", "state_timestamp", "generation_id", "protocol_type",
+                       "protocol_name", "leader_id", "members", "static_members",
+                       "pending_members", "pending_sync", "supported_protocols",
+                       "subscribed_topics", "new_member_added", "initial_join",
+                       "initial_remaining_ms", "settle_until_ms")
+
     def convert_to_consumer(self, consumer: ConsumerGroup) -> None:
-        self._classic_saved = (self.generation_id, self.protocol_type, self.protocol_name,
-                               self.leader_id)
+        """Become a consumer group; a non-empty classic group's members are dropped here (the
+        upgrade made consumer-group members of them) and the classic slate left Empty."""
+        self._classic_saved = {name: getattr(self, name) for name in self._CLASSIC_FIELDS}
+        self.state = GroupState.EMPTY
         self.generation_id, self.protocol_type, self.protocol_name = 0, None, None
         self.leader_id = None
+        self.members, self.static_members = {}, {}
+        self.pending_members, self.pending_sync = set(), set()
+        self.supported_protocols = Counter()
         self.subscribed_topics = None
+        self.new_member_added = self.initial_join = False
+        self.initial_remaining_ms = self.settle_until_ms = 0
         self.consumer = consumer
 
     def convert_to_classic(self, *, restore: bool = False) -> None:
         """Drop the consumer group; `restore`: undo a conversion whose write failed."""
         if restore and self._classic_saved is not None:
-            (self.generation_id, self.protocol_type, self.protocol_name,
-             self.leader_id) = self._classic_saved
+            for name, value in self._classic_saved.items():
+                setattr(self, name, value)
         self._classic_saved = None
         self.consumer = None
 

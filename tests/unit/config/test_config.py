@@ -223,11 +223,20 @@ def test_bad_value_names_the_key() -> None:
         ("compression.type", "brotli"),
         ("compression.gzip.level", "0"),
         ("log.retention.ms", ""),
+        ("group.consumer.migration.policy", "sideways"),
     ],
 )
 def test_invalid_values(name: str, text: str) -> None:
     with pytest.raises(ConfigError, match=f"Invalid value .* for configuration {name}"):
         BrokerConfig({name: text})
+
+
+def test_migration_policy_is_case_insensitive_like_kafka() -> None:
+    assert BrokerConfig({}).get_str("group.consumer.migration.policy") == "bidirectional"
+    assert BrokerConfig({"group.consumer.migration.policy": "Upgrade"}).get_str(
+        "group.consumer.migration.policy") == "Upgrade"  # the broker lower-cases it
+    with pytest.raises(ConfigError, match="case insensitive"):
+        BrokerConfig({"group.consumer.migration.policy": "both"})
 
 
 def test_value_parsing_is_lenient_like_kafka() -> None:

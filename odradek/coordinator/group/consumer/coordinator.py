@@ -28,10 +28,11 @@ background task, the resolution runs after the heartbeat that asked for it (a ti
 once) and bumps the group epoch when it changed the topics, so the topics come with the
 member's next heartbeat.
 
-Not implemented yet: classic members in consumer groups and online
-migration (a classic JoinGroup to a non-empty consumer group gets INCONSISTENT_GROUP_PROTOCOL;
-a ConsumerGroupHeartbeat to a non-empty classic group GROUP_ID_NOT_FOUND), rack-aware
-assignment, per-group configs (KIP-848 dynamic group configs).
+Classic members (JoinGroup/SyncGroup clients) inside consumer groups and the conversions
+between the two kinds of group are in `group/migration.py` (hooks `_try_upgrade`,
+`_maybe_downgrade` and their undo halves, called from here).
+
+Not implemented yet: rack-aware assignment, per-group configs (KIP-848 dynamic group configs).
 """
 
 from __future__ import annotations
@@ -127,6 +128,16 @@ class ConsumerConfig:
     # group.consumer.regex.refresh.interval.ms: a group's regexes are resolved again at a
     # heartbeat this long after their last resolution, even without new topics.
     regex_refresh_interval_ms: int = 600_000
+    # group.consumer.migration.policy: bidirectional | upgrade | downgrade | disabled.
+    migration_policy: str = "bidirectional"
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.migration_policy in ("bidirectional", "downgrade")
 
 
 # The least time between two resolutions of one group's regexes (Kafka's
@@ -191,6 +202,8 @@ class _Changes:
     def __init__(self, group_id: str, cg: ConsumerGroup) -> None:
         self.gid, self.cg = group_id, cg
         self.records: list[rec.KeyValue] = []
+        # The operation turned the group into a classic one (its records are in `records`).
+        self.downgraded = False
 
     def member(self, m: ConsumerGroupMember) -> None:
         self.records.append(rec.member_record(self.gid, m))
@@ -258,6 +271,20 @@ class ConsumerGroupOps:
 
     def _add_group(self, group_id: str, now: int) -> Group:  # pragma: no cover
         raise NotImplementedError
+
+    # Online migration hooks (MigrationOps in group/migration.py provides them).
+    def _try_upgrade(self, group: Group, records: list[rec.KeyValue]) -> bool:
+        return False  # pragma: no cover
+
+    def _undo_upgrade(self, group: Group) -> None:  # pragma: no cover
+        pass
+
+    def _maybe_downgrade(self, group: Group, cg: ConsumerGroup, changes: _Changes,
+                         leaving_id: str) -> bool:
+        return False  # pragma: no cover
+
+    def _undo_downgrade(self, group: Group, snapshot: ConsumerGroup) -> None:  # pragma: no cover
+        pass
 
     # -- notifications ------------------------------------------------------------------------
 
@@ -357,6 +384,9 @@ class ConsumerGroupOps:
                 pre.append((group_metadata_key(gid), None))
             group.convert_to_consumer(ConsumerGroup(gid))
             created = "converted"
+        elif (group is not None and group.consumer is None and joining
+              and self._try_upgrade(group, pre)):
+            created = "upgraded"  # a non-empty classic group, its members kept
         elif group is None or group.consumer is None:
             if not joining or group is not None:
                 self._existing_consumer_group(gid)  # raises
@@ -377,7 +407,9 @@ class ConsumerGroupOps:
         return self._commit(group, snapshot, created, pre + changes.records, result)
 
     def _restore(self, group: Group, snapshot: ConsumerGroup | None, created: str) -> None:
-        if created:
+        if created == "upgraded":
+            self._undo_upgrade(group)
+        elif created:
             group.convert_to_classic(restore=True)
             if created == "new" and self.groups.get(group.group_id) is group:
                 del self.groups[group.group_id]
@@ -385,7 +417,8 @@ class ConsumerGroupOps:
             group.consumer = snapshot
 
     def _commit(self, group: Group, snapshot: ConsumerGroup | None, created: str,
-                records: list[rec.KeyValue], result: HeartbeatResult) -> Pending[HeartbeatResult]:
+                records: list[rec.KeyValue], result: HeartbeatResult,
+                downgraded: bool = False) -> Pending[HeartbeatResult]:
         if not records:
             return Pending.resolved(result)
         pending: Pending[HeartbeatResult] = Pending()
@@ -394,7 +427,11 @@ class ConsumerGroupOps:
             if error == ErrorCode.NONE:
                 pending.resolve(result)
                 return
-            if group.consumer is not None and self.groups.get(group.group_id) is group:
+            if self.groups.get(group.group_id) is not group:
+                pass
+            elif downgraded and snapshot is not None:
+                self._undo_downgrade(group, snapshot)
+            elif group.consumer is not None:
                 self._restore(group, snapshot, created)
             pending.resolve(HeartbeatResult(_WRITE_ERRORS.get(error, error)))
 
@@ -438,7 +475,7 @@ class ConsumerGroupOps:
                                     f"{req.instance_id} cannot join the group because the "
                                     f"instance id is owned by {static.member_id} member.")
                     member = replace(static, member_id=member_id, member_epoch=0,
-                                     previous_member_epoch=0)
+                                     previous_member_epoch=0, assignment_epochs={})
                     target = cg.targets.get(static.member_id, {})
                     changes.remove_member(static.member_id)
                     self._cancel_member_timers(gid, static.member_id)
@@ -457,7 +494,6 @@ class ConsumerGroupOps:
                 self._check_epoch(member, req.member_epoch, owned)
         is_new = member_id not in cg.members
 
-        # 1. The member's subscription; the group epoch if it or the topics changed.
         updated = replace(
             member,
             instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
@@ -473,7 +509,26 @@ class ConsumerGroupOps:
             subscribed_topic_regex=((req.subscribed_topic_regex or None)
                                     if req.subscribed_topic_regex is not None
                                     else member.subscribed_topic_regex),
-            client_id=req.client_id, client_host=req.client_host)
+            client_id=req.client_id, client_host=req.client_host, classic=None)
+        current = self._update_member(cg, changes, member, updated, owned, is_new, now)
+        self._timers.set(("cg-session", gid, member_id), now + cfg.session_timeout_ms)
+
+        full = joining or (req.rebalance_timeout_ms != -1
+                           and (req.subscribed_topic_names is not None
+                                or req.subscribed_topic_regex is not None)
+                           and req.topic_partitions is not None)
+        changed = current.assigned != member.assigned
+        return HeartbeatResult(
+            ErrorCode.NONE, None, member_id, current.member_epoch, cfg.heartbeat_interval_ms,
+            current.assigned if full or changed else None), changes
+
+    def _update_member(self, cg: ConsumerGroup, changes: _Changes, member: ConsumerGroupMember,
+                       updated: ConsumerGroupMember, owned: Assignment | None, is_new: bool,
+                       now: int) -> ConsumerGroupMember:
+        """Steps 1-3 of a heartbeat (or of a classic member's JoinGroup): `updated` is the
+        member with its request's subscription; returns it reconciled."""
+        gid, member_id = cg.group_id, updated.member_id
+        # 1. The member's subscription; the group epoch if it or the topics changed.
         bump = False
         if is_new or not updated.subscription_equals(member):
             changes.member(updated)
@@ -499,23 +554,16 @@ class ConsumerGroupOps:
             nxt = reconcile(current, cg.assignment_epoch, target, cg.partition_epoch, owned)
             if not nxt.assignment_equals(current):
                 changes.current(nxt)
-                if nxt.state is MemberState.UNREVOKED_PARTITIONS:
+                if nxt.uses_classic:
+                    pass  # a classic member's deadline is its join timeout (Kafka's)
+                elif nxt.state is MemberState.UNREVOKED_PARTITIONS:
                     self._timers.set(("cg-rebalance", gid, member_id),
                                      now + max(nxt.rebalance_timeout_ms, 0))
                     self._rebalance_epochs[(gid, member_id)] = nxt.member_epoch
                 else:
                     self._cancel_rebalance_timer(gid, member_id)
             current = cg.members[member_id]
-        self._timers.set(("cg-session", gid, member_id), now + cfg.session_timeout_ms)
-
-        full = joining or (req.rebalance_timeout_ms != -1
-                           and (req.subscribed_topic_names is not None
-                                or req.subscribed_topic_regex is not None)
-                           and req.topic_partitions is not None)
-        changed = current.assigned != member.assigned
-        return HeartbeatResult(
-            ErrorCode.NONE, None, member_id, current.member_epoch, cfg.heartbeat_interval_ms,
-            current.assigned if full or changed else None), changes
+        return current
 
     def _update_regexes(self, cg: ConsumerGroup, changes: _Changes,
                         member: ConsumerGroupMember, updated: ConsumerGroupMember,
@@ -652,9 +700,16 @@ class ConsumerGroupOps:
             else:
                 self._log("static consumer group member left", group=gid, member=req.member_id)
                 self._fence(cg, changes, static.member_id)
-        return self._commit(group, snapshot, "", changes.records, result)
+        return self._commit(group, snapshot, "", changes.records, result, changes.downgraded)
 
     def _fence(self, cg: ConsumerGroup, changes: _Changes, member_id: str) -> None:
+        """Remove a member (it left, or a timeout fenced it); if only classic members remain,
+        the group becomes a classic group instead (Kafka's consumerGroupFenceMember)."""
+        group = self.groups.get(cg.group_id)
+        if group is not None and group.consumer is cg and self._maybe_downgrade(
+                group, cg, changes, member_id):
+            changes.downgraded = True
+            return
         regex = cg.members[member_id].subscribed_topic_regex
         changes.remove_member(member_id)
         if regex and regex in cg.resolved_regexes and regex not in cg.subscribed_regexes():
@@ -664,6 +719,8 @@ class ConsumerGroupOps:
 
     def _cancel_member_timers(self, gid: str, member_id: str) -> None:
         self._timers.cancel(("cg-session", gid, member_id))
+        self._timers.cancel(("cg-join", gid, member_id))
+        self._timers.cancel(("cg-sync", gid, member_id))
         self._cancel_rebalance_timer(gid, member_id)
 
     def _cancel_rebalance_timer(self, gid: str, member_id: str) -> None:
@@ -694,12 +751,19 @@ class ConsumerGroupOps:
                 return
             self._log("consumer group member did not revoke in time; fenced", group=gid,
                       member=member_id, epoch=epoch)
+        elif kind == "cg-join":
+            self._log("classic member of a consumer group did not rejoin in time; fenced",
+                      group=gid, member=member_id)
+        elif kind == "cg-sync":
+            self._log("classic member of a consumer group did not sync in time; fenced",
+                      group=gid, member=member_id)
         else:
             self._log("consumer group member session expired", group=gid, member=member_id)
         snapshot = cg.copy()
         changes = _Changes(gid, cg)
         self._fence(cg, changes, member_id)
-        self._commit(group, snapshot, "", changes.records, HeartbeatResult(ErrorCode.NONE))
+        self._commit(group, snapshot, "", changes.records, HeartbeatResult(ErrorCode.NONE),
+                     changes.downgraded)
 
     def consumer_group_tombstones(self, cg: ConsumerGroup) -> list[rec.KeyValue]:
         """Every record of a deleted consumer group, tombstoned (Kafka's order)."""
@@ -720,8 +784,9 @@ class ConsumerGroupOps:
             if cg is None:
                 continue
             for mid, m in cg.members.items():
-                self._timers.set(("cg-session", gid, mid),
-                                 now + self.consumer_config.session_timeout_ms)
+                session = (m.classic.session_timeout_ms if m.classic is not None
+                           else self.consumer_config.session_timeout_ms)
+                self._timers.set(("cg-session", gid, mid), now + session)
                 if m.state is MemberState.UNREVOKED_PARTITIONS:
                     self._timers.set(("cg-rebalance", gid, mid),
                                      now + max(m.rebalance_timeout_ms, 0))
@@ -763,10 +828,12 @@ class ConsumerGroupOps:
         member = cg.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if not transactional and api_version < 9:
+        if not transactional and not member.uses_classic and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
-        # TxnOffsetCommit has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION.
-        stale = ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
+        # A classic member's generation is its member epoch; TxnOffsetCommit has no
+        # STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION for both.
+        stale = (ErrorCode.ILLEGAL_GENERATION if member.uses_classic or transactional
+                 else ErrorCode.STALE_MEMBER_EPOCH)
         if member_epoch > member.member_epoch:
             return stale
         if member_epoch < member.member_epoch:
@@ -786,6 +853,7 @@ class ConsumerGroupOps:
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            return (ErrorCode.ILLEGAL_GENERATION if member.uses_classic
+                    else ErrorCode.STALE_MEMBER_EPOCH)
         return None
 

@@ -63,6 +63,21 @@ class FencedMemberEpoch(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member using the classic protocol (JoinGroup/SyncGroup) inside a consumer group
+    keeps (the ClassicMemberMetadata of its subscription record): its session timeout and the
+    protocols of its JoinGroup, in its order of preference (name, subscription bytes)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol its JoinGroup and SyncGroup answers name (its first choice)."""
+        return self.protocols[0][0] if self.protocols else ""
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     member_id: str
     # Subscription (ConsumerGroupMemberMetadata record)
@@ -74,6 +89,7 @@ class ConsumerGroupMember:
     subscribed_topic_regex: str | None = None
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
+    classic: ClassicMemberMetadata | None = None  # None: the member uses the consumer protocol
     # Current assignment (ConsumerGroupCurrentMemberAssignment record)
     member_epoch: int = 0
     previous_member_epoch: int = 0
@@ -84,6 +100,10 @@ class ConsumerGroupMember:
     # revocation (KIP-1251's assignment epochs, which fence a commit sent with an older epoch).
     # Derived by `ConsumerGroup.apply_current` from the records in order, not written.
     assignment_epochs: Mapping[TopicPartitionId, int] = field(default_factory=dict)
+
+    @property
+    def uses_classic(self) -> bool:
+        return self.classic is not None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
@@ -96,10 +116,10 @@ class ConsumerGroupMember:
     def subscription_equals(self, other: ConsumerGroupMember) -> bool:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host,
                 self.subscribed_topic_names, self.subscribed_topic_regex,
-                self.rebalance_timeout_ms, self.server_assignor) == (
+                self.rebalance_timeout_ms, self.server_assignor, self.classic) == (
             other.instance_id, other.rack_id, other.client_id, other.client_host,
             other.subscribed_topic_names, other.subscribed_topic_regex,
-            other.rebalance_timeout_ms, other.server_assignor)
+            other.rebalance_timeout_ms, other.server_assignor, other.classic)
 
     def assignment_equals(self, other: ConsumerGroupMember) -> bool:
         return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned,
@@ -178,16 +198,23 @@ def _next(member: ConsumerGroupMember, epoch: int, target_epoch: int, target: As
             revoke[topic] = gone
         if new:
             add[topic] = new
+    def held_since(*parts: Assignment) -> dict[TopicPartitionId, int]:
+        return {(t, p): member.assignment_epochs.get((t, p), member.member_epoch)
+                for a in parts for t, ps in a.items() for p in ps}
+
     if revoke and _owns_any(owned, revoke):
         # Revocation first: the member stays in its epoch until it has let go.
         return replace(member.with_epoch(epoch), state=MemberState.UNREVOKED_PARTITIONS,
-                       assigned=keep, pending_revocation=revoke)
+                       assigned=keep, pending_revocation=revoke,
+                       assignment_epochs=held_since(keep, revoke))
+    epochs = held_since(keep)
     if add:
         for topic, partitions in add.items():
             keep[topic] = keep.get(topic, frozenset()) | partitions
+            epochs.update(((topic, p), target_epoch) for p in partitions)
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
     return replace(member.with_epoch(target_epoch), state=state, assigned=keep,
-                   pending_revocation={})
+                   pending_revocation={}, assignment_epochs=epochs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,6 +323,44 @@ class ConsumerGroup:
         best = max(counts.values())
         return min(name for name, n in counts.items() if n == best)
 
+    # -- members using the classic protocol ---------------------------------------------------
+
+    def classic_members(self) -> list[ConsumerGroupMember]:
+        return [m for m in self.members.values() if m.classic is not None]
+
+    def supports_classic_protocols(self, protocol_type: str, names: set[str]) -> bool:
+        """Whether a classic JoinGroup with these protocols may join (Kafka's
+        supportsClassicProtocols: type "consumer", and, with classic members present, a
+        protocol every one of them supports)."""
+        if protocol_type != "consumer":
+            return False
+        if self.is_empty:
+            return bool(names)
+        classic = self.classic_members()
+        counts: dict[str, int] = {}
+        for m in classic:
+            assert m.classic is not None
+            for name in {n for n, _ in m.classic.protocols}:
+                counts[name] = counts.get(name, 0) + 1
+        return any(counts.get(name, 0) == len(classic) for name in names)
+
+    def all_classic_except(self, member_id: str) -> bool:
+        """Whether every member but `member_id` uses the classic protocol and it does not."""
+        member = self.members.get(member_id)
+        return (member is not None and member.classic is None
+                and len(self.classic_members()) == len(self.members) - 1)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Whether a member in UNRELEASED_PARTITIONS still waits for a partition another
+        member holds (else its next JoinGroup would get it)."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic, partitions in self.targets.get(member.member_id, {}).items():
+            have = member.assigned.get(topic, frozenset())
+            if any(p not in have and self.partition_epoch(topic, p) != -1 for p in partitions):
+                return True
+        return False
+
     def partition_epoch(self, topic: TopicId, partition: int) -> int:
         return self.partition_epochs.get((topic, partition), -1)
 
@@ -327,7 +392,7 @@ class ConsumerGroup:
             subscribed_topic_names=subscription.subscribed_topic_names,
             subscribed_topic_regex=subscription.subscribed_topic_regex,
             rebalance_timeout_ms=subscription.rebalance_timeout_ms,
-            server_assignor=subscription.server_assignor)
+            server_assignor=subscription.server_assignor, classic=subscription.classic)
         if old is not None and old.instance_id is not None and old.instance_id != member.instance_id:
             self.static_members.pop(old.instance_id, None)
         self.members[member_id] = member

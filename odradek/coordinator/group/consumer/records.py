@@ -6,7 +6,9 @@ Each key is `int16 version | struct`, the version being the record type; each va
     3  ConsumerGroupMetadata            group -> group epoch, metadata hash (tag 0)
     4  ConsumerGroupPartitionMetadata   group -> subscribed topics' metadata (Kafka < 4.1;
                                         read and ignored, never written: 4.1+ keeps a hash)
-    5  ConsumerGroupMemberMetadata      group, member -> subscription, client, timeouts
+    5  ConsumerGroupMemberMetadata      group, member -> subscription, client, timeouts;
+                                        a classic member's session timeout and JoinGroup
+                                        protocols (tag 0)
     6  ConsumerGroupTargetAssignmentMetadata  group -> assignment epoch
     7  ConsumerGroupTargetAssignmentMember    group, member -> target partitions
     8  ConsumerGroupCurrentMemberAssignment   group, member -> epochs, state, partitions
@@ -28,6 +30,7 @@ from typing import Any
 
 from odradek.coordinator.group.consumer.assignors import Assignment
 from odradek.coordinator.group.consumer.model import (
+    ClassicMemberMetadata,
     ConsumerGroupMember,
     MemberState,
     ResolvedRegex,
@@ -151,7 +154,14 @@ def member_record(group: str, m: ConsumerGroupMember) -> KeyValue:
         client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
         subscribed_topic_regex=m.subscribed_topic_regex,
         rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor)
-    value.classic_member_metadata = None
+    if m.classic is None:
+        value.classic_member_metadata = None
+    else:
+        cls = ConsumerGroupMemberMetadataValue
+        value.classic_member_metadata = cls.ClassicMemberMetadata(
+            session_timeout_ms=m.classic.session_timeout_ms,
+            supported_protocols=[cls.ClassicProtocol(name=n, metadata=bytes(md))
+                                 for n, md in m.classic.protocols])
     return _key(MEMBER_METADATA, group, m.member_id), _value(value)
 
 
@@ -166,7 +176,17 @@ def parse_member(member_id: str, data: bytes | memoryview) -> ConsumerGroupMembe
         member_id, instance_id=v.instance_id, rack_id=v.rack_id, client_id=v.client_id,
         client_host=v.client_host, subscribed_topic_names=tuple(v.subscribed_topic_names),
         subscribed_topic_regex=v.subscribed_topic_regex or None,
-        rebalance_timeout_ms=v.rebalance_timeout_ms, server_assignor=v.server_assignor)
+        rebalance_timeout_ms=v.rebalance_timeout_ms, server_assignor=v.server_assignor,
+        classic=_classic(v.classic_member_metadata))
+
+
+def _classic(md: Any) -> ClassicMemberMetadata | None:
+    # The codec gives an absent tag as the default struct: a classic member always lists at
+    # least one protocol, so one without is a consumer-protocol member.
+    if md is None or not md.supported_protocols:
+        return None
+    return ClassicMemberMetadata(md.session_timeout_ms,
+                                 tuple((p.name, bytes(p.metadata)) for p in md.supported_protocols))
 
 
 # -- target assignment -------------------------------------------------------------------------

@@ -192,15 +192,26 @@ def test_group_max_size_and_leave() -> None:
 
 
 def test_classic_group_conflicts() -> None:
-    h = CHarness()
+    # With migration disabled a classic group stays classic and a classic JoinGroup to a
+    # consumer group is refused (Kafka 4.4's answers); a heartbeat that is not a join to a
+    # classic group, or a JoinGroup of another protocol type, never crosses over.
+    h = CHarness(cconfig=ConsumerConfig(migration_policy="disabled"))
     p = h.join_new("classic")
     assert p.result().error == ErrorCode.NONE
     r = h.hb(group_id="classic")
+    assert (r.error, r.message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        "Cannot upgrade classic group classic to consumer group because online upgrade is "
+        "disabled.")
+    r = h.hb(group_id="classic", member_epoch=3)
     assert (r.error, r.message) == (ErrorCode.GROUP_ID_NOT_FOUND,
                                     "Group classic is not a consumer group.")
     h.hb()
-    j = h.join("g").result()
-    assert j.error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert h.join("g").result().error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    h2 = CHarness()
+    h2.hb()
+    assert h2.join("g", protocol_type="connect").result().error \
+        == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     assert h.coord.heartbeat("g", "m1", None, 1) == ErrorCode.UNKNOWN_MEMBER_ID
 
 
@@ -440,3 +451,37 @@ class Clients(RuleBasedStateMachine):
 
 Clients.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
 test_clients = Clients.TestCase
+
+
+def test_commit_with_an_older_epoch_for_partitions_held_since() -> None:
+    """Kafka 4.4 (KIP-1251): a commit racing the heartbeat that moved the member to a new epoch
+    is accepted for the partitions it already held at the commit's epoch."""
+    h = CHarness()
+    a = h.hb()
+    assert a.member_epoch == 1
+    h.hb(member_id="m2")  # epoch 2: m1 must give up half of what it has
+    r = h.hb(member_epoch=1, topic_partitions=owned(a))
+    m1 = h.cg().members["m1"]
+    kept = {(t, p) for t, ps in m1.assigned.items() for p in ps}
+    gone = {(t, p) for t, ps in owned(a) for p in ps} - kept
+    r = h.hb(member_epoch=r.member_epoch,
+             topic_partitions=[(t, sorted(p for tt, p in kept if tt == t)) for t in {t for t, _ in kept}])
+    assert h.cg().members["m1"].member_epoch == 2 and kept and gone
+    names = {T: "t", U: "u"}
+
+    def commit(member: str, epoch: int, tp: tuple[uuid.UUID, int]) -> ErrorCode:
+        key = (names[tp[0]], tp[1])
+        p = h.coord.commit_offsets("g", member, None, epoch, {key: OffsetAndMetadata(1)},
+                                   api_version=9)
+        h.flush()
+        return p.result()[key]
+
+    k, g = sorted(kept)[0], sorted(gone)[0]
+    assert commit("m1", 1, k) == ErrorCode.NONE  # held since epoch 1
+    assert commit("m1", 1, g) == ErrorCode.STALE_MEMBER_EPOCH  # no longer its partition
+    assert commit("m1", 3, k) == ErrorCode.STALE_MEMBER_EPOCH  # newer than its epoch
+    assert commit("m1", 2, k) == ErrorCode.NONE
+    # The epochs are rebuilt from the assignment records after a restart.
+    h.coord = h.replay()
+    assert commit("m1", 1, k) == ErrorCode.NONE
+    assert commit("m1", 1, g) == ErrorCode.STALE_MEMBER_EPOCH
