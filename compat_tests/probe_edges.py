@@ -169,7 +169,7 @@ def tid(name: str) -> str:
 
 def case_txn_no_txn_id(c: Conn) -> dict[str, Any]:
     pid, epoch = init_txn(c, tid("noid"))
-    return {v: produce(c, v, 0, txn_batch(pid, epoch)) for v in (11, 12)}
+    return {f"v{v}": produce(c, v, 0, txn_batch(pid, epoch)) for v in (11, 12)}
 
 
 def case_txn_v11_not_added(c: Conn) -> dict[str, Any]:
