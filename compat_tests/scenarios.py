@@ -80,7 +80,9 @@ CONSUMER_PROTOCOL_SCENARIOS: dict[str, str] = {
         "each round produces 30 records, read by their partition's owner and committed after "
         "every poll; round 2 after B unsubscribed (A and C own 3+3, B reads nothing), round 3 "
         "after B subscribed again (2+2+2, B reads again): all 90 records consumed exactly "
-        "once, committed offsets 15 per partition"
+        "once, committed offsets 15 per partition (franz-go: B leaves by closing its client and "
+        "rejoins as a new client; every member heartbeats with ConsumerGroupHeartbeat, none "
+        "sends JoinGroup)"
     ),
 }
 
