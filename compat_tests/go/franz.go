@@ -31,6 +31,7 @@ func franzScenarios() map[string]scenarioFunc {
 		"fencing":                   fgFencing,
 		"idle-fetch-sessions":       fgIdleFetchSessions,
 		"consumer-protocol-group":   fgConsumerProtocolGroup,
+		"consumer-protocol-regex":   fgConsumerProtocolRegex,
 	}
 }
 

@@ -334,3 +334,154 @@ func fgConsumerProtocolGroup(c *Ctx) (string, error) {
 	return fmt.Sprintf("kgo.ServerSideBalancer; 3 members, B left (client closed) and rejoined as a new client; "+
 		"90 records once each; %d heartbeats, no JoinGroup", count.heartbeat.Load()), nil
 }
+
+// fgConsumerProtocolRegex: a member subscribed by regex (kgo.ConsumeRegex under
+// ServerSideBalancer; kgo sends it as SubscribedTopicRegex, wrapped in .*(?:...).*, and the
+// broker resolves it) picks up a matching topic created after it joined.
+func fgConsumerProtocolRegex(c *Ctx) (string, error) {
+	base := c.Topic("")
+	m1, m2, n1, n2 := base+"-m1", base+"-m2", base+"-n1", base+"-m2x"
+	pattern := "^" + base + "-m[0-9]+$"
+	for _, tp := range []struct {
+		name string
+		n    int32
+	}{{m1, 3}, {n1, 2}} {
+		if err := fgCreate(c, tp.name, tp.n, nil); err != nil {
+			return "", err
+		}
+	}
+	parts := map[string]int32{m1: 3, m2: 2, n1: 2, n2: 2}
+	batch := func(topic, tag string) []*kgo.Record {
+		var recs []*kgo.Record
+		for i := 0; i < 10; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i) % parts[topic],
+				Value: []byte(fmt.Sprintf("%s/%s-%d", topic, tag, i))})
+		}
+		return recs
+	}
+	if err := fgProduceTo(c, append(batch(m1, "before"), batch(n1, "before")...)); err != nil {
+		return "", err
+	}
+	g := c.Group()
+	count := &apiCount{}
+	m, err := newFg848Member(c, "M", g, count, true, pattern)
+	if err != nil {
+		return "", err
+	}
+	defer m.cl.Close()
+	seen := map[string]string{}
+	var pollErr error
+	step := func() {
+		if pollErr == nil {
+			pollErr = m.poll(c, seen)
+		}
+	}
+	owns := func(want map[string]int) func() (bool, error) {
+		return func() (bool, error) {
+			if pollErr != nil {
+				return false, pollErr
+			}
+			total := 0
+			for topic, k := range want {
+				if len(m.partitions(topic)) != k {
+					return false, nil
+				}
+				total += k
+			}
+			return len(m.owned()) == total, nil
+		}
+	}
+	if err := c.WaitFor("M owning the 3 partitions of "+m1, owns(map[string]int{m1: 3}), step); err != nil {
+		return "", fmt.Errorf("%w (owns %v)", err, m.owned())
+	}
+	if err := c.WaitFor("the 10 records of "+m1, func() (bool, error) { return len(seen) >= 10, pollErr }, step); err != nil {
+		return "", fmt.Errorf("%w (have %d)", err, len(seen))
+	}
+	joined := time.Now()
+	for _, tp := range []string{m2, n2} {
+		if err := fgCreate(c, tp, parts[tp], nil); err != nil {
+			return "", err
+		}
+	}
+	var recs []*kgo.Record
+	for _, topic := range []string{m1, m2, n1, n2} {
+		recs = append(recs, batch(topic, "after")...)
+	}
+	if err := fgProduceTo(c, recs); err != nil {
+		return "", err
+	}
+	if err := c.WaitFor("M owning the 3 partitions of "+m1+" and the 2 of the new "+m2,
+		owns(map[string]int{m1: 3, m2: 2}), step); err != nil {
+		return "", fmt.Errorf("%w (owns %v)", err, m.owned())
+	}
+	pickedUp := time.Since(joined)
+	if err := c.WaitFor("the 30 records of the matching topics", func() (bool, error) { return len(seen) >= 30, pollErr }, step); err != nil {
+		return "", fmt.Errorf("%w (have %d)", err, len(seen))
+	}
+	// A few more polls: a duplicate or a record of another topic would show now.
+	for end := time.Now().Add(time.Second); time.Now().Before(end) && pollErr == nil; {
+		step()
+	}
+	if pollErr != nil {
+		return "", pollErr
+	}
+	want := map[string]bool{}
+	for _, r := range append(append(batch(m1, "before"), batch(m1, "after")...), batch(m2, "after")...) {
+		want[string(r.Value)] = true
+	}
+	if len(seen) != len(want) {
+		return "", failf("consumed %d distinct records, expected the %d of %s and %s", len(seen), len(want), m1, m2)
+	}
+	for v := range want {
+		if _, ok := seen[v]; !ok {
+			return "", failf("%s was never consumed", v)
+		}
+	}
+	for tp := range m.everOwned() {
+		if tp.topic != m1 && tp.topic != m2 {
+			return "", failf("M was assigned %s/%d, which the regex does not match", tp.topic, tp.partition)
+		}
+	}
+	if err := count.consumerProtocolUsed(); err != nil {
+		return "", err
+	}
+	adm := kadm.NewClient(m.cl)
+	ends, err := adm.ListEndOffsets(c, m1, m2)
+	if err != nil {
+		return "", err
+	}
+	offs, err := adm.FetchOffsets(c, g)
+	if err != nil {
+		return "", err
+	}
+	var bad []string
+	ends.Each(func(e kadm.ListedOffset) {
+		if o, ok := offs.Lookup(e.Topic, e.Partition); !ok || o.At != e.Offset {
+			bad = append(bad, fmt.Sprintf("%s/%d committed %d, end %d", e.Topic, e.Partition, o.At, e.Offset))
+		}
+	})
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == n1 || o.Topic == n2 {
+			bad = append(bad, fmt.Sprintf("%s/%d committed %d", o.Topic, o.Partition, o.At))
+		}
+	})
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return "", failf("committed offsets: %s", strings.Join(bad, "; "))
+	}
+	described, err := adm.DescribeConsumerGroups(c, g)
+	if err != nil {
+		return "", err
+	}
+	var regex []string
+	for _, mem := range described[g].Members {
+		if mem.SubscribedTopicRegex != nil {
+			regex = append(regex, *mem.SubscribedTopicRegex)
+		}
+	}
+	if len(regex) != 1 {
+		return "", failf("ConsumerGroupDescribe shows no subscribed regex for the member (%v)", regex)
+	}
+	return fmt.Sprintf("kgo.ConsumeRegex + ServerSideBalancer, SubscribedTopicRegex %q; new topic assigned %.1f s "+
+		"after its creation began; 30 records once each", regex[0], pickedUp.Seconds()), nil
+}
