@@ -84,7 +84,8 @@ DRIVERS: dict[str, Driver] = {
         Driver("kcat", "librdkafka"),
         Driver("kafka-python", "Python", extra_scenarios=tuple(FETCH_SESSION_SCENARIOS)),
         Driver("aiokafka", "Python"),
-        Driver("franz-go", "Go", extra_scenarios=tuple(FETCH_SESSION_SCENARIOS)),
+        Driver("franz-go", "Go",
+               extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS)),
         Driver("sarama", "Go"),
         Driver("kafkajs", "Node"),
     )

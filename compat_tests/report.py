@@ -117,7 +117,7 @@ def render() -> str:
         "",
     ]
     lines += [f"- **{name}**: {text}" for name, text in SCENARIOS.items()]
-    lines += ["", "KIP-848 consumer groups (`group.protocol=consumer`; Java 4.4 and confluent-kafka):", ""]
+    lines += ["", "KIP-848 consumer groups (`group.protocol=consumer`; Java 4.4, confluent-kafka and franz-go with `kgo.ServerSideBalancer`):", ""]
     lines += [f"- **{name}**: {text}" for name, text in CONSUMER_PROTOCOL_SCENARIOS.items()]
     lines += ["", "Online migration of a classic group to the consumer protocol (confluent-kafka):", ""]
     lines += [f"- **{name}**: {text}" for name, text in MIGRATION_SCENARIOS.items()]

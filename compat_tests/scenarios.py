@@ -80,7 +80,26 @@ CONSUMER_PROTOCOL_SCENARIOS: dict[str, str] = {
         "each round produces 30 records, read by their partition's owner and committed after "
         "every poll; round 2 after B unsubscribed (A and C own 3+3, B reads nothing), round 3 "
         "after B subscribed again (2+2+2, B reads again): all 90 records consumed exactly "
-        "once, committed offsets 15 per partition"
+        "once, committed offsets 15 per partition (franz-go: B leaves by closing its client and "
+        "rejoins as a new client; every member heartbeats with ConsumerGroupHeartbeat, none "
+        "sends JoinGroup)"
+    ),
+    "consumer-protocol-regex": (
+        "group.protocol=consumer, one member subscribed by a regular expression the broker "
+        "resolves (SubscribedTopicRegex, RE2/J, matched against whole topic names) that "
+        "matches topics T-m1 and T-m2 but neither T-n1 nor T-m2x (which only a partial match "
+        "would take): before it joins, m1 (3 partitions) and n1 (2) exist and hold 10 records "
+        "each; it owns m1's 3 partitions and reads its 10 records; then m2 (2 partitions) and "
+        "m2x (2) are created and 10 more records go to each of m1, m2, n1 and m2x: the broker "
+        "resolves the regex again (Kafka: at a heartbeat after a topic was created, at least "
+        "10 s after the last resolution), the member owns m1's and m2's 5 partitions and "
+        "reads the 30 records of m1 and m2 exactly once, committed after every poll "
+        "(committed offsets = end offsets); it never owns, reads or commits a partition of "
+        "n1 or m2x. Java: subscribe(SubscriptionPattern) with T-m[0-9]+ (the member learns "
+        "its topics from the assignment's topic ids, by Metadata); confluent-kafka: the "
+        "subscription ^T-m[0-9]+$ (librdkafka sends it to the broker as (^T-m[0-9]+$)); "
+        "franz-go: kgo.ConsumeRegex with kgo.ServerSideBalancer (kgo sends the regex as "
+        "SubscribedTopicRegex, wrapped in .*(?:...).*, and ConsumerGroupDescribe must show it)"
     ),
 }
 

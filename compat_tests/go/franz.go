@@ -30,6 +30,8 @@ func franzScenarios() map[string]scenarioFunc {
 		"consume-transform-produce": fgCTP,
 		"fencing":                   fgFencing,
 		"idle-fetch-sessions":       fgIdleFetchSessions,
+		"consumer-protocol-group":   fgConsumerProtocolGroup,
+		"consumer-protocol-regex":   fgConsumerProtocolRegex,
 	}
 }
 

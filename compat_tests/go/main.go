@@ -36,7 +36,7 @@ type Ctx struct {
 	Until     time.Time
 }
 
-func (c *Ctx) suffix() string              { return uuid.NewString()[:6] }
+func (c *Ctx) suffix() string { return uuid.NewString()[:6] }
 func (c *Ctx) Topic(name string) string {
 	if name != "" {
 		name = "-" + name

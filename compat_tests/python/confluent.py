@@ -375,6 +375,85 @@ def consumer_protocol_group(ctx: Ctx) -> str:
     return "3 members, B left and rejoined; 90 records once each"
 
 
+def consumer_protocol_regex(ctx: Ctx) -> str:
+    """KIP-848: a member subscribed by regex (a ^-prefixed subscription, which librdkafka sends
+    to the broker as SubscribedTopicRegex under group.protocol=consumer) picks up a matching
+    topic created after it joined; non-matching topics are never assigned."""
+    base = ctx.topic()
+    m1, m2, n1, n2 = (f"{base}-{s}" for s in ("m1", "m2", "n1", "m2x"))
+    parts = {m1: 3, m2: 2, n1: 2, n2: 2}
+
+    def batch(topic: str, tag: str) -> list[dict[str, Any]]:
+        return [{"value": f"{topic}/{tag}-{i}".encode(), "partition": i % parts[topic]} for i in range(10)]
+
+    def produce(batches: list[tuple[str, str]]) -> None:
+        p = producer(ctx)
+        for topic, tag in batches:
+            produce_all(ctx, p, topic, batch(topic, tag))
+
+    create_topic(ctx, m1, 3)
+    create_topic(ctx, n1, 2)
+    produce([(m1, "before"), (n1, "before")])
+    c = consumer(ctx, **{"group.id": ctx.group(), "group.protocol": "consumer"})
+    seen: dict[bytes, str] = {}
+    ever: set[tuple[str, int]] = set()
+
+    def owned() -> set[tuple[str, int]]:
+        return {(tp.topic, tp.partition) for tp in c.assignment()}
+
+    def step() -> None:
+        last: dict[tuple[str, int], int] = {}
+        for m in c.consume(100, timeout=0.05):
+            if m.error() is not None:
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise ScenarioFailed(f"consume error: {m.error()}")
+            tp = (m.topic(), m.partition())
+            check(tp in owned(), f"got a record of {tp}, which the member does not own")
+            v = m.value()
+            check(v not in seen, f"{v!r} consumed twice")
+            seen[v] = m.topic()
+            last[tp] = m.offset()
+        ever.update(owned())
+        if last:
+            c.commit(offsets=[TopicPartition(t, p, o + 1) for (t, p), o in last.items()], asynchronous=False)
+
+    first = {(m1, p) for p in range(3)}
+    both = first | {(m2, p) for p in range(2)}
+    try:
+        # With callbacks set, librdkafka changes the assignment only inside consume(), so the
+        # commit after each batch lands before a revocation takes effect.
+        c.subscribe([f"^{base}-m[0-9]+$"], on_assign=lambda c, ps: None, on_revoke=lambda c, ps: None)
+        ctx.wait_for(lambda: owned() == first, f"the member owning the 3 partitions of {m1}", step)
+        ctx.wait_for(lambda: len(seen) >= 10, f"the 10 records of {m1}", step)
+        t0 = time.monotonic()
+        create_topic(ctx, m2, 2)
+        create_topic(ctx, n2, 2)
+        produce([(m1, "after"), (m2, "after"), (n1, "after"), (n2, "after")])
+        try:
+            ctx.wait_for(lambda: owned() == both, f"the member owning the 3 partitions of {m1} and the 2 of the new {m2}", step)
+        except ScenarioFailed as exc:
+            raise ScenarioFailed(f"{exc} (owns {sorted(owned())})") from None
+        picked_up = time.monotonic() - t0
+        ctx.wait_for(lambda: len(seen) >= 30, "the 30 records of the matching topics", step)
+        end = time.monotonic() + 1.0  # a few more polls: a duplicate or a stray record shows now
+        while time.monotonic() < end:
+            step()
+        want = {r["value"] for t, tag in ((m1, "before"), (m1, "after"), (m2, "after")) for r in batch(t, tag)}
+        check(set(seen) == want, f"consumed {sorted(seen)}, expected the {len(want)} records of {m1} and {m2}")
+        check(ever <= both, f"the member was assigned {sorted(ever - both)}, which the regex does not match")
+        tps = [TopicPartition(t, p) for t, p in sorted(both)]
+        committed = c.committed(tps, timeout=10)
+        ends = [c.get_watermark_offsets(tp, timeout=10)[1] for tp in tps]
+        check([tp.offset for tp in committed] == ends,
+              f"committed {[tp.offset for tp in committed]}, end offsets {ends}")
+        others = [TopicPartition(t, p) for t in (n1, n2) for p in range(2)]
+        check(all(tp.offset < 0 for tp in c.committed(others, timeout=10)), "offsets committed on a non-matching topic")
+    finally:
+        c.close()
+    return f"^-prefixed subscription; the new topic assigned {picked_up:.1f} s after its creation began; 30 records once each"
+
+
 def rolling_upgrade_to_consumer_protocol(ctx: Ctx) -> str:
     """Online migration: a classic group (A, B) is rolled member by member to
     group.protocol=consumer while records flow; every record once."""
@@ -583,6 +662,7 @@ SCENARIOS = {
     "consumer-group": consumer_group,
     "idempotent-producer": idempotent,
     "consumer-protocol-group": consumer_protocol_group,
+    "consumer-protocol-regex": consumer_protocol_regex,
     "rolling-upgrade-to-consumer-protocol": rolling_upgrade_to_consumer_protocol,
     "transactions": transactions,
     "consume-transform-produce": consume_transform_produce,

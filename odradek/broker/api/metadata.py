@@ -3,9 +3,13 @@
 - This node is the only broker, the controller, and the leader (epoch 0) and only replica/ISR
   of every partition; the advertised endpoint is that of the listener the client used.
 - Topics: v0 empty list = all topics; v1+ null = all, empty = none; v12+ topics may be named
-  by id (UNKNOWN_TOPIC_ID when unknown). Topic ids are returned from v10. In v10-11 requests
-  (whose schema allows them) a null name or a topic id is refused as Kafka refuses it: every
-  requested topic gets INVALID_REQUEST (MetadataRequest.getErrorResponse).
+  by id. As Kafka's KafkaApis: once any requested topic carries a (non-zero) id, the request
+  is answered by ids alone: each entry's name is ignored (the Java client sends "" beside the
+  id), entries without an id are dropped (never auto-created), a repeated id is answered
+  once, unknown ids come first (UNKNOWN_TOPIC_ID, null name), then the known topics in request
+  order. Topic ids are returned from v10. In v10-11 requests (whose schema allows them) a
+  null name or a topic id is refused as Kafka refuses it: every requested topic gets
+  INVALID_REQUEST (MetadataRequest.getErrorResponse).
 - Auto-creation (`auto.create.topics.enable`, `num.partitions`) when the request allows it
   (always for v0-3): the topic is created synchronously and returned ready, not
   LEADER_NOT_AVAILABLE. Internal topic names and illegal names are never auto-created; the
@@ -111,17 +115,19 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     allow_create = version < 4 or request.allow_auto_topic_creation
     wanted = request.topics
     topics: list[Resp.MetadataResponseTopic] = []
+    ids = list(dict.fromkeys(want.topic_id for want in wanted or [] if want.topic_id != ZERO_UUID))
     if wanted is None or (version == 0 and not wanted):
         topics = [_topic_entry(ctx, t, topic_ops) for t in ctx.cluster]
+    elif ids:
+        by_id = {tid: ctx.cluster.by_id.get(tid) for tid in ids}
+        topics = [_error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, tid)
+                  for tid, known in by_id.items() if known is None]
+        topics += [_topic_entry(ctx, known, topic_ops) for known in by_id.values() if known is not None]
     else:
         for want in wanted:
             name = want.name
-            if name is None:
-                found = ctx.cluster.by_id.get(want.topic_id)
-                if found is None:
-                    topics.append(_error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, want.topic_id))
-                else:
-                    topics.append(_topic_entry(ctx, found, topic_ops))
+            if name is None:  # and no id (Kafka fails with UNKNOWN_SERVER_ERROR, an NPE)
+                topics.append(_error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, want.topic_id))
                 continue
             topic = ctx.cluster.get(name)
             if topic is None:

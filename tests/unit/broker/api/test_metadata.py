@@ -207,15 +207,38 @@ def test_internal_topics_are_not_auto_created_and_are_flagged(broker: Broker,
 
 
 def test_topics_by_id_from_v12(broker: Broker) -> None:
+    """Unknown ids first, then the known topics (Kafka 4.4's order)."""
     unknown = uuid.uuid4()
     response = metadata(broker, 12, [topic_id(broker, "b"), unknown])
-    known, missing = response.topics
+    missing, known = response.topics
     assert (known.error_code, known.name, known.topic_id, len(known.partitions)) == (
         ErrorCode.NONE, "b", topic_id(broker, "b"), 2)
     assert (missing.error_code, missing.name, missing.topic_id, missing.is_internal,
             missing.partitions, missing.topic_authorized_operations) == (
         ErrorCode.UNKNOWN_TOPIC_ID, None, unknown, False, [], NOT_REQUESTED)
     assert sorted(t.name for t in broker.cluster) == ["a", "b"]  # ids never auto-create
+
+
+@pytest.mark.parametrize("version", [12, 13])
+def test_a_request_with_ids_is_answered_by_ids_alone(broker: Broker, version: int) -> None:
+    """As Kafka 4.4 answers (probed): the Java consumer asks for the topics of a KIP-848
+    assignment by id with the name "" (MetadataRequestTopic's default), not null; any name
+    beside an id is ignored; once one entry has an id, entries without one are dropped (not
+    auto-created); a repeated id is answered once; unknown ids come first."""
+    a, b, unknown = topic_id(broker, "a"), topic_id(broker, "b"), uuid.uuid4()
+
+    def ask(*topics: tuple[str | None, uuid.UUID]) -> list[tuple[Any, ...]]:
+        req = Req(allow_auto_topic_creation=True, topics=[
+            Req.MetadataRequestTopic(name=name, topic_id=tid) for name, tid in topics])
+        return [(t.error_code, t.name, t.topic_id, len(t.partitions))
+                for t in call(broker, KEY, version, req).topics]
+
+    assert ask(("", b)) == [(ErrorCode.NONE, "b", b, 2)]
+    assert ask(("a", b), ("no-such-topic", a)) == [(ErrorCode.NONE, "b", b, 2), (ErrorCode.NONE, "a", a, 1)]
+    assert ask(("new-topic", ZERO_UUID), ("", a), ("", a)) == [(ErrorCode.NONE, "a", a, 1)]
+    assert ask(("", a), ("", unknown)) == [(ErrorCode.UNKNOWN_TOPIC_ID, None, unknown, 0),
+                                           (ErrorCode.NONE, "a", a, 1)]
+    assert sorted(t.name for t in broker.cluster) == ["a", "b"]
 
 
 @pytest.mark.parametrize("version", [10, 11])

@@ -600,6 +600,93 @@ public final class Driver {
         return "3 members, B left and rejoined; 90 records once each";
     }
 
+    /** subscribe(SubscriptionPattern) (kafka-clients 4.0+) by reflection: the driver compiles
+     *  against the 3.9 API. */
+    static void subscribePattern(KafkaConsumer<byte[], byte[]> c, String regex) throws Exception {
+        Class<?> sp;
+        try {
+            sp = Class.forName("org.apache.kafka.clients.consumer.SubscriptionPattern");
+        } catch (ClassNotFoundException e) {
+            throw new NotSupported("kafka-clients " + clientVersion() + " has no SubscriptionPattern (4.0+)");
+        }
+        Object pattern = sp.getConstructor(String.class).newInstance(regex);
+        KafkaConsumer.class.getMethod("subscribe", sp).invoke(c, pattern);
+    }
+
+    static Set<TopicPartition> tps(String topic, int partitions) {
+        Set<TopicPartition> out = new HashSet<>();
+        for (int p = 0; p < partitions; p++) out.add(new TopicPartition(topic, p));
+        return out;
+    }
+
+    /** KIP-848: a member subscribed by a regex the broker resolves (SubscriptionPattern) picks
+     *  up a matching topic created after it joined; non-matching topics are never assigned. */
+    String consumerProtocolRegex() throws Exception {
+        String base = topic();
+        String m1 = base + "-m1", m2 = base + "-m2", n1 = base + "-n1", n2 = base + "-m2x";
+        Map<String, Integer> parts = Map.of(m1, 3, m2, 2, n1, 2, n2, 2);
+        java.util.function.BiFunction<String, String, List<ProducerRecord<byte[], byte[]>>> batch = (t, tag) -> {
+            List<ProducerRecord<byte[], byte[]>> out = new ArrayList<>();
+            for (int i = 0; i < 10; i++) out.add(new ProducerRecord<>(t, i % parts.get(t), null, b(t + "/" + tag + "-" + i)));
+            return out;
+        };
+        createTopic(m1, 3);
+        createTopic(n1, 2);
+        List<ProducerRecord<byte[], byte[]>> recs = new ArrayList<>(batch.apply(m1, "before"));
+        recs.addAll(batch.apply(n1, "before"));
+        produceAndClose(Map.of(), recs);
+        Map<String, String> seen = new java.util.concurrent.ConcurrentHashMap<>();
+        Member m = new Member("M", Map.of(ConsumerConfig.GROUP_ID_CONFIG, group(), "group.protocol", "consumer"));
+        Set<TopicPartition> ever = new HashSet<>();
+        Runnable step = () -> { m.poll(seen); ever.addAll(m.c.assignment()); };
+        Set<TopicPartition> first = tps(m1, 3), both = new HashSet<>(first);
+        both.addAll(tps(m2, 2));
+        double pickedUp;
+        try {
+            subscribePattern(m.c, base + "-m[0-9]+");
+            try {
+                waitFor(() -> m.c.assignment().equals(first), "M owning the 3 partitions of " + m1, step);
+            } catch (ScenarioFailed e) {
+                throw new ScenarioFailed(e.getMessage() + " (owns " + m.c.assignment() + ")");
+            }
+            waitFor(() -> seen.size() >= 10, "the 10 records of " + m1, step);
+            long t0 = System.nanoTime();
+            createTopic(m2, 2);
+            createTopic(n2, 2);
+            recs = new ArrayList<>();
+            for (String t : List.of(m1, m2, n1, n2)) recs.addAll(batch.apply(t, "after"));
+            produceAndClose(Map.of(), recs);
+            try {
+                waitFor(() -> m.c.assignment().equals(both), "M owning the 3 partitions of " + m1 + " and the 2 of the new " + m2, step);
+            } catch (ScenarioFailed e) {
+                throw new ScenarioFailed(e.getMessage() + " (owns " + m.c.assignment() + ")");
+            }
+            pickedUp = (System.nanoTime() - t0) / 1e9;
+            waitFor(() -> seen.size() >= 30, "the 30 records of the matching topics", step);
+            // A few more polls: a duplicate or a record of another topic would show now.
+            long end = System.nanoTime() + 1_000_000_000L;
+            while (System.nanoTime() < end) step.run();
+            Set<String> want = new TreeSet<>();
+            for (String t : List.of(m1, m2))
+                for (ProducerRecord<byte[], byte[]> r : batch.apply(t, "after")) want.add(s(r.value()));
+            for (ProducerRecord<byte[], byte[]> r : batch.apply(m1, "before")) want.add(s(r.value()));
+            check(seen.keySet().equals(want), "consumed " + new TreeSet<>(seen.keySet()) + ", expected the " + want.size() + " records of " + m1 + " and " + m2);
+            for (TopicPartition tp : ever)
+                check(tp.topic().equals(m1) || tp.topic().equals(m2), "M was assigned " + tp + ", which the regex does not match");
+            Map<TopicPartition, Long> ends = m.c.endOffsets(both);
+            Map<TopicPartition, OffsetAndMetadata> com = m.c.committed(both);
+            for (TopicPartition tp : both)
+                check(com.get(tp) != null && com.get(tp).offset() == ends.get(tp), "committed " + tp + " = " + com.get(tp) + ", end " + ends.get(tp));
+            Set<TopicPartition> others = tps(n1, 2);
+            others.addAll(tps(n2, 2));
+            Map<TopicPartition, OffsetAndMetadata> comN = m.c.committed(others);
+            for (TopicPartition tp : others) check(comN.get(tp) == null, "committed " + tp + " = " + comN.get(tp));
+        } finally {
+            m.c.close(Duration.ofSeconds(5));
+        }
+        return String.format("subscribe(SubscriptionPattern); the new topic assigned %.1f s after its creation began; 30 records once each", pickedUp);
+    }
+
     String idempotent() throws Exception {
         String t = topic();
         createTopic(t, 1);
@@ -1127,6 +1214,7 @@ public final class Driver {
             case "consumer-group": return this::consumerGroup;
             case "idempotent-producer": return this::idempotent;
             case "consumer-protocol-group": return this::consumerProtocolGroup;
+            case "consumer-protocol-regex": return this::consumerProtocolRegex;
             case "idle-fetch-sessions": return this::idleFetchSessions;
             case "transactions": return this::transactions;
             case "consume-transform-produce": return this::consumeTransformProduce;
