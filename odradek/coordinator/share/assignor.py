@@ -43,10 +43,13 @@ class ShareMemberSpec:
 
 
 def assign(members: Mapping[str, ShareMemberSpec],
-           partition_counts: Mapping[TopicId, int]) -> dict[str, Assignment]:
-    """The target of every member (members without partitions map to {})."""
+           assignable: Mapping[TopicId, frozenset[int]]) -> dict[str, Assignment]:
+    """The target of every member (members without partitions map to {}). `assignable` maps
+    each subscribed topic to the partitions that may be assigned: Kafka assigns only the
+    share-partitions whose state the share coordinator initialised
+    (SubscribedTopicDescriber.assignablePartitions)."""
     specs = {mid: ShareMemberSpec(m.member_id,
-                                  frozenset(t for t in m.subscribed if t in partition_counts),
+                                  frozenset(t for t in m.subscribed if t in assignable),
                                   m.previous)
              for mid, m in members.items()}
     out: dict[str, dict[TopicId, set[int]]] = {mid: {} for mid in specs}
@@ -60,11 +63,11 @@ def assign(members: Mapping[str, ShareMemberSpec],
         groups = [([t], sorted(mid for mid, m in specs.items() if t in m.subscribed))
                   for t in all_topics]
     for topics, member_ids in groups:
-        pool = [(t, p) for t in topics for p in range(partition_counts[t])]
+        pool = [(t, p) for t in topics for p in sorted(assignable[t])]
         if not pool or not member_ids:
             continue
         previous = {mid: [(t, p) for t in sorted(specs[mid].previous) if t in topics
-                          for p in sorted(specs[mid].previous[t]) if p < partition_counts[t]]
+                          for p in sorted(specs[mid].previous[t]) if p in assignable[t]]
                     for mid in member_ids}
         result = _balance(member_ids, pool, previous)
         for mid, parts in result.items():

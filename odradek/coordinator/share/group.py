@@ -30,11 +30,20 @@ Every change is a record, applied to the group as it is made (`replay` applies t
 records on load), returned for the caller to write; if the write fails the caller restores
 the group with `restore(snapshot)`.
 
-Not implemented yet: the InitializeShareGroupState round trip (ShareGroupStatePartitionMetadata
-is kept and replayed, but the target covers every subscribed partition, initialised or not),
-per-group configs, ShareGroupDescribe's authorized operations, DeleteGroups and the offsets
-admin apis, hosting in the group coordinator shard (share records sit in __consumer_offsets
-beside the consumer-group ones).
+Share-partition initialisation (Kafka 4.1+): a partition is assigned only once the share
+coordinator initialised its state. A heartbeat records the subscribed share-partitions that
+are neither initialised nor initialising as initialising (ShareGroupStatePartitionMetadata)
+and returns them in `Outcome.initialize` for the caller to send as InitializeShareGroupState;
+`initialize_done` records them as initialised (the next heartbeat bumps the group epoch and
+assigns them), `initialize_failed` forgets them so the next heartbeat asks again. So a new
+member's first answer has an empty assignment, as on Kafka.
+
+Not implemented yet: retrying initialisations left pending (`initializing()` lists them;
+Kafka retries after group.share.initialize.retry.interval.ms), deleting the state of topics
+no longer subscribed (DeleteShareGroupState, deletingTopics), per-group configs,
+ShareGroupDescribe's authorized operations, DeleteGroups and the offsets admin apis, hosting
+in the group coordinator shard (share records sit in __consumer_offsets beside the
+consumer-group ones).
 """
 
 from __future__ import annotations
@@ -191,6 +200,16 @@ class ShareHeartbeatResult:
     assignment: Assignment | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class InitializeTopic:
+    name: str
+    partitions: frozenset[int]
+    # -1: a topic the group never had: share.auto.offset.reset decides; 0: new partitions of
+    # a topic it has, which start at the beginning so nothing produced to them is skipped
+    # (KAFKA-20742).
+    start_offset: int
+
+
 @dataclass(slots=True)
 class Outcome:
     """An operation's answer and the records it made (already applied)."""
@@ -201,6 +220,10 @@ class Outcome:
     # operation created the group).
     snapshot: ShareGroup | None
     group_id: str = ""
+    # Share-partitions to initialise (InitializeShareGroupState), now recorded as
+    # initialising: the caller asks the share coordinator, then reports back with
+    # `initialize_done` or `initialize_failed`.
+    initialize: dict[uuid.UUID, InitializeTopic] = field(default_factory=dict)
 
 
 class _Fail(Exception):
@@ -213,6 +236,7 @@ class _Changes:
     def __init__(self, group: ShareGroup) -> None:
         self.group = group
         self.records: list[KeyValue] = []
+        self.initialize: dict[uuid.UUID, InitializeTopic] = {}
 
     def add(self, record: KeyValue) -> None:
         self.records.append(record)
@@ -363,7 +387,7 @@ class ShareGroups:
             self.restore(req.group_id, snapshot)
             raise
         self.timers.set((req.group_id, req.member_id), now + cfg.session_timeout_ms)
-        return Outcome(result, changes.records, snapshot, req.group_id)
+        return Outcome(result, changes.records, snapshot, req.group_id, changes.initialize)
 
     def _changes(self, group: ShareGroup, req: ShareHeartbeatRequest,
                  now: int) -> tuple[ShareHeartbeatResult, _Changes]:
@@ -398,10 +422,20 @@ class ShareGroups:
             # only recorded (the simple assignor is not rack-aware).
             bump = is_new or updated.subscribed_topic_names != member.subscribed_topic_names
         new_hash = self._hash(group.subscribed_topic_names())
-        if bump or new_hash != group.metadata_hash:
+        subscribed = self._subscribed_partitions(group)
+        initialize = self._start_initializing(group, changes, subscribed)
+        assignable = {t: parts & group.state_partitions.initialized.get(t, ("", frozenset()))[1]
+                      for t, (_, parts) in subscribed.items()}
+        assigned = {(t, p) for a in group.targets.values() for t, ps in a.items()
+                    if t in subscribed for p in ps}
+        # Newly initialised partitions not in the target yet: assign again (Kafka compares
+        # the initialised subscribed partitions with the assigned ones).
+        pending = assigned != {(t, p) for t, ps in assignable.items() for p in ps}
+        if bump or new_hash != group.metadata_hash or (
+                pending and group.group_epoch == group.assignment_epoch):
             changes.add(rec.group_epoch_record(gid, group.group_epoch + 1, new_hash))
         if group.group_epoch > group.assignment_epoch:
-            self._update_targets(group, changes, now)
+            self._update_targets(group, changes, assignable, now)
         before = group.members[mid]
         target = group.targets.get(mid, {})
         epoch = group.assignment_epoch
@@ -414,6 +448,7 @@ class ShareGroups:
             if current.current() != before.current():
                 changes.add(rec.current_record(gid, mid, current.current()))
         full = joining or current.assigned != member.assigned
+        changes.initialize = initialize
         return ShareHeartbeatResult(
             ErrorCode.NONE, member_id=mid, member_epoch=current.member_epoch,
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
@@ -432,25 +467,109 @@ class ShareGroups:
                         f"the one known by the group coordinator ({member.member_epoch}). The "
                         f"member must abandon all its partitions and rejoin.")
 
-    def _update_targets(self, group: ShareGroup, changes: _Changes, now: int) -> None:
-        ids: dict[str, uuid.UUID] = {}
-        counts: dict[uuid.UUID, int] = {}
+    def _subscribed_partitions(self, group: ShareGroup,
+                               ) -> dict[uuid.UUID, tuple[str, frozenset[int]]]:
+        """Every existing subscribed topic: id -> (name, all its partitions)."""
+        out = {}
         for name in group.subscribed_topic_names():
             info = self.topics.topic_info(name)
             if info is not None:
                 topic_id, partitions = info
-                ids[name] = topic_id
-                counts[topic_id] = partitions
+                out[topic_id] = (name, frozenset(range(partitions)))
+        return out
+
+    @staticmethod
+    def _start_initializing(group: ShareGroup, changes: _Changes,
+                            subscribed: dict[uuid.UUID, tuple[str, frozenset[int]]],
+                            ) -> dict[uuid.UUID, InitializeTopic]:
+        """Record the subscribed share-partitions neither initialised nor initialising as
+        initialising (ShareGroupStatePartitionMetadata), and say which to initialise."""
+        md = group.state_partitions
+        empty: tuple[str, frozenset[int]] = ("", frozenset())
+        out: dict[uuid.UUID, InitializeTopic] = {}
+        for topic_id, (name, parts) in sorted(subscribed.items()):
+            have = md.initialized.get(topic_id, empty)[1] | md.initializing.get(topic_id, empty)[1]
+            missing = parts - have
+            if missing:
+                known = topic_id in md.initialized or topic_id in md.initializing
+                out[topic_id] = InitializeTopic(name, missing, 0 if known else -1)
+        if out:
+            initializing = dict(md.initializing)
+            for topic_id, init in out.items():
+                initializing[topic_id] = (init.name, initializing.get(topic_id, empty)[1]
+                                          | init.partitions)
+            changes.add(rec.state_partition_metadata_record(
+                group.group_id, replace(md, initializing=initializing)))
+        return out
+
+    def _update_targets(self, group: ShareGroup, changes: _Changes,
+                        assignable: dict[uuid.UUID, frozenset[int]], now: int) -> None:
+        ids: dict[str, uuid.UUID] = {}
+        for name in group.subscribed_topic_names():
+            info = self.topics.topic_info(name)
+            if info is not None:
+                ids[name] = info[0]
         specs = {m.member_id: ShareMemberSpec(
                     m.member_id,
                     frozenset(ids[n] for n in m.subscribed_topic_names if n in ids),
                     group.targets.get(m.member_id, {}))
                  for m in group.members.values()}
-        targets = assign(specs, counts)
+        targets = assign(specs, assignable)
         for mid in sorted(targets):
             if mid not in group.targets or targets[mid] != group.targets[mid]:
                 changes.add(rec.target_record(group.group_id, mid, targets[mid]))
         changes.add(rec.assignment_epoch_record(group.group_id, group.group_epoch, now))
+
+    # -- share-partition initialisation ---------------------------------------------------------
+
+    def initializing(self, group_id: str) -> dict[uuid.UUID, tuple[str, frozenset[int]]]:
+        """The share-partitions recorded as initialising (after a load: to send again)."""
+        group = self.groups.get(group_id)
+        return {} if group is None else dict(group.state_partitions.initializing)
+
+    def initialize_done(self, group_id: str,
+                        topics: dict[uuid.UUID, frozenset[int]]) -> Outcome:
+        """The share coordinator initialised these share-partitions: they become
+        assignable (the next heartbeat assigns them). Kafka's initializeShareGroupState."""
+        return self._move_initializing(group_id, topics, done=True)
+
+    def initialize_failed(self, group_id: str,
+                          topics: dict[uuid.UUID, frozenset[int]]) -> Outcome:
+        """The initialisation failed: forget that it was under way, so the next heartbeat
+        asks again. Kafka's uninitializeShareGroupState."""
+        return self._move_initializing(group_id, topics, done=False)
+
+    def _move_initializing(self, group_id: str, topics: dict[uuid.UUID, frozenset[int]],
+                           done: bool) -> Outcome:
+        group = self.groups.get(group_id)
+        if group is None:
+            return Outcome(ShareHeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND,
+                                                f"Share group {group_id} not found."),
+                           [], None, group_id)
+        md = group.state_partitions
+        initializing = dict(md.initializing)
+        initialized = dict(md.initialized)
+        for topic_id, parts in topics.items():
+            name, pending = initializing.get(topic_id, ("", frozenset()))
+            moved = parts & pending
+            if not moved:
+                continue
+            rest = pending - moved
+            if rest:
+                initializing[topic_id] = (name, rest)
+            else:
+                del initializing[topic_id]
+            if done:
+                old = initialized.get(topic_id, (name, frozenset()))[1]
+                initialized[topic_id] = (name, old | moved)
+        new = replace(md, initializing=initializing, initialized=initialized)
+        if new == md:
+            return Outcome(ShareHeartbeatResult(ErrorCode.NONE), [], None, group_id)
+        snapshot = group.copy()
+        changes = _Changes(group)
+        changes.add(rec.state_partition_metadata_record(group_id, new))
+        return Outcome(ShareHeartbeatResult(ErrorCode.NONE), changes.records, snapshot,
+                       group_id)
 
     # -- ShareGroupDescribe ---------------------------------------------------------------------
 

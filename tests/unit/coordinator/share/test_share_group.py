@@ -14,6 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from odradek.coordinator.common import KeyValue
 from odradek.coordinator.share import records as rec
 from odradek.coordinator.share.group import (
+    InitializeTopic,
     Outcome,
     ShareGroupConfig,
     ShareGroups,
@@ -51,8 +52,16 @@ class World:
         self.log: list[KeyValue] = []
         self.now = 0
 
+        # The share coordinator's part: initialise what a heartbeat asks for at once.
+        self.auto_init = True
+        self.initialized: list[tuple[str, dict[uuid.UUID, frozenset[int]]]] = []
+
     def write(self, outcome: Outcome) -> Outcome:
         self.log += outcome.records
+        if outcome.initialize and self.auto_init:
+            topics = {t: i.partitions for t, i in outcome.initialize.items()}
+            self.initialized.append((outcome.group_id, topics))
+            self.log += self.groups.initialize_done(outcome.group_id, topics).records
         return outcome
 
     def hb(self, member: str, epoch: int, topics: list[str] | None = None, group: str = "g",
@@ -61,6 +70,14 @@ class World:
             group, member, epoch, rack_id=rack, subscribed_topic_names=topics,
             client_id="cli", client_host="/127.0.0.1"), self.now))
 
+    def join(self, member: str, topics: list[str], group: str = "g") -> Outcome:
+        """Join; when the topics had to be initialised first, heartbeat once more to get
+        them (what a share consumer does at its heartbeat interval)."""
+        first = self.hb(member, 0, topics, group)
+        if not first.initialize:
+            return first
+        return self.hb(member, first.result.member_epoch, group=group)
+
     def replayed(self) -> ShareGroups:
         other = ShareGroups(self.config, self.topics)
         for k, v in self.log:
@@ -68,43 +85,74 @@ class World:
         return other
 
 
-def test_join_gets_an_epoch_and_the_assignment() -> None:
+def test_a_first_join_waits_for_the_share_partitions_to_be_initialised() -> None:
     w = World()
+    w.auto_init = False
     out = w.hb("m1", 0, ["orders"])
     r = out.result
     assert r.error == ErrorCode.NONE and r.member_id == "m1"
     assert r.member_epoch == 1 and r.heartbeat_interval_ms == 5_000
-    assert r.assignment == {T1: frozenset({0})}
+    assert r.assignment == {}  # nothing is initialised yet
+    assert out.initialize == {T1: InitializeTopic("orders", frozenset({0}), -1)}
     types = [rec.parse_key(k).record_type for k, _ in out.records]
-    assert types == [rec.MEMBER_METADATA, rec.GROUP_METADATA, rec.TARGET_MEMBER,
-                     rec.TARGET_METADATA, rec.CURRENT_ASSIGNMENT]
+    assert types == [rec.MEMBER_METADATA, rec.STATE_PARTITION_METADATA, rec.GROUP_METADATA,
+                     rec.TARGET_MEMBER, rec.TARGET_METADATA, rec.CURRENT_ASSIGNMENT]
+    assert w.groups.initializing("g") == {T1: ("orders", frozenset({0}))}
+    # Heartbeats while the initialisation is under way do not ask again.
+    again = w.hb("m1", 1)
+    assert again.initialize == {} and again.records == [] and again.result.assignment is None
+    # The share coordinator answers: the next heartbeat assigns the partition.
+    w.log += w.groups.initialize_done("g", {T1: frozenset({0})}).records
+    assert w.groups.initializing("g") == {}
+    r = w.hb("m1", 1).result
+    assert r.member_epoch == 2 and r.assignment == {T1: frozenset({0})}
     g = w.groups.groups["g"]
-    assert g.state is ShareGroupState.STABLE and g.group_epoch == g.assignment_epoch == 1
+    assert g.state is ShareGroupState.STABLE and g.group_epoch == g.assignment_epoch == 2
+
+
+def test_a_failed_initialisation_is_asked_for_again() -> None:
+    w = World()
+    w.auto_init = False
+    w.hb("m1", 0, ["orders"])
+    w.log += w.groups.initialize_failed("g", {T1: frozenset({0})}).records
+    assert w.groups.initializing("g") == {}
+    out = w.hb("m1", 1)
+    assert out.initialize == {T1: InitializeTopic("orders", frozenset({0}), -1)}
+
+
+def test_new_partitions_of_a_known_topic_start_at_offset_zero() -> None:
+    w = World()
+    w.join("m1", ["orders"])
+    w.topics.topics["orders"] = (T1, 3)
+    out = w.hb("m1", 2)
+    assert out.initialize == {T1: InitializeTopic("orders", frozenset({1, 2}), 0)}
+    r = w.hb("m1", out.result.member_epoch).result
+    assert r.assignment == {T1: frozenset({0, 1, 2})}
 
 
 def test_one_partition_is_shared_by_every_member() -> None:
     w = World()
-    w.hb("m1", 0, ["orders"])
+    assert w.join("m1", ["orders"]).result.member_epoch == 2
     r2 = w.hb("m2", 0, ["orders"]).result
-    assert r2.member_epoch == 2 and r2.assignment == {T1: frozenset({0})}
+    assert r2.member_epoch == 3 and r2.assignment == {T1: frozenset({0})}
     # m1 learns of the new epoch on its next heartbeat; its assignment did not change.
-    r1 = w.hb("m1", 1).result
-    assert r1.member_epoch == 2 and r1.assignment is None
+    r1 = w.hb("m1", 2).result
+    assert r1.member_epoch == 3 and r1.assignment is None
 
 
 def test_an_unchanged_heartbeat_writes_nothing() -> None:
     w = World()
-    w.hb("m1", 0, ["orders"])
-    out = w.hb("m1", 1)
-    assert out.records == [] and out.result.member_epoch == 1 and out.result.assignment is None
+    w.join("m1", ["orders"])
+    out = w.hb("m1", 2)
+    assert out.records == [] and out.result.member_epoch == 2 and out.result.assignment is None
 
 
 def test_assignment_moves_between_members_of_a_multi_partition_topic() -> None:
     w = World()
-    assert w.hb("a", 0, ["audit"]).result.assignment == {T2: frozenset({0, 1, 2})}
+    assert w.join("a", ["audit"]).result.assignment == {T2: frozenset({0, 1, 2})}
     rb = w.hb("b", 0, ["audit"]).result
-    ra = w.hb("a", 1).result
-    assert ra.member_epoch == 2 and rb.member_epoch == 2
+    ra = w.hb("a", 2).result
+    assert ra.member_epoch == 3 and rb.member_epoch == 3
     assert ra.assignment is not None and rb.assignment is not None
     assert ra.assignment[T2] | rb.assignment[T2] == frozenset({0, 1, 2})
     assert not ra.assignment[T2] & rb.assignment[T2]
@@ -112,7 +160,7 @@ def test_assignment_moves_between_members_of_a_multi_partition_topic() -> None:
 
 def test_leave_removes_the_member_and_bumps_the_epoch() -> None:
     w = World()
-    w.hb("m1", 0, ["orders"])
+    w.join("m1", ["orders"])
     w.hb("m2", 0, ["orders"])
     out = w.hb("m2", -1)
     assert out.result.error == ErrorCode.NONE and out.result.member_epoch == -1
@@ -120,18 +168,18 @@ def test_leave_removes_the_member_and_bumps_the_epoch() -> None:
     assert types == [(rec.CURRENT_ASSIGNMENT, True), (rec.TARGET_MEMBER, True),
                      (rec.MEMBER_METADATA, True), (rec.GROUP_METADATA, False)]
     g = w.groups.groups["g"]
-    assert set(g.members) == {"m1"} and g.group_epoch == 3
-    assert w.hb("m1", 1).result.member_epoch == 3  # m1 had not seen epoch 2
+    assert set(g.members) == {"m1"} and g.group_epoch == 4
+    assert w.hb("m1", 2).result.member_epoch == 4  # m1 had not seen epoch 3
     w.hb("m1", -1)
     assert w.groups.groups["g"].state is ShareGroupState.EMPTY
 
 
 def test_session_timeout_removes_the_member() -> None:
     w = World()
-    w.hb("m1", 0, ["orders"])
+    w.join("m1", ["orders"])
     w.hb("m2", 0, ["orders"])
     w.now = 30_000
-    w.hb("m1", 1)
+    w.hb("m1", 2)
     assert w.groups.next_deadline() == SESSION
     w.now = SESSION
     outs = w.groups.on_timer(w.now)
@@ -141,7 +189,7 @@ def test_session_timeout_removes_the_member() -> None:
     assert set(w.groups.groups["g"].members) == {"m1"}
     assert w.groups.next_deadline() == 30_000 + SESSION
     # The expired member is unknown now.
-    assert w.hb("m2", 2).result.error == ErrorCode.UNKNOWN_MEMBER_ID
+    assert w.hb("m2", 3).result.error == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 @pytest.mark.parametrize("req, message", [
@@ -165,15 +213,15 @@ def test_invalid_requests(req: ShareHeartbeatRequest, message: str) -> None:
 
 def test_epoch_checks() -> None:
     w = World()
-    w.hb("m1", 0, ["orders"])
+    w.join("m1", ["orders"])  # m1 at 2
     w.hb("m2", 0, ["orders"])
-    w.hb("m1", 1)  # m1 now at 2, previous 1
-    assert w.hb("m1", 3).result.error == ErrorCode.FENCED_MEMBER_EPOCH
+    w.hb("m1", 2)  # m1 now at 3, previous 2
+    assert w.hb("m1", 4).result.error == ErrorCode.FENCED_MEMBER_EPOCH
     # The previous epoch is accepted: the answer that bumped it may have been lost.
-    assert w.hb("m1", 1).result.error == ErrorCode.NONE
+    assert w.hb("m1", 2).result.error == ErrorCode.NONE
     w.hb("m3", 0, ["orders"])
-    w.hb("m1", 2)  # m1 at 3, previous 2
-    out = w.hb("m1", 1)
+    w.hb("m1", 3)  # m1 at 4, previous 3
+    out = w.hb("m1", 2)
     assert out.result.error == ErrorCode.FENCED_MEMBER_EPOCH
     assert out.result.message is not None and "smaller member epoch" in out.result.message
 
@@ -206,30 +254,36 @@ def test_group_max_size() -> None:
 
 def test_rejoin_with_epoch_zero_gets_the_full_assignment_again() -> None:
     w = World()
-    w.hb("m1", 0, ["orders"])
+    w.join("m1", ["orders"])
     r = w.hb("m1", 0, ["orders"]).result
-    assert r.error == ErrorCode.NONE and r.member_epoch == 1
+    assert r.error == ErrorCode.NONE and r.member_epoch == 2
     assert r.assignment == {T1: frozenset({0})}
 
 
 def test_subscription_and_topic_changes_bump_the_epoch() -> None:
     w = World()
-    w.hb("m1", 0, ["orders"])
-    r = w.hb("m1", 1, ["orders", "audit"]).result
-    assert r.member_epoch == 2 and r.assignment == {T1: frozenset({0}), T2: frozenset({0, 1, 2})}
+    w.join("m1", ["orders"])
+    out = w.hb("m1", 2, ["orders", "audit"])
+    # A new epoch for the new subscription; audit is assigned once initialised.
+    assert out.result.member_epoch == 3 and out.result.assignment is None
+    assert set(out.initialize) == {T2}
+    r = w.hb("m1", 3).result
+    assert r.member_epoch == 4 and r.assignment == {T1: frozenset({0}), T2: frozenset({0, 1, 2})}
     # A rack change is recorded without a new epoch.
-    out = w.hb("m1", 2, rack="r1")
+    out = w.hb("m1", 4, rack="r1")
     assert [rec.parse_key(k).record_type for k, _ in out.records] == [rec.MEMBER_METADATA]
     assert w.groups.groups["g"].members["m1"].rack_id == "r1"
-    # A topic grows: the next heartbeat sees a new hash, a new epoch and the new partition.
+    # A topic grows: the next heartbeat sees a new hash and a new epoch; the new partition
+    # comes once initialised.
     w.topics.topics["orders"] = (T1, 2)
-    r = w.hb("m1", 2).result
-    assert r.member_epoch == 3 and r.assignment is not None and r.assignment[T1] == {0, 1}
+    assert w.hb("m1", 4).result.member_epoch == 5
+    r = w.hb("m1", 5).result
+    assert r.member_epoch == 6 and r.assignment is not None and r.assignment[T1] == {0, 1}
 
 
 def test_restore_undoes_a_failed_write() -> None:
     w = World()
-    w.hb("m1", 0, ["orders"])
+    w.join("m1", ["orders"])
     before = w.groups.groups["g"].copy()
     out = w.groups.heartbeat(ShareHeartbeatRequest("g", "m2", 0, subscribed_topic_names=["orders"]),
                              0)
@@ -254,10 +308,10 @@ def test_records_round_trip() -> None:
 
 def test_replay_rebuilds_the_groups_and_drops_deleted_ones() -> None:
     w = World()
-    w.hb("m1", 0, ["orders"])
-    w.hb("m2", 0, ["orders", "audit"], group="h")
+    w.join("m1", ["orders"])
+    w.join("m2", ["orders", "audit"], group="h")
     w.hb("m3", 0, ["audit"], group="h")
-    w.hb("m2", 1, group="h")
+    w.hb("m2", 2, group="h")
     w.hb("m3", -1, group="h")
     replayed = w.replayed()
     assert replayed.groups == w.groups.groups
@@ -319,12 +373,32 @@ class Membership(RuleBasedStateMachine):
             assert g.assignment_epoch <= g.group_epoch
             for m in g.members.values():
                 assert m.member_epoch <= g.group_epoch
-            # Every subscribed partition is someone's target.
-            wanted = {(t, p) for name in g.subscribed_topic_names()
-                      for t, n in [self.w.topics.topics[name]] for p in range(n)}
-            if g.assignment_epoch == g.group_epoch and g.members:
-                given = {(t, p) for a in g.targets.values() for t, ps in a.items() for p in ps}
-                assert given == wanted
+            # Only initialised subscribed partitions are ever targets.
+            given = {(t, p) for a in g.targets.values() for t, ps in a.items() for p in ps}
+            assert given <= self._wanted()
+            initialized = {(t, p) for t, (_, ps) in g.state_partitions.initialized.items()
+                           for p in ps}
+            assert given <= initialized
+
+    def _wanted(self) -> set[tuple[uuid.UUID, int]]:
+        g = self.w.groups.groups["g"]
+        return {(t, p) for name in g.subscribed_topic_names()
+                for t, n in [self.w.topics.topics[name]] for p in range(n)}
+
+    @rule()
+    def settle(self) -> None:
+        """Every member heartbeats twice: then every subscribed partition is assigned."""
+        for _ in range(2):
+            for m in sorted(self.epochs):
+                r = self.w.hb(m, self.epochs[m]).result
+                assert r.error == ErrorCode.NONE
+                self.epochs[m] = r.member_epoch
+        if self.epochs:
+            g = self.w.groups.groups["g"]
+            given = {(t, p) for a in g.targets.values() for t, ps in a.items() for p in ps}
+            assert given == self._wanted()
+            for m in self.epochs:
+                assert g.members[m].assigned == g.targets[m]
 
 
 Membership.TestCase.settings = settings(max_examples=40, stateful_step_count=30,
