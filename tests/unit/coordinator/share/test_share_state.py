@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import uuid
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from odradek.coordinator.share.partition import (
@@ -162,12 +162,15 @@ def test_replay_rebuilds_what_the_writes_built(writes: list[tuple[int, list[Stat
 @given(ops=st.lists(st.tuples(st.sampled_from(["fetch", "accept", "release", "reject",
                                                 "tick"]), st.integers(1, 6)), max_size=40),
        per_snapshot=st.integers(0, 3))
+@example(ops=[("fetch", 3), ("fetch", 3), ("accept", 2)], per_snapshot=0)  # out of order
+@example(ops=[("fetch", 2), ("release", 1), ("fetch", 2), ("fetch", 2), ("reject", 2),
+              ("tick", 6)], per_snapshot=1)
 def test_a_live_partition_survives_the_round_trip(ops: list[tuple[str, int]],
                                                   per_snapshot: int) -> None:
     """Drive a share-partition, persist every StateUpdate, replay the records and rebuild:
     the rebuilt partition has the same start offset, the same finished records, the same
     delivery counts for released ones, and in-flight records come back AVAILABLE."""
-    cfg = SharePartitionConfig(record_lock_duration_ms=10, delivery_count_limit=3)
+    cfg = SharePartitionConfig(record_lock_duration_ms=40, delivery_count_limit=3)
     live = SharePartition(cfg)
     store = ShareStateStore(per_snapshot)
     log = []
@@ -197,7 +200,7 @@ def test_a_live_partition_survives_the_round_trip(ops: list[tuple[str, int]],
             now += n * 3
             persist(live.expire(now))
         elif held:
-            first, last = held.pop(0)
+            first, last = held.pop(0 if n % 2 else -1)  # out of order too
             kind = {"accept": AcknowledgeType.ACCEPT, "release": AcknowledgeType.RELEASE,
                     "reject": AcknowledgeType.REJECT}[op]
             a = live.acknowledge("m", [AckBatch(first, last, (int(kind),))], now)
