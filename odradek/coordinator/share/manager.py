@@ -1,6 +1,8 @@
 """The broker's share-partitions, sans IO (the bookkeeping half of Kafka's
 SharePartitionManager): one `SharePartition` per (group, topic id, partition), created from
 its persisted state or from `share.auto.offset.reset`, with the operations that span them.
+A log start offset past the persisted start offset (retention ran while the partition was
+not loaded) moves the start offset on.
 
 - `load(key, persisted, ...)` makes the share-partition of a key: from the state the share
   coordinator read back, or, without any (start offset -1), at `initial_start_offset`.
