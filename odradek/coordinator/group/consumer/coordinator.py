@@ -37,8 +37,6 @@ Not implemented yet: rack-aware assignment, per-group configs (KIP-848 dynamic g
 
 from __future__ import annotations
 
-import hashlib
-import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -72,6 +70,7 @@ from odradek.coordinator.group.consumer.regex import (
     invalid_regex_message,
     resolve,
 )
+from odradek.coordinator.group.modern import metadata_hash
 from odradek.coordinator.group.records import OFFSETS_TOPIC, group_metadata_key
 from odradek.wire import ErrorCode
 
@@ -237,16 +236,6 @@ class _Changes:
         self.cg.apply_current(member_id, None)
         self.cg.apply_target(member_id, None)
         self.cg.apply_member(member_id, None)
-
-
-def metadata_hash(topics: Iterable[tuple[str, uuid.UUID, int]]) -> int:
-    """A 64-bit digest of the subscribed topics' names, ids and partition counts: it changes
-    when one of them does (Kafka 4.1+ keeps such a hash; its value is Odradek's own)."""
-    h = hashlib.blake2b(digest_size=8)
-    for name, topic_id, partitions in sorted(topics):
-        h.update(name.encode() + b"\0" + topic_id.bytes + struct.pack(">i", partitions))
-    value = int.from_bytes(h.digest(), "big", signed=True)
-    return value
 
 
 class ConsumerGroupOps:

@@ -24,7 +24,6 @@ regexes and group epoch.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +33,13 @@ from odradek.coordinator.group.consumer.model import (
     ConsumerGroupMember,
     MemberState,
     ResolvedRegex,
+)
+from odradek.coordinator.group.modern import (
+    VALUE_VERSION,
+    check_value_version,
+    encode_key,
+    encode_value,
+    sorted_parts,
 )
 from odradek.wire._generated.internal import (
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -50,10 +56,6 @@ from odradek.wire._generated.internal import (
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
 )
-from odradek.wire.exceptions import ProtocolError
-
-_I16 = struct.Struct(">h")
-VALUE_VERSION = 0
 
 GROUP_METADATA = ConsumerGroupMetadataKey.RECORD_TYPE  # 3
 PARTITION_METADATA = ConsumerGroupPartitionMetadataKey.RECORD_TYPE  # 4
@@ -88,10 +90,6 @@ class ConsumerKey:
     member_id: str = ""  # the regex, for ConsumerGroupRegularExpression
 
 
-def _join(parts: list[bytes | bytearray | memoryview]) -> bytes:
-    return b"".join(parts)
-
-
 def _key(record_type: int, group: str, member_id: str | None = None) -> bytes:
     cls = _KEY_CLASSES[record_type]
     if record_type == REGULAR_EXPRESSION:
@@ -100,11 +98,11 @@ def _key(record_type: int, group: str, member_id: str | None = None) -> bytes:
         key = cls(group_id=group)
     else:
         key = cls(group_id=group, member_id=member_id)
-    return _I16.pack(record_type) + _join(key.encode(record_type))
+    return encode_key(record_type, key)
 
 
 def _value(value: Any) -> bytes:
-    return _I16.pack(VALUE_VERSION) + _join(value.encode(VALUE_VERSION))
+    return encode_value(value)
 
 
 def parse_key(data: bytes | memoryview, record_type: int) -> ConsumerKey:
@@ -116,11 +114,7 @@ def parse_key(data: bytes | memoryview, record_type: int) -> ConsumerKey:
 
 
 def _value_version(data: bytes | memoryview, what: str) -> None:
-    if len(data) < 2:
-        raise ProtocolError(f"{what} of {len(data)} bytes has no int16 version prefix")
-    version = _I16.unpack_from(data, 0)[0]
-    if version != VALUE_VERSION:
-        raise ProtocolError(f"{what} has unknown version {version}")
+    check_value_version(data, what)
 
 
 # -- group epoch ------------------------------------------------------------------------------
@@ -193,7 +187,7 @@ def _classic(md: Any) -> ClassicMemberMetadata | None:
 
 
 def _sorted_parts(a: Assignment) -> list[tuple[object, list[int]]]:
-    return [(t, sorted(a[t])) for t in sorted(a)]
+    return list(sorted_parts(a))
 
 
 def target_record(group: str, member_id: str, target: Assignment) -> KeyValue:
