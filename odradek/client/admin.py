@@ -1,0 +1,198 @@
+"""Admin operations on any Kafka-compatible cluster: topics, metadata, with one-line errors.
+
+`Admin(bootstrap)` connects to the first reachable bootstrap address and keeps that
+connection for cluster-wide requests (Metadata, CreateTopics, DeleteTopics: a KRaft broker
+forwards these to the controller itself); `connection_to(node_id)` opens (and keeps) one to
+another broker named in Metadata, for requests a leader or coordinator must answer.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from odradek.client.connection import (
+    BrokerConnection,
+    BrokerUnreachable,
+    ClientError,
+    KafkaError,
+    error_name,
+    parse_bootstrap,
+)
+from odradek.wire import ErrorCode
+from odradek.wire._generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from odradek.wire._generated.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from odradek.wire._generated.metadata import MetadataRequest, MetadataResponse
+
+__all__ = ["Admin", "BrokerInfo", "PartitionInfo", "TopicInfo"]
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    error: int
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    internal: bool
+    error: int
+    partitions: tuple[PartitionInfo, ...] = field(default=())
+
+
+class Admin:
+    def __init__(self, bootstrap: str, *, timeout: float = 10.0,
+                 client_id: str = "odradek-cli") -> None:
+        try:
+            addresses = parse_bootstrap(bootstrap)
+        except ValueError as exc:
+            raise ClientError(f"--bootstrap-server: {exc}") from None
+        self.timeout = timeout
+        self.client_id = client_id
+        errors: list[str] = []
+        conn: BrokerConnection | None = None
+        for host, port in addresses:
+            try:
+                conn = BrokerConnection(host, port, timeout=timeout, client_id=client_id)
+                break
+            except BrokerUnreachable as exc:
+                errors.append(str(exc))
+        if conn is None:
+            raise BrokerUnreachable("; ".join(errors))
+        self.conn = conn
+        self._nodes: dict[int, BrokerConnection] = {}
+        self._brokers: dict[int, BrokerInfo] = {}
+
+    def close(self) -> None:
+        for conn in self._nodes.values():
+            if conn is not self.conn:
+                conn.close()
+        self._nodes.clear()
+        self.conn.close()
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- metadata ------------------------------------------------------------------------------
+
+    def metadata(self, topics: Iterable[str] | None = None) -> MetadataResponse:
+        """Metadata for `topics` (None: every topic); never auto-creates a topic."""
+        wanted = None if topics is None else [
+            MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
+        request = MetadataRequest(topics=wanted, allow_auto_topic_creation=False)
+        version = self.conn.version_for(MetadataRequest)
+        if wanted is None and version == 0:
+            request.topics = []  # v0: an empty list means every topic
+        response, _ = self.conn.call(request, MetadataResponse, version=version)
+        self._brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack)
+                         for b in response.brokers}
+        return response
+
+    def topics(self, names: Iterable[str] | None = None) -> list[TopicInfo]:
+        response = self.metadata(names)
+        out = []
+        for t in response.topics:
+            parts = tuple(sorted(
+                (PartitionInfo(p.partition_index, p.leader_id, p.leader_epoch,
+                               tuple(p.replica_nodes), tuple(p.isr_nodes), p.error_code)
+                 for p in t.partitions), key=lambda p: p.partition))
+            out.append(TopicInfo(t.name or "", t.topic_id, t.is_internal, t.error_code, parts))
+        return sorted(out, key=lambda t: t.name)
+
+    def brokers(self) -> dict[int, BrokerInfo]:
+        if not self._brokers:
+            self.metadata([])
+        return dict(self._brokers)
+
+    def connection_to(self, node_id: int) -> BrokerConnection:
+        """A connection to broker `node_id` (the bootstrap one when it is that broker)."""
+        conn = self._nodes.get(node_id)
+        if conn is not None:
+            return conn
+        info = self.brokers().get(node_id)
+        if info is None:
+            raise ClientError(f"broker {node_id} is not in the cluster's metadata")
+        if (info.host, info.port) == (self.conn.host, self.conn.port):
+            conn = self.conn
+        else:
+            conn = BrokerConnection(info.host, info.port, timeout=self.timeout,
+                                    client_id=self.client_id)
+        self._nodes[node_id] = conn
+        return conn
+
+    # -- topics --------------------------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int = 1, *,
+                     replication_factor: int | None = None,
+                     configs: Mapping[str, str] | None = None,
+                     wait: bool = True, validate_only: bool = False) -> None:
+        """Create `name`; with `wait`, return once Metadata shows a leader for every partition.
+        `replication_factor` None: the broker's default (v4+), else 1."""
+        version = self.conn.version_for(CreateTopicsRequest)
+        rf = replication_factor if replication_factor is not None else (-1 if version >= 4 else 1)
+        topic = CreateTopicsRequest.CreatableTopic(
+            name=name, num_partitions=partitions, replication_factor=rf,
+            configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
+                     for k, v in (configs or {}).items()])
+        request = CreateTopicsRequest(topics=[topic], timeout_ms=int(self.timeout * 1000),
+                                      validate_only=validate_only)
+        response, _ = self.conn.call(request, CreateTopicsResponse, version=version)
+        for result in response.topics:
+            if result.error_code != ErrorCode.NONE:
+                raise KafkaError(result.error_code, f"create topic {result.name}",
+                                 result.error_message)
+        if wait and not validate_only:
+            self.wait_for_topic(name, partitions)
+
+    def wait_for_topic(self, name: str, partitions: int | None = None,
+                       timeout: float | None = None) -> TopicInfo:
+        """Poll Metadata until `name` exists with a leader for each partition (a broker may
+        learn of a new topic a moment after the controller created it)."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while True:
+            found = self.topics([name])
+            info = found[0] if found else None
+            if (info is not None and info.error == ErrorCode.NONE and info.partitions
+                    and (partitions is None or len(info.partitions) == partitions)
+                    and all(p.leader >= 0 for p in info.partitions)):
+                return info
+            if time.monotonic() > deadline:
+                state = "missing" if info is None else (
+                    f"{error_name(info.error)}, {len(info.partitions)} partitions")
+                raise ClientError(f"topic {name} not ready in time ({state})")
+            time.sleep(0.01)
+
+    def delete_topics(self, names: Iterable[str], *, missing_ok: bool = False) -> None:
+        names = list(names)
+        if not names:
+            return
+        version = self.conn.version_for(DeleteTopicsRequest)
+        request = DeleteTopicsRequest(
+            topics=[DeleteTopicsRequest.DeleteTopicState(name=n) for n in names],
+            topic_names=names, timeout_ms=int(self.timeout * 1000))
+        response, _ = self.conn.call(request, DeleteTopicsResponse, version=version)
+        for result in response.responses:
+            code = result.error_code
+            if code == ErrorCode.NONE or (missing_ok and code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                continue
+            raise KafkaError(code, f"delete topic {result.name}",
+                             getattr(result, "error_message", None))
