@@ -26,7 +26,7 @@ from odradek.wire._generated.create_topics import CreateTopicsRequest, CreateTop
 from odradek.wire._generated.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from odradek.wire._generated.metadata import MetadataRequest, MetadataResponse
 
-__all__ = ["Admin", "BrokerInfo", "PartitionInfo", "TopicInfo"]
+__all__ = ["Admin", "BrokerInfo", "ClusterInfo", "ConfigEntry", "PartitionInfo", "TopicInfo"]
 
 
 @dataclass(frozen=True)
@@ -98,10 +98,11 @@ class Admin:
         """Metadata for `topics` (None: every topic); never auto-creates a topic."""
         wanted = None if topics is None else [
             MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
-        request = MetadataRequest(topics=wanted, allow_auto_topic_creation=False)
+        request = MetadataRequest(allow_auto_topic_creation=False)
         version = self.conn.version_for(MetadataRequest)
-        if wanted is None and version == 0:
-            request.topics = []  # v0: an empty list means every topic
+        # Null asks for every topic (v1+; the constructor turns None into []); v0 has no
+        # null: there an empty list means every topic.
+        request.topics = wanted if wanted is not None or version == 0 else None
         response, _ = self.conn.call(request, MetadataResponse, version=version)
         self._brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack)
                          for b in response.brokers}
@@ -182,17 +183,102 @@ class Admin:
             time.sleep(0.01)
 
     def delete_topics(self, names: Iterable[str], *, missing_ok: bool = False) -> None:
+        """Delete `names`; the first refusal raises (a missing topic too, unless `missing_ok`)."""
+        for error in self.delete_topics_each(names).values():
+            if error is None or (missing_ok and error.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                continue
+            raise error
+
+    def delete_topics_each(self, names: Iterable[str]) -> dict[str, KafkaError | None]:
+        """Delete `names` in one request: what happened to each (None: deleted)."""
         names = list(names)
         if not names:
-            return
+            return {}
         version = self.conn.version_for(DeleteTopicsRequest)
         request = DeleteTopicsRequest(
             topics=[DeleteTopicsRequest.DeleteTopicState(name=n) for n in names],
             topic_names=names, timeout_ms=int(self.timeout * 1000))
         response, _ = self.conn.call(request, DeleteTopicsResponse, version=version)
+        out: dict[str, KafkaError | None] = dict.fromkeys(names)
         for result in response.responses:
-            code = result.error_code
-            if code == ErrorCode.NONE or (missing_ok and code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
-                continue
-            raise KafkaError(code, f"delete topic {result.name}",
-                             getattr(result, "error_message", None))
+            if result.error_code != ErrorCode.NONE:
+                out[result.name or ""] = KafkaError(result.error_code,
+                                                    f"delete topic {result.name}",
+                                                    result.error_message)
+        return out
+
+    # -- configs and the cluster ---------------------------------------------------------------
+
+    def describe_configs(self, resource_type: int, name: str) -> list[ConfigEntry]:
+        """Every config of a resource (2 topic, 4 broker), with where its value comes from."""
+        from odradek.wire._generated.describe_configs import (
+            DescribeConfigsRequest,
+            DescribeConfigsResponse,
+        )
+
+        request = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=resource_type, resource_name=name, configuration_keys=None)])
+        response, version = self.conn.call(request, DescribeConfigsResponse)
+        (result,) = response.results
+        if result.error_code != ErrorCode.NONE:
+            raise KafkaError(result.error_code, f"describe the configs of {name}",
+                             result.error_message)
+        out = []
+        for c in result.configs:
+            # v0 has no config_source yet: derive it from is_default.
+            source = (5 if c.is_default else 1) if version == 0 else c.config_source
+            out.append(ConfigEntry(c.name, c.value, CONFIG_SOURCES.get(source, str(source)),
+                                   c.read_only, c.is_sensitive))
+        return sorted(out, key=lambda e: e.name)
+
+    def describe_cluster(self) -> ClusterInfo:
+        """Cluster id, controller and brokers (DescribeCluster, or Metadata on old brokers),
+        and the bootstrap broker's finalized features."""
+        from odradek.wire import ApiKey
+        from odradek.wire._generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
+
+        if ApiKey.DESCRIBE_CLUSTER in self.conn.versions:
+            from odradek.wire._generated.describe_cluster import (
+                DescribeClusterRequest,
+                DescribeClusterResponse,
+            )
+
+            dc, _ = self.conn.call(DescribeClusterRequest(), DescribeClusterResponse)
+            if dc.error_code != ErrorCode.NONE:
+                raise KafkaError(dc.error_code, "describe the cluster", dc.error_message)
+            cluster_id: str | None = dc.cluster_id
+            controller = dc.controller_id
+            brokers = [BrokerInfo(b.broker_id, b.host, b.port, b.rack) for b in dc.brokers]
+        else:
+            md = self.metadata([])
+            cluster_id, controller = md.cluster_id, md.controller_id
+            brokers = [BrokerInfo(b.node_id, b.host, b.port, b.rack) for b in md.brokers]
+        av, _ = self.conn.call(ApiVersionsRequest(client_software_name="odradek",
+                                                  client_software_version="0"),
+                               ApiVersionsResponse, max_version=3)
+        features = {f.name: f.max_version_level for f in av.finalized_features}
+        return ClusterInfo(cluster_id, controller, sorted(brokers, key=lambda b: b.node_id),
+                           features, dict(self.conn.versions))
+
+
+CONFIG_SOURCES = {0: "unknown", 1: "topic", 2: "dynamic-broker", 3: "dynamic-default-broker",
+                  4: "static-broker", 5: "default", 6: "dynamic-broker-logger",
+                  7: "client-metrics", 8: "group"}
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: str
+    read_only: bool
+    sensitive: bool
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    cluster_id: str | None
+    controller: int
+    brokers: list[BrokerInfo]
+    features: dict[str, int]
+    api_versions: dict[int, tuple[int, int]]
