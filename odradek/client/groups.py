@@ -10,8 +10,12 @@ committed offset, as kafka-consumer-groups reports it.
 
 from __future__ import annotations
 
+import functools
 import struct
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from odradek.client.admin import Admin
 from odradek.client.connection import BrokerConnection, ClientError, KafkaError
@@ -20,6 +24,8 @@ from odradek.wire import ErrorCode
 
 __all__ = ["GroupDescription", "GroupListing", "GroupMember", "GroupOffset", "commit_offsets",
            "committed_offsets", "describe_group", "group_lag", "list_groups"]
+
+T = TypeVar("T")
 
 _OFFSET_FETCH_MAX = 9  # v10 names topics by id only
 _OFFSET_COMMIT_MAX = 9
@@ -67,15 +73,40 @@ def list_groups(admin: Admin) -> list[GroupListing]:
     """Every group of every broker (ListGroups is answered per coordinator)."""
     from odradek.wire._generated.list_groups import ListGroupsRequest, ListGroupsResponse
 
-    found: dict[str, GroupListing] = {}
-    for node in sorted(admin.brokers()):
+    def ask(node: int) -> ListGroupsResponse:
         response, _ = admin.connection_to(node).call(ListGroupsRequest(), ListGroupsResponse)
         if response.error_code != ErrorCode.NONE:
             raise KafkaError(response.error_code, "list groups")
+        return response
+
+    found: dict[str, GroupListing] = {}
+    for node in sorted(admin.brokers()):
+        response = _retrying(admin, functools.partial(ask, node))
         for g in response.groups:
             found[g.group_id] = GroupListing(g.group_id, g.protocol_type, g.group_state,
                                              g.group_type or "classic")
     return sorted(found.values(), key=lambda g: g.group_id)
+
+
+# What a coordinator answers while it is being created or loaded, or after it moved: ask
+# again (the first use of groups creates __consumer_offsets; Kafka answers
+# COORDINATOR_NOT_AVAILABLE until its partitions have leaders).
+_RETRY = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                    ErrorCode.NOT_COORDINATOR})
+
+
+def _retrying(admin: Admin, fn: Callable[[], T]) -> T:
+    """`fn()`, again while it raises a retriable coordinator error, until admin.timeout."""
+    deadline = time.monotonic() + admin.timeout
+    delay = 0.05
+    while True:
+        try:
+            return fn()
+        except KafkaError as exc:
+            if exc.code not in _RETRY or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
 
 
 def coordinator(admin: Admin, group_id: str) -> tuple[int, BrokerConnection]:
@@ -84,16 +115,20 @@ def coordinator(admin: Admin, group_id: str) -> tuple[int, BrokerConnection]:
         FindCoordinatorResponse,
     )
 
-    version = admin.conn.version_for(FindCoordinatorRequest)
-    request = FindCoordinatorRequest(key=group_id, key_type=0, coordinator_keys=[group_id])
-    response, _ = admin.conn.call(request, FindCoordinatorResponse, version=version)
-    if version >= 4:
-        (c,) = response.coordinators
-        code, message, node = c.error_code, c.error_message, c.node_id
-    else:
-        code, message, node = response.error_code, response.error_message, response.node_id
-    if code != ErrorCode.NONE:
-        raise KafkaError(code, f"find the coordinator of group {group_id}", message)
+    def find() -> int:
+        version = admin.conn.version_for(FindCoordinatorRequest)
+        request = FindCoordinatorRequest(key=group_id, key_type=0, coordinator_keys=[group_id])
+        response, _ = admin.conn.call(request, FindCoordinatorResponse, version=version)
+        if version >= 4:
+            (c,) = response.coordinators
+            code, message, node = c.error_code, c.error_message, c.node_id
+        else:
+            code, message, node = response.error_code, response.error_message, response.node_id
+        if code != ErrorCode.NONE:
+            raise KafkaError(code, f"find the coordinator of group {group_id}", message)
+        return node
+
+    node = _retrying(admin, find)
     return node, admin.connection_to(node)
 
 
@@ -112,6 +147,10 @@ def _decode_assignment(data: bytes) -> dict[str, list[int]]:
 
 
 def describe_group(admin: Admin, group_id: str) -> GroupDescription:
+    return _retrying(admin, lambda: _describe_group(admin, group_id))
+
+
+def _describe_group(admin: Admin, group_id: str) -> GroupDescription:
     from odradek.wire._generated.describe_groups import (
         DescribeGroupsRequest,
         DescribeGroupsResponse,
@@ -169,6 +208,10 @@ def _describe_consumer_group(conn: BrokerConnection, group_id: str,
 
 def committed_offsets(admin: Admin, group_id: str) -> dict[tuple[str, int], int]:
     """Every committed offset of the group: {(topic, partition): offset}."""
+    return _retrying(admin, lambda: _committed_offsets(admin, group_id))
+
+
+def _committed_offsets(admin: Admin, group_id: str) -> dict[tuple[str, int], int]:
     from odradek.wire._generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 
     _, conn = coordinator(admin, group_id)
@@ -205,10 +248,12 @@ def commit_offsets(admin: Admin, group_id: str, offsets: dict[tuple[str, int], i
     """Commit as a standalone consumer (generation -1, no member id): Kafka accepts this for
     a group with no active members (and refuses it, UNKNOWN_MEMBER_ID or
     ILLEGAL_GENERATION, while members are in it)."""
-    from odradek.wire._generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+    if offsets:
+        _retrying(admin, lambda: _commit_offsets(admin, group_id, offsets))
 
-    if not offsets:
-        return
+
+def _commit_offsets(admin: Admin, group_id: str, offsets: dict[tuple[str, int], int]) -> None:
+    from odradek.wire._generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
     _, conn = coordinator(admin, group_id)
     topics: dict[str, list[OffsetCommitRequest.OffsetCommitRequestPartition]] = {}
     for (topic, part), offset in sorted(offsets.items()):

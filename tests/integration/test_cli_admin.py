@@ -2,7 +2,11 @@
 broker: every command runs as a user runs it (`python -m odradek ...` in a subprocess), and
 what it did is checked with stock clients (confluent-kafka) where they can see it: topics,
 records with keys and headers, transactions, committed offsets, live group members.
-Failures are one line on stderr with the documented exit code, never a traceback."""
+Failures are one line on stderr with the documented exit code, never a traceback.
+
+The broker is the suite's `BrokerProcess`, so `ODRADEK_IT_SERVER_CMD="python -m
+compat_tests.kafka_it_server"` runs the same tests against Apache Kafka 4.4: the CLI is meant
+for any Kafka-compatible broker."""
 
 from __future__ import annotations
 
@@ -17,17 +21,24 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from it_support import wait_until
+from it_support import BrokerProcess, wait_until
 
-from odradek.testing import TestBroker, running_broker, unique_name
+from odradek.testing import TEST_DEFAULTS, TestBroker, unique_name
 
 TIMEOUT = 60
 
 
 @pytest.fixture(scope="module")
-def broker() -> Iterator[TestBroker]:
-    with running_broker() as b:
-        yield b
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestBroker]:
+    process = BrokerProcess(tmp_path_factory.mktemp("cli-broker"), TEST_DEFAULTS)
+    process.start(timeout=120)
+    handle = TestBroker(process.bootstrap, process)
+    try:
+        yield handle
+    finally:
+        handle.close_admin()
+        code = process.stop()
+        assert code in process.clean_exit_codes, process.stderr_text()
 
 
 def odradek(broker: TestBroker | str, *args: str, stdin: str | None = None,
@@ -165,10 +176,12 @@ def test_produce_keys_headers_partitions_seen_by_a_stock_client(broker: TestBrok
 def test_consume_positions_formats_and_limits(broker: TestBroker) -> None:
     topic = broker.create_topic(partitions=2)
     producer = Producer({"bootstrap.servers": broker.bootstrap})
+    # Recent timestamps: older than log.retention.ms (7 days) would let retention delete them.
+    base = int(time.time() * 1000) - 60_000
     for i in range(6):
         producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i, partition=i % 2,
-                         headers=[("i", str(i).encode())], timestamp=1_700_000_000_000 + i)
-    producer.produce(topic, value=b"\xff\xfe", partition=0, timestamp=1_700_000_000_100)
+                         headers=[("i", str(i).encode())], timestamp=base + i)
+    producer.produce(topic, value=b"\xff\xfe", partition=0, timestamp=base + 100)
     assert producer.flush(10) == 0
 
     everything = json_lines(odradek(broker, "consume", topic, "--from-beginning", "-e",
@@ -177,7 +190,7 @@ def test_consume_positions_formats_and_limits(broker: TestBroker) -> None:
         (0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (1, 2)]
     first = next(r for r in everything if r["value"] == "v0")
     assert first == {"topic": topic, "partition": 0, "offset": 0,
-                     "timestamp": 1_700_000_000_000, "key": "k0", "value": "v0",
+                     "timestamp": base, "key": "k0", "value": "v0",
                      "headers": [["i", "0"]]}
     assert next(r for r in everything if r["offset"] == 3)["value"] == {"base64": "//4="}
 
@@ -186,7 +199,7 @@ def test_consume_positions_formats_and_limits(broker: TestBroker) -> None:
     assert text == "k1\tv1\nk3\tv3\nk5\tv5\n"
     assert odradek(broker, "consume", topic, "-p", "1", "--offset", "2", "-e").stdout == "v5\n"
     stamp = odradek(broker, "consume", topic, "-p", "0", "--timestamp",
-                    str(1_700_000_000_003), "-e", "--format", "json")
+                    str(base + 3), "-e", "--format", "json")
     assert [r["value"] for r in json_lines(stamp)] == ["v4", {"base64": "//4="}]
     two = odradek(broker, "consume", topic, "--from-beginning", "-n", "2", "-p", "0")
     assert two.stdout == "v0\nv2\n"
