@@ -79,6 +79,13 @@ class Admin:
         self._nodes: dict[int, BrokerConnection] = {}
         self._brokers: dict[int, BrokerInfo] = {}
 
+    def reconnect(self) -> None:
+        """Close every connection and open the bootstrap one again: after an interrupted
+        request, whose answer would otherwise arrive in place of the next one's."""
+        self.close()
+        self.conn = BrokerConnection(self.conn.host, self.conn.port, timeout=self.timeout,
+                                     client_id=self.client_id)
+
     def close(self) -> None:
         for conn in self._nodes.values():
             if conn is not self.conn:

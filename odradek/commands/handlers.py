@@ -295,8 +295,9 @@ def consume(args: argparse.Namespace, admin: Admin) -> int:
                     fetcher.positions[rec.partition] = rec.offset + 1
                     break
             out.flush()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # ^C: the normal end of following a topic
         stopped_by = "interrupt"
+        admin.reconnect()  # a fetch may have been cut off mid-request
     if args.group is not None:
         from odradek.client.groups import commit_offsets
 

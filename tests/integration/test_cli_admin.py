@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -247,6 +248,33 @@ def test_consume_with_a_group_resumes_where_it_stopped(broker: TestBroker) -> No
     try:
         (tp,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
         assert tp.offset == 4
+    finally:
+        consumer.close()
+
+
+def test_interrupting_a_following_consume_commits_and_exits_0(broker: TestBroker) -> None:
+    topic = broker.create_topic()
+    group = unique_name("g")
+    odradek(broker, "produce", topic, stdin="one\ntwo\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ODRADEK_")}
+    proc = subprocess.Popen([sys.executable, "-m", "odradek", "consume", topic, "-g", group,
+                             "--from-beginning", "-b", broker.bootstrap],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        assert [proc.stdout.readline(), proc.stdout.readline()] == ["one\n", "two\n"]
+        time.sleep(0.3)  # let it park in a long-poll Fetch, the request ^C cuts off
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (proc.returncode, out, err) == (0, "", "")
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        (tp,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+        assert tp.offset == 2
     finally:
         consumer.close()
 
