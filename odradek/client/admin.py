@@ -289,3 +289,24 @@ class ClusterInfo:
     brokers: list[BrokerInfo]
     features: dict[str, int]
     api_versions: dict[int, tuple[int, int]]
+
+
+def alter_configs(admin: Admin, resource_type: int, name: str, *,
+                  set_: dict[str, str] | None = None, delete: list[str] | None = None,
+                  validate_only: bool = False) -> None:
+    """IncrementalAlterConfigs: SET each of `set_`, DELETE (back to the default) `delete`."""
+    from odradek.wire._generated.incremental_alter_configs import (
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
+    )
+
+    req = IncrementalAlterConfigsRequest
+    ops = [req.AlterableConfig(name=k, config_operation=0, value=v)
+           for k, v in (set_ or {}).items()]
+    ops += [req.AlterableConfig(name=k, config_operation=1, value=None) for k in delete or []]
+    request = req(validate_only=validate_only, resources=[req.AlterConfigsResource(
+        resource_type=resource_type, resource_name=name, configs=ops)])
+    response, _ = admin.conn.call(request, IncrementalAlterConfigsResponse)
+    for r in response.responses:
+        if r.error_code != ErrorCode.NONE:
+            raise KafkaError(r.error_code, f"alter the configs of {name}", r.error_message)

@@ -298,3 +298,91 @@ def group_lag(admin: Admin, description: GroupDescription) -> list[GroupOffset]:
         lag = end - c if c >= 0 and end >= 0 else None
         out.append(GroupOffset(key[0], key[1], c, end, lag, owner.get(key)))
     return out
+
+
+def delete_groups(admin: Admin, group_ids: list[str]) -> dict[str, KafkaError | None]:
+    """DeleteGroups at each group's coordinator: what happened to each (None: deleted)."""
+    from odradek.wire._generated.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+
+    out: dict[str, KafkaError | None] = {}
+    for group_id in group_ids:
+        def delete(group_id: str = group_id) -> KafkaError | None:
+            _, conn = coordinator(admin, group_id)
+            response, _ = conn.call(DeleteGroupsRequest(groups_names=[group_id]),
+                                    DeleteGroupsResponse)
+            (r,) = response.results
+            if r.error_code == ErrorCode.NONE:
+                return None
+            error = KafkaError(r.error_code, f"delete group {group_id}", r.error_message)
+            if r.error_code in _RETRY:
+                raise error
+            return error
+
+        out[group_id] = _retrying(admin, delete)
+    return out
+
+
+@dataclass(frozen=True)
+class Transaction:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    state: str
+    timeout_ms: int
+    start_time_ms: int
+    partitions: dict[str, list[int]]
+
+
+def list_transactions(admin: Admin) -> list[Transaction]:
+    """Every transactional id the brokers' coordinators know, with its state."""
+    from odradek.wire._generated.list_transactions import (
+        ListTransactionsRequest,
+        ListTransactionsResponse,
+    )
+
+    found: dict[str, Transaction] = {}
+    for node in sorted(admin.brokers()):
+        response, _ = admin.connection_to(node).call(ListTransactionsRequest(),
+                                                     ListTransactionsResponse)
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError(response.error_code, "list transactions")
+        for t in response.transaction_states:
+            found[t.transactional_id] = Transaction(t.transactional_id, t.producer_id, -1,
+                                                    t.transaction_state, -1, -1, {})
+    return sorted(found.values(), key=lambda t: t.transactional_id)
+
+
+def describe_transaction(admin: Admin, transactional_id: str) -> Transaction:
+    from odradek.wire._generated.describe_transactions import (
+        DescribeTransactionsRequest,
+        DescribeTransactionsResponse,
+    )
+    from odradek.wire._generated.find_coordinator import (
+        FindCoordinatorRequest,
+        FindCoordinatorResponse,
+    )
+
+    def ask() -> Transaction:
+        version = admin.conn.version_for(FindCoordinatorRequest)
+        request = FindCoordinatorRequest(key=transactional_id, key_type=1,
+                                         coordinator_keys=[transactional_id])
+        found, _ = admin.conn.call(request, FindCoordinatorResponse, version=version)
+        if version >= 4:
+            (c,) = found.coordinators
+            code, message, node = c.error_code, c.error_message, c.node_id
+        else:
+            code, message, node = found.error_code, found.error_message, found.node_id
+        if code != ErrorCode.NONE:
+            raise KafkaError(code, f"find the coordinator of {transactional_id}", message)
+        response, _ = admin.connection_to(node).call(
+            DescribeTransactionsRequest(transactional_ids=[transactional_id]),
+            DescribeTransactionsResponse)
+        (t,) = response.transaction_states
+        if t.error_code != ErrorCode.NONE:
+            raise KafkaError(t.error_code, f"describe transaction {transactional_id}")
+        return Transaction(t.transactional_id, t.producer_id, t.producer_epoch,
+                           t.transaction_state, t.transaction_timeout_ms,
+                           t.transaction_start_time_ms,
+                           {d.topic: sorted(d.partitions) for d in t.topics})
+
+    return _retrying(admin, ask)

@@ -1,4 +1,5 @@
-"""The admin subcommands of `odradek`: topic, produce, consume, group, cluster (docs/cli.md).
+"""The admin subcommands of `odradek`: topic, produce, consume, group, txn, cluster
+(docs/cli.md).
 
 This module only declares their arguments (argparse, nothing else imported), so `odradek
 serve` pays nothing for them; a subcommand's code (`odradek.commands.handlers`, the client
@@ -73,7 +74,7 @@ def _positive(value: str) -> int:
 
 
 def add_admin_parsers(commands: Any) -> None:
-    """Add topic, produce, consume, group and cluster to `odradek`'s subparsers."""
+    """Add topic, produce, consume, group, txn and cluster to `odradek`'s subparsers."""
     common = _common()
 
     topic = commands.add_parser("topic", help="list, create, describe, delete topics",
@@ -100,6 +101,16 @@ def add_admin_parsers(commands: Any) -> None:
     p.add_argument("--all-configs", action="store_true",
                    help="list every config, not only those set on the topic or broker")
     p.set_defaults(func=_lazy("topic_describe"))
+    p = tsub.add_parser("alter-config", parents=[common],
+                        help="set or remove (back to the default) topic configs")
+    p.add_argument("name")
+    p.add_argument("--set", "-s", type=_config, action="append", default=[],
+                   metavar="KEY=VALUE", help="set a config (repeatable)")
+    p.add_argument("--delete", "-d", action="append", default=[], metavar="KEY",
+                   help="remove a config override (repeatable)")
+    p.add_argument("--validate-only", action="store_true",
+                   help="ask the broker to check the change without making it")
+    p.set_defaults(func=_lazy("topic_alter_config"))
     p = tsub.add_parser("delete", parents=[common], help="delete topics")
     p.add_argument("names", nargs="+", metavar="name")
     p.add_argument("--if-exists", action="store_true", help="succeed for a missing topic")
@@ -160,6 +171,38 @@ def add_admin_parsers(commands: Any) -> None:
                         help="members, assignments, committed offsets and lag")
     p.add_argument("group_id")
     p.set_defaults(func=_lazy("group_describe"))
+    p = gsub.add_parser("delete", parents=[common], help="delete groups (they must be empty)")
+    p.add_argument("group_ids", nargs="+", metavar="group_id")
+    p.set_defaults(func=_lazy("group_delete"))
+    p = gsub.add_parser(
+        "reset-offsets", parents=[common],
+        help="move a group's committed offsets (prints the plan; --execute commits it)",
+        description="Move an inactive group's committed offsets on a topic. Without "
+                    "--execute only the plan is printed.")
+    p.add_argument("group_id")
+    p.add_argument("--topic", "-t", required=True)
+    p.add_argument("--partition", "-p", type=_nonnegative, action="append", default=None,
+                   help="only this partition (repeatable; default: all)")
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to-earliest", action="store_true")
+    to.add_argument("--to-latest", action="store_true")
+    to.add_argument("--to-offset", type=_nonnegative, default=None, metavar="N")
+    to.add_argument("--shift-by", type=int, default=None, metavar="N",
+                    help="move by N (negative: back) from the committed offset")
+    to.add_argument("--to-timestamp", type=_nonnegative, default=None, metavar="MS",
+                    help="the first offset at or after this time (ms since epoch)")
+    p.add_argument("--execute", action="store_true", help="commit the new offsets")
+    p.set_defaults(func=_lazy("group_reset_offsets"))
+
+    txn = commands.add_parser("txn", help="list and describe transactions",
+                              description="Transactional producers known to the coordinators.")
+    xsub = txn.add_subparsers(dest="txn_command", metavar="ACTION", required=True)
+    p = xsub.add_parser("list", parents=[common], help="transactional ids and their state")
+    p.set_defaults(func=_lazy("txn_list"))
+    p = xsub.add_parser("describe", parents=[common],
+                        help="a transaction's state, producer, timeout and partitions")
+    p.add_argument("transactional_id")
+    p.set_defaults(func=_lazy("txn_describe"))
 
     cluster = commands.add_parser("cluster", help="the cluster's id, brokers and features")
     csub = cluster.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)

@@ -157,6 +157,26 @@ def topic_describe(args: argparse.Namespace, admin: Admin) -> int:
     return EXIT_OK
 
 
+def topic_alter_config(args: argparse.Namespace, admin: Admin) -> int:
+    from odradek.client.admin import alter_configs
+
+    if not args.set and not args.delete:
+        raise UsageError("nothing to change: give --set KEY=VALUE or --delete KEY")
+    both = set(dict(args.set)) & set(args.delete)
+    if both:
+        raise UsageError(f"{sorted(both)[0]}: both --set and --delete")
+    alter_configs(admin, 2, args.name, set_=dict(args.set), delete=args.delete,
+                  validate_only=args.validate_only)
+    verb = "would change" if args.validate_only else "changed"
+    if args.json:
+        emit_json({"name": args.name, "set": dict(args.set), "deleted": args.delete,
+                   "validate_only": args.validate_only})
+    else:
+        changes = [f"{k}={v}" for k, v in args.set] + [f"-{k}" for k in args.delete]
+        print(f"topic {args.name}: {verb} {' '.join(changes)}")
+    return EXIT_OK
+
+
 def topic_delete(args: argparse.Namespace, admin: Admin) -> int:
     names = list(dict.fromkeys(args.names))
     results = admin.delete_topics_each(names)
@@ -361,6 +381,117 @@ def group_describe(args: argparse.Namespace, admin: Admin) -> int:
                     [(o.topic, o.partition, o.committed if o.committed >= 0 else None,
                       o.end if o.end >= 0 else None, o.lag, o.member) for o in offsets]))
         print(f"\ntotal lag {sum(o.lag for o in offsets if o.lag is not None)}")
+    return EXIT_OK
+
+
+def group_delete(args: argparse.Namespace, admin: Admin) -> int:
+    from odradek.client.groups import delete_groups
+
+    results = delete_groups(admin, list(dict.fromkeys(args.group_ids)))
+    failed = {g: e for g, e in results.items() if e is not None}
+    if args.json:
+        emit_json({"deleted": [g for g, e in results.items() if e is None],
+                   "failed": {g: str(e) for g, e in failed.items()}})
+    else:
+        for g, e in results.items():
+            if e is None:
+                print(f"group {g} deleted")
+    for error in failed.values():
+        print(f"odradek group: {error}", file=sys.stderr)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def group_reset_offsets(args: argparse.Namespace, admin: Admin) -> int:
+    from odradek.client.data import EARLIEST, LATEST, list_offsets
+    from odradek.client.groups import commit_offsets, committed_offsets, describe_group
+
+    found = [t for t in admin.topics([args.topic]) if t.name == args.topic]
+    if not found or found[0].error != ErrorCode.NONE:
+        code = found[0].error if found else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        raise KafkaError(code, f"topic {args.topic}")
+    all_parts = [p.partition for p in found[0].partitions]
+    parts = sorted(set(args.partition)) if args.partition else all_parts
+    missing = [p for p in parts if p not in all_parts]
+    if missing:
+        raise UsageError(f"--partition {missing[0]}: topic {args.topic} has partitions "
+                         f"0-{len(all_parts) - 1}")
+    try:
+        group = describe_group(admin, args.group_id)
+        active = group.members
+    except KafkaError as exc:
+        if exc.code != ErrorCode.GROUP_ID_NOT_FOUND:
+            raise
+        active = []
+    if active and args.execute:
+        print(f"odradek group: group {args.group_id} has {len(active)} active member(s); "
+              "offsets can be reset only while it is empty", file=sys.stderr)
+        return EXIT_FAILED
+    committed = {p: o for (t, p), o in committed_offsets(admin, args.group_id).items()
+                 if t == args.topic}
+    earliest = list_offsets(admin, args.topic, parts, EARLIEST)
+    latest = list_offsets(admin, args.topic, parts, LATEST)
+    plan: dict[int, int] = {}
+    for p in parts:
+        if args.to_earliest:
+            target = earliest[p]
+        elif args.to_latest:
+            target = latest[p]
+        elif args.to_offset is not None:
+            target = args.to_offset
+        elif args.shift_by is not None:
+            target = committed.get(p, latest[p]) + args.shift_by
+        else:
+            target = -1
+        plan[p] = target
+    if args.to_timestamp is not None:
+        at = list_offsets(admin, args.topic, parts, args.to_timestamp)
+        plan = {p: (at[p] if at[p] >= 0 else latest[p]) for p in parts}
+    plan = {p: min(max(o, earliest[p]), latest[p]) for p, o in plan.items()}
+    if args.execute:
+        commit_offsets(admin, args.group_id, {(args.topic, p): o for p, o in plan.items()})
+    if args.json:
+        emit_json({"group_id": args.group_id, "topic": args.topic, "executed": args.execute,
+                   "offsets": [{"partition": p, "from": committed.get(p), "to": o}
+                               for p, o in plan.items()]})
+    else:
+        print(table(["TOPIC", "PARTITION", "COMMITTED", "NEW"],
+                    [(args.topic, p, committed.get(p), o) for p, o in plan.items()]))
+        if not args.execute:
+            print("\n(a plan only: --execute commits it)")
+    return EXIT_OK
+
+
+def txn_list(args: argparse.Namespace, admin: Admin) -> int:
+    from odradek.client.groups import list_transactions
+
+    txns = list_transactions(admin)
+    if args.json:
+        emit_json([{"transactional_id": t.transactional_id, "producer_id": t.producer_id,
+                    "state": t.state} for t in txns])
+    else:
+        print(table(["TRANSACTIONAL-ID", "PRODUCER-ID", "STATE"],
+                    [(t.transactional_id, t.producer_id, t.state) for t in txns]))
+    return EXIT_OK
+
+
+def txn_describe(args: argparse.Namespace, admin: Admin) -> int:
+    from odradek.client.groups import describe_transaction
+
+    t = describe_transaction(admin, args.transactional_id)
+    started = t.start_time_ms if t.start_time_ms >= 0 else None
+    if args.json:
+        emit_json({"transactional_id": t.transactional_id, "producer_id": t.producer_id,
+                   "producer_epoch": t.producer_epoch, "state": t.state,
+                   "timeout_ms": t.timeout_ms, "start_time_ms": started,
+                   "partitions": t.partitions})
+        return EXIT_OK
+    print(f"transaction {t.transactional_id}  state {t.state}  producer {t.producer_id} "
+          f"epoch {t.producer_epoch}  timeout {t.timeout_ms} ms"
+          + (f"  started {started}" if started is not None else ""))
+    if t.partitions:
+        print()
+        print(table(["TOPIC", "PARTITIONS"],
+                    [(topic, ",".join(map(str, ps))) for topic, ps in sorted(t.partitions.items())]))
     return EXIT_OK
 
 

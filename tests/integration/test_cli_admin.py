@@ -120,6 +120,29 @@ def test_internal_topics_are_listed_only_when_asked(broker: TestBroker) -> None:
     assert with_internal["__consumer_offsets"]["internal"] is True
 
 
+def test_topic_alter_config(broker: TestBroker) -> None:
+    topic = broker.create_topic()
+
+    def configs() -> dict[str, Any]:
+        doc = as_json(odradek(broker, "topic", "describe", topic, "--json"))
+        return {k: v["value"] for k, v in doc["configs"].items() if v["source"] == "topic"}
+
+    out = odradek(broker, "topic", "alter-config", topic, "--set", "retention.ms=86400000",
+                  "--set", "cleanup.policy=compact")
+    assert out.stdout == f"topic {topic}: changed retention.ms=86400000 cleanup.policy=compact\n"
+    assert configs() == {"retention.ms": "86400000", "cleanup.policy": "compact"}
+    odradek(broker, "topic", "alter-config", topic, "--delete", "retention.ms")
+    assert configs() == {"cleanup.policy": "compact"}
+    odradek(broker, "topic", "alter-config", topic, "--set", "retention.ms=5",
+            "--validate-only")
+    assert configs() == {"cleanup.policy": "compact"}
+    bad = one_line_failure(odradek(broker, "topic", "alter-config", topic, "--set",
+                                   "retention.ms=forever", check=False), 1)
+    assert bad.startswith(f"odradek topic: alter the configs of {topic}: INVALID_CONFIG")
+    nothing = one_line_failure(odradek(broker, "topic", "alter-config", topic, check=False), 2)
+    assert nothing == "odradek topic: nothing to change: give --set KEY=VALUE or --delete KEY"
+
+
 # -- produce and consume -------------------------------------------------------------------------
 
 
@@ -326,11 +349,80 @@ def test_group_list_and_describe_show_members_assignments_and_lag(
 
         listed = {g["group_id"]: g for g in as_json(odradek(broker, "group", "list", "--json"))}
         assert listed[group]["type"] == protocol and listed[group]["state"] == "Stable"
+        # A group with members can be neither deleted nor reset.
+        busy = one_line_failure(odradek(broker, "group", "delete", group, check=False), 1)
+        assert busy.startswith(f"odradek group: delete group {group}: NON_EMPTY_GROUP")
+        reset = one_line_failure(odradek(broker, "group", "reset-offsets", group, "-t", topic,
+                                         "--to-earliest", "--execute", check=False), 1)
+        assert reset == (f"odradek group: group {group} has 1 active member(s); offsets can "
+                         "be reset only while it is empty")
     finally:
         consumer.close()
     missing = one_line_failure(odradek(broker, "group", "describe", unique_name("none"),
                                        check=False), 1)
     assert "GROUP_ID_NOT_FOUND" in missing
+
+
+def test_group_reset_offsets_and_delete(broker: TestBroker) -> None:
+    topic = broker.create_topic()
+    group = unique_name("g")
+    odradek(broker, "produce", topic, stdin="a\nb\nc\nd\n")
+    odradek(broker, "consume", topic, "--from-beginning", "-g", group, "-e")
+
+    def committed() -> int:
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+        try:
+            (tp,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+            return int(tp.offset)
+        finally:
+            consumer.close()
+
+    assert committed() == 4
+    plan = odradek(broker, "group", "reset-offsets", group, "-t", topic, "--to-earliest")
+    assert "(a plan only: --execute commits it)" in plan.stdout and committed() == 4
+    done = as_json(odradek(broker, "group", "reset-offsets", group, "-t", topic,
+                           "--to-earliest", "--execute", "--json"))
+    assert done["offsets"] == [{"partition": 0, "from": 4, "to": 0}] and committed() == 0
+    for how, expected in ((["--shift-by", "3"], 3), (["--shift-by", "-1"], 2),
+                          (["--to-offset", "99"], 4), (["--to-latest"], 4),
+                          (["--to-timestamp", "0"], 0)):
+        odradek(broker, "group", "reset-offsets", group, "-t", topic, *how, "--execute")
+        assert committed() == expected, how
+    assert odradek(broker, "consume", topic, "-g", group, "-e").stdout == "a\nb\nc\nd\n"
+
+    assert odradek(broker, "group", "delete", group).stdout == f"group {group} deleted\n"
+    listed = [g["group_id"] for g in as_json(odradek(broker, "group", "list", "--json"))]
+    assert group not in listed
+    again = one_line_failure(odradek(broker, "group", "delete", group, check=False), 1)
+    assert again.startswith(f"odradek group: delete group {group}: GROUP_ID_NOT_FOUND")
+
+
+def test_txn_list_and_describe(broker: TestBroker) -> None:
+    topic = broker.create_topic(partitions=2)
+    txn_id = unique_name("txn")
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": txn_id,
+                         "transaction.timeout.ms": 60000})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"x", partition=1)
+    producer.flush(10)
+    ongoing = as_json(odradek(broker, "txn", "describe", txn_id, "--json"))
+    assert ongoing["state"] == "Ongoing"
+    assert ongoing["partitions"] == {topic: [1]}
+    assert ongoing["timeout_ms"] == 60000 and ongoing["producer_id"] >= 0
+    listed = {t["transactional_id"]: t for t in as_json(odradek(broker, "txn", "list", "--json"))}
+    assert listed[txn_id]["state"] == "Ongoing"
+    assert listed[txn_id]["producer_id"] == ongoing["producer_id"]
+    producer.commit_transaction(30)
+    done = wait_until(lambda: (d := as_json(odradek(broker, "txn", "describe", txn_id,
+                                                    "--json")))["state"] == "CompleteCommit"
+                      and d, what="the commit")
+    assert done["partitions"] == {}
+    assert f"transaction {txn_id}  state CompleteCommit" in odradek(
+        broker, "txn", "describe", txn_id).stdout
+    unknown = one_line_failure(odradek(broker, "txn", "describe", unique_name("none"),
+                                       check=False), 1)
+    assert "TRANSACTIONAL_ID_NOT_FOUND" in unknown
 
 
 # -- the cluster and failures --------------------------------------------------------------------

@@ -38,7 +38,7 @@ def test_the_help_lists_serve_and_the_admin_commands(
         main(["--help"])
     assert exc.value.code == 0
     usage = capsys.readouterr().out
-    for command in ("serve", "topic", "produce", "consume", "group", "cluster"):
+    for command in ("serve", "topic", "produce", "consume", "group", "txn", "cluster"):
         assert command in usage
 
 
@@ -51,6 +51,11 @@ def test_the_help_lists_serve_and_the_admin_commands(
     ["consume", "t", "--from-beginning", "--offset", "3"],
     ["consume", "t", "--isolation", "serializable"],
     ["group"],
+    ["group", "reset-offsets", "g", "--to-earliest"],
+    ["group", "reset-offsets", "g", "-t", "t"],
+    ["group", "reset-offsets", "g", "-t", "t", "--to-earliest", "--to-latest"],
+    ["topic", "alter-config", "t", "--set", "novalue"],
+    ["txn", "describe"],
     ["cluster", "nothing"],
 ])
 def test_bad_arguments_are_usage_errors(argv: list[str],
