@@ -1,5 +1,5 @@
 """The `odradek` command: `odradek serve` runs the broker; the admin subcommands (topic,
-produce, consume, group, cluster: `odradek.commands`, docs/cli.md) talk to any
+produce, consume, group, txn, cluster: `odradek.commands`, docs/cli.md) talk to any
 Kafka-compatible broker; `odradek --version`."""
 
 from __future__ import annotations

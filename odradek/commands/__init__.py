@@ -38,6 +38,13 @@ def _lazy(name: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
+def _completion(args: argparse.Namespace) -> int:
+    cli = importlib.import_module("odradek.cli")
+    completion = importlib.import_module("odradek.commands.completion")
+    print(completion.bash_script(cli.build_parser()), end="")
+    return EXIT_OK
+
+
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--bootstrap-server", "-b", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
@@ -203,6 +210,13 @@ def add_admin_parsers(commands: Any) -> None:
                         help="a transaction's state, producer, timeout and partitions")
     p.add_argument("transactional_id")
     p.set_defaults(func=_lazy("txn_describe"))
+
+    p = commands.add_parser(
+        "completion", help="print a shell completion script",
+        description="Print a completion script: `source <(odradek completion bash)`; for "
+                    "zsh, after `autoload -U +X bashcompinit && bashcompinit`.")
+    p.add_argument("shell", choices=["bash"])
+    p.set_defaults(func=_completion)
 
     cluster = commands.add_parser("cluster", help="the cluster's id, brokers and features")
     csub = cluster.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)

@@ -124,3 +124,30 @@ def test_table_aligns_columns_and_shows_none_as_a_dash() -> None:
         "NAME    N\n"
         "orders  3\n"
         "x       -")
+
+
+def _complete(script: str, line: str) -> list[str]:
+    """What bash offers for `line` (the last word is the one being completed)."""
+    words = line.split(" ")
+    program = (f"{script}\nCOMP_WORDS=({' '.join(repr(w) for w in words)})\n"
+               f"COMP_CWORD={len(words) - 1}\n_odradek\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n")
+    out = subprocess.run(["bash", "--norc", "--noprofile"], input=program, capture_output=True,
+                         text=True, timeout=60, check=True)
+    return sorted(out.stdout.split())
+
+
+def test_bash_completion_offers_the_parsers_commands_options_and_choices(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["completion", "bash"]) == 0
+    script = capsys.readouterr().out
+    assert script.startswith("# bash completion for odradek")
+    assert _complete(script, "odradek ") == sorted(
+        ["serve", "topic", "produce", "consume", "group", "txn", "completion", "cluster"])
+    assert _complete(script, "odradek top") == ["topic"]
+    assert _complete(script, "odradek topic ") == sorted(
+        ["list", "create", "describe", "alter-config", "delete"])
+    assert "--from-beginning" in _complete(script, "odradek consume orders --f")
+    assert _complete(script, "odradek consume orders --isolation ") == [
+        "read_committed", "read_uncommitted"]
+    assert _complete(script, "odradek group describe billing --j") == ["--json"]
+    assert "--override" in _complete(script, "odradek serve --")
