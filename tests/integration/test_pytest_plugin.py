@@ -191,6 +191,17 @@ def test_a_malformed_override_is_one_usage_error(pytester: pytest.Pytester) -> N
     result.stderr.fnmatch_lines(["*--odradek-override: 'no-equals-sign' is not KEY=VALUE*"])
 
 
+def test_a_broker_that_cannot_start_errors_the_tests_with_its_reason(
+        pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_user="def test_x(kafka_topic): pass\n")
+    result = run(pytester, "--odradek-override", "num.partitions=0")
+    result.assert_outcomes(errors=1)
+    text = result.stdout.str()
+    assert "BrokerStartError: broker exited" in text
+    assert "odradek: configuration error: num.partitions" in text
+
+
 def test_running_broker_context_manager() -> None:
     with running_broker() as broker:
         process = broker.process
