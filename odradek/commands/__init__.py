@@ -135,6 +135,8 @@ def add_admin_parsers(commands: Any) -> None:
     p.add_argument("--partition", "-p", type=_nonnegative, default=None,
                    help="default: by the key's murmur2 hash (as Java clients), else round-robin")
     p.add_argument("--acks", choices=["all", "1"], default="all")
+    p.add_argument("--compression", "-z", choices=["none", "gzip", "snappy", "lz4", "zstd"],
+                   default="none", help="compress each batch (Kafka's default levels)")
     p.add_argument("--no-create", action="store_true",
                    help="fail rather than let the broker auto-create the topic")
     p.set_defaults(func=_lazy("produce"))

@@ -214,6 +214,9 @@ def produce(args: argparse.Namespace, admin: Admin) -> int:
     if sep is not None and fixed_key is not None:
         raise UsageError("--key and --key-separator exclude each other")
     acks = -1 if args.acks == "all" else 1
+    from odradek.wire.compression import CompressionType
+
+    codec = int(CompressionType[args.compression.upper()])
     stdin = sys.stdin.buffer
     interactive = stdin.isatty()
     total = 0
@@ -225,7 +228,7 @@ def produce(args: argparse.Namespace, admin: Admin) -> int:
         if not pending:
             return
         placed = send(admin, args.topic, pending, acks=acks, auto_create=not args.no_create,
-                      timeout=max(args.timeout, 30.0))
+                      compression=codec, timeout=max(args.timeout, 30.0))
         if args.json:
             for part, offset in placed:
                 print(json.dumps({"topic": args.topic, "partition": part, "offset": offset}))

@@ -25,6 +25,8 @@ from confluent_kafka.admin import AdminClient
 from it_support import BrokerProcess, wait_until
 
 from odradek.testing import TEST_DEFAULTS, TestBroker, unique_name
+from odradek.wire.compression import CompressionType
+from odradek.wire.records import iter_batches
 
 TIMEOUT = 60
 
@@ -234,6 +236,26 @@ def test_consume_positions_formats_and_limits(broker: TestBroker) -> None:
     assert short == "odradek consume: 0 of 1 records within 0.5 s"
     nopart = one_line_failure(odradek(broker, "consume", topic, "-p", "5", check=False), 2)
     assert nopart == f"odradek consume: --partition 5: topic {topic} has partitions 0-1"
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_batches_both_ways(broker: TestBroker, codec: str) -> None:
+    topic = broker.create_topic()
+    lines = [f"record {i} " + "x" * i for i in range(50)]
+    odradek(broker, "produce", topic, "--compression", codec, stdin="\n".join(lines) + "\n")
+    assert [m.value().decode() for m in read_back(broker.bootstrap, topic, 1)] == lines
+    # The batch really is compressed: its attributes in the segment (Kafka's format on disk).
+    assert broker.process is not None
+    segment = broker.process.data_dir / f"{topic}-0" / "00000000000000000000.log"
+    (batch,) = iter_batches(segment.read_bytes())
+    assert batch.compression == CompressionType[codec.upper()]
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "compression.type": codec,
+                         "linger.ms": 50})
+    for line in lines:
+        producer.produce(topic, value=line.encode())
+    assert producer.flush(10) == 0
+    out = odradek(broker, "consume", topic, "--from-beginning", "-e").stdout
+    assert out.splitlines() == lines + lines
 
 
 def test_consume_read_committed_hides_aborted_transactions(broker: TestBroker) -> None:
