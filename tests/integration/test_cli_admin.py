@@ -246,7 +246,8 @@ def test_compressed_batches_both_ways(broker: TestBroker, codec: str) -> None:
     assert [m.value().decode() for m in read_back(broker.bootstrap, topic, 1)] == lines
     # The batch really is compressed: its attributes in the segment (Kafka's format on disk).
     assert broker.process is not None
-    segment = broker.process.data_dir / f"{topic}-0" / "00000000000000000000.log"
+    # (Found anywhere below the data dir: Kafka's wrapper keeps its logs in a subfolder.)
+    (segment,) = broker.process.data_dir.rglob(f"{topic}-0/00000000000000000000.log")
     (batch,) = iter_batches(segment.read_bytes())
     assert batch.compression == CompressionType[codec.upper()]
     producer = Producer({"bootstrap.servers": broker.bootstrap, "compression.type": codec,
