@@ -1,4 +1,6 @@
-"""The `odradek` command: `odradek serve` runs the broker; `odradek --version`."""
+"""The `odradek` command: `odradek serve` runs the broker; the admin subcommands (topic,
+produce, consume, group, txn, cluster: `odradek.commands`, docs/cli.md) talk to any
+Kafka-compatible broker; `odradek --version`."""
 
 from __future__ import annotations
 
@@ -21,8 +23,11 @@ EXIT_CONFIG = 2  # also argparse's code for bad usage
 EXIT_INTERRUPTED = 130
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="odradek", description="A Kafka-wire-compatible broker.")
+def build_parser(*, admin: bool = True) -> argparse.ArgumentParser:
+    """The whole command line; `admin=False` leaves out the admin subcommands (`main` does
+    so for `odradek serve`, whose start-up they would cost a few ms of argparse set-up)."""
+    parser = argparse.ArgumentParser(
+        prog="odradek", description="A Kafka-wire-compatible broker, and tools for any Kafka.")
     parser.add_argument("--version", action="version", version=f"odradek {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -47,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-json", action="store_true", help="log JSON objects, one per line")
     serve.add_argument("--log-level", default="info", choices=LEVELS, help="default: info")
     serve.set_defaults(func=_serve)
+
+    if admin:
+        from odradek.commands import add_admin_parsers  # argparse only: the code loads on use
+
+        add_admin_parsers(commands)
     return parser
 
 
@@ -94,7 +104,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(admin=argv[:1] != ["serve"])
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)

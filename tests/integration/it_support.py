@@ -10,13 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
-import resource
 import shlex
-import signal
 import subprocess
-import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -27,16 +22,11 @@ from typing import Any, TypeVar
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import odradek.testing
+
 TIMEOUT = 30.0
 CLIENTS = ("confluent", "kafka-python", "aiokafka", "kcat")
 CODECS = ("gzip", "snappy", "lz4", "zstd")
-START_TIMEOUT = 30.0
-STOP_TIMEOUT = 30.0
-# The `listening` event in key=value or JSON form; the port is the real bound one.
-LISTENING = re.compile(
-    r"listening.*\bport=(\d+)"  # key=value
-    r'|^(?=.*"event": "listening").*"port": (\d+)'  # JSON, keys in any order
-)
 
 T = TypeVar("T")
 
@@ -82,181 +72,23 @@ def wait_until(predicate: Callable[[], T], timeout: float = TIMEOUT, what: str =
 # --------------------------------------------------------------------------- broker process
 
 
-class BrokerProcess:
-    """One broker subprocess; restartable on the same port and data directory."""
+class BrokerProcess(odradek.testing.BrokerProcess):
+    """The package's broker subprocess (odradek/testing/process.py), plus the suite's two
+    switches: ODRADEK_IT_SERVER_CMD (a shell-style command line) runs another server that
+    accepts `serve --override key=value ...` and logs the same `listening` line (e.g. a wrapper
+    around Apache Kafka); ODRADEK_IT_OVERRIDES="k=v k2=v2" are settings for every broker of
+    the run (e.g. transaction.version=1 to run the suite against a classic-transactions
+    broker)."""
 
     def __init__(self, data_dir: Path, overrides: Mapping[str, str],
                  env: Mapping[str, str] | None = None,
                  nofile: tuple[int, int] | None = None) -> None:
-        self.data_dir = data_dir
-        self.overrides = dict(overrides)
-        self.env = dict(env or {})  # added to the broker's environment (e.g. a test hook)
-        self.port = 0
-        self.proc: subprocess.Popen[str] | None = None
-        self.returncodes: list[int] = []
-        self._lines: list[str] = []
-        self._cond = threading.Condition()
-        self._eof = True
-        self._reader: threading.Thread | None = None
-        self.preexec_fn: Callable[[], None] | None = None  # run in the child before exec
-        if nofile is not None:  # the broker's RLIMIT_NOFILE (soft, hard)
-            self.preexec_fn = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, nofile)
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    @property
-    def clean_exit_codes(self) -> tuple[int, ...]:
-        # A JVM reference server ends with 128+SIGTERM after its shutdown hooks ran.
-        return (0, 143) if os.environ.get("ODRADEK_IT_SERVER_CMD") else (0,)
-
-    def command(self) -> list[str]:
         base = os.environ.get("ODRADEK_IT_SERVER_CMD")
-        argv = shlex.split(base) if base else [sys.executable, "-m", "odradek"]
-        # ODRADEK_IT_OVERRIDES="k=v k2=v2": settings for every broker of the run (e.g.
-        # transaction.version=1 to run the suite against a classic-transactions broker).
         extra = dict(kv.split("=", 1) for kv in os.environ.get("ODRADEK_IT_OVERRIDES", "").split())
-        settings = {
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "log.dirs": str(self.data_dir),
-            **extra,
-            **self.overrides,
-        }
-        argv.append("serve")
-        for key, value in settings.items():
-            argv += ["--override", f"{key}={value}"]
-        return argv
-
-    def start(self, timeout: float = START_TIMEOUT) -> None:
-        assert not self.running, "broker already running"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ODRADEK_")}
-        env["PYTHONUNBUFFERED"] = "1"
-        env.update(self.env)
-        with self._cond:
-            first_line = len(self._lines)
-            self._lines.append(f"----- start: {shlex.join(self.command())}\n")
-            self._eof = False
-        self.proc = subprocess.Popen(
-            self.command(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            env=env,
-            preexec_fn=self.preexec_fn,
-        )
-        self._reader = threading.Thread(
-            target=self._read, args=(self.proc,), name="broker-stderr", daemon=True
-        )
-        self._reader.start()
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            scanned = first_line
-            while True:
-                for line in self._lines[scanned:]:
-                    m = LISTENING.search(line)
-                    if m:
-                        self.port = int(m.group(1) or m.group(2))
-                        return
-                scanned = len(self._lines)
-                remaining = deadline - time.monotonic()
-                if self._eof or remaining <= 0:
-                    break
-                self._cond.wait(remaining)
-        what = "exited" if self._eof else f"did not log `listening` within {timeout:.0f}s"
-        self.kill()
-        raise RuntimeError(f"broker {what}; stderr:\n{self.stderr_text()}")
-
-    def _read(self, proc: subprocess.Popen[str]) -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            with self._cond:
-                self._lines.append(line)
-                self._cond.notify_all()
-        with self._cond:
-            self._eof = True
-            self._cond.notify_all()
-
-    def _reap(self) -> int:
-        assert self.proc is not None
-        code = self.proc.wait(timeout=STOP_TIMEOUT)
-        if self._reader is not None:
-            self._reader.join(timeout=STOP_TIMEOUT)
-        if self.proc.stderr is not None:
-            self.proc.stderr.close()
-        with self._cond:
-            self._lines.append(f"----- exited with {code}\n")
-        self.returncodes.append(code)
-        self.proc = None
-        return code
-
-    def stop(self, timeout: float = STOP_TIMEOUT) -> int:
-        """SIGTERM and wait; returns the exit code (0 for a clean shutdown)."""
-        if self.proc is None:
-            raise RuntimeError("broker not started")
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self._reap()
-                raise RuntimeError(f"broker ignored SIGTERM for {timeout:.0f}s") from None
-        return self._reap()
-
-    def kill(self) -> int:
-        """SIGKILL (kill -9) and wait."""
-        if self.proc is None:
-            raise RuntimeError("broker not started")
-        if self.proc.poll() is None:
-            self.proc.kill()
-        return self._reap()
-
-    def restart(self, *, hard: bool = False) -> None:
-        """Stop (or kill -9 when `hard`) and start again on the same port and data dir."""
-        if self.running:
-            if hard:
-                self.kill()
-            else:
-                self.stop()
-        elif self.proc is not None:
-            self._reap()
-        self.start()
-
-    # -- output ----------------------------------------------------------------------------
-
-    def stderr_text(self) -> str:
-        with self._cond:
-            return "".join(self._lines)
-
-    def open_descriptors(self) -> int:
-        """How many descriptors the broker process holds now (/proc/PID/fd)."""
-        assert self.proc is not None
-        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
-
-    def wait_for_log(self, pattern: str, timeout: float = 10.0) -> str:
-        """The first stderr line matching `pattern`, waiting up to `timeout` for it."""
-        regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            scanned = 0
-            while True:
-                for line in self._lines[scanned:]:
-                    if regex.search(line):
-                        return line
-                scanned = len(self._lines)
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._eof:
-                    raise AssertionError(f"no log line matching {pattern!r}")
-                self._cond.wait(remaining)
+        # A JVM reference server ends with 128+SIGTERM after its shutdown hooks ran.
+        super().__init__(data_dir, {**extra, **overrides}, env, nofile,
+                         command=shlex.split(base) if base else None,
+                         clean_exit_codes=(0, 143) if base else (0,))
 
 
 # `start_broker(data_dir, overrides=None)`, the factory fixture of conftest.py.
