@@ -368,18 +368,22 @@ class Broker:
             log.info("expired idle producers", count=removed)
         return removed
 
-    async def _cleaner_loop(self) -> None:
-        """Compact `cleanup.policy=compact` logs (storage/cleaner.py): clean the dirtiest log,
-        on the event loop in short slices; when none needs it, wait `log.cleaner.backoff.ms`."""
+    def new_cleaner(self) -> LogCleaner:
+        """The log cleaner, with the `log.cleaner.*` buffer and throughput settings."""
         cfg = self.config
-        cleaner = LogCleaner(
+        return LogCleaner(
             self.logs,
             dedupe_buffer_size=cfg.get_int("log.cleaner.dedupe.buffer.size"),
             load_factor=cfg.get_float("log.cleaner.io.buffer.load.factor"),
             io_buffer_size=cfg.get_int("log.cleaner.io.buffer.size"),
             max_io_bytes_per_second=cfg.get_float("log.cleaner.io.max.bytes.per.second"),
         )
-        backoff = cfg.get_int("log.cleaner.backoff.ms") / 1000
+
+    async def _cleaner_loop(self) -> None:
+        """Compact `cleanup.policy=compact` logs (storage/cleaner.py): clean the dirtiest log,
+        on the event loop in short slices; when none needs it, wait `log.cleaner.backoff.ms`."""
+        cleaner = self.new_cleaner()
+        backoff = self.config.get_int("log.cleaner.backoff.ms") / 1000
         while True:
             try:
                 cleaned = await cleaner.run_pass_async(self.now_ms)

@@ -107,12 +107,15 @@ def test_transactional_batches_keep_their_producer_fields(tmp_path: Path) -> Non
     assert rebuilt.crc_ok()
 
 
-def test_the_topic_compression_level_is_used(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("codec", "fast", "small"), [("gzip", 1, 9), ("lz4", 1, 17),
+                                                     ("zstd", 1, 19)])
+def test_the_topic_compression_level_is_used(tmp_path: Path, codec: str, fast: int,
+                                             small: int) -> None:
     broker = open_broker(tmp_path)
-    broker.cluster.create_topic("fast", 1, {"compression.type": "gzip",
-                                            "compression.gzip.level": "1"})
-    broker.cluster.create_topic("small", 1, {"compression.type": "gzip",
-                                             "compression.gzip.level": "9"})
+    broker.cluster.create_topic("fast", 1, {"compression.type": codec,
+                                            f"compression.{codec}.level": str(fast)})
+    broker.cluster.create_topic("small", 1, {"compression.type": codec,
+                                             f"compression.{codec}.level": str(small)})
     text = b" ".join(b"record %d of a long and repetitive text" % i for i in range(2000))
     sent = build_batch([(b"k", text)])
     sizes = {}

@@ -551,3 +551,19 @@ def test_many_batches_in_one_request_never_overflow_the_index(tmp_path: Path) ->
     assert len(log.segments) == 2
     log.close()
     verify_segment_files(log.directory, 0)
+
+
+@pytest.mark.parametrize(("segment_bytes", "segments"), [("1048576", 3), (None, 1)])
+def test_segment_bytes_rolls_the_log(tmp_path: Path, segment_bytes: str | None,
+                                     segments: int) -> None:
+    """The public segment.bytes (its floor, 1 MiB, since Kafka 4), not only the internal
+    setting the other tests use: three 600 KB batches take three segments; at the default
+    (1 GiB) one."""
+    overrides = {} if segment_bytes is None else {"segment.bytes": segment_bytes}
+    config = LogConfig.from_overrides(overrides)
+    assert config.get_optional_int("internal.segment.bytes") is None
+    log = open_log(tmp_path, config)
+    for _ in range(3):
+        append(log, [b"x" * 600_000])
+    assert len(log.segments) == segments
+    log.close()
