@@ -1,7 +1,8 @@
 """Every implemented setting is proven (issue #18): a test fails when it is ignored.
 
-`PROOFS` names, for each setting whose decision is IMPLEMENTED (odradek/config/decisions.py),
-the tests that show its effect: a test that only reads the value back or checks what
+`PROOFS` names, for each setting whose decision is IMPLEMENTED (odradek/config/decisions.py,
+plus Odradek's own internal `transaction.version`; read from the tables that drive
+DescribeConfigs and docs/configuration.md), the tests that show its effect: a test that only reads the value back or checks what
 DescribeConfigs says does not count. A broker setting that is a topic config's default
 (`log.retention.ms` for `retention.ms`, ...) is proven by the test that the broker hands it
 to every topic's log plus the topic config's own proofs (`_via_topic`).
@@ -18,7 +19,7 @@ import ast
 from functools import cache
 from pathlib import Path
 
-from odradek.config import decisions
+from odradek.config import BROKER_CONFIGS, TOPIC_CONFIGS
 from odradek.config.synonyms import TOPIC_CONFIG_OF
 from odradek.config.types import Effect
 
@@ -252,6 +253,10 @@ BROKER: dict[str, tuple[str, ...]] = {
         "test_the_timer_aborts_timed_out_transactions_and_expires_ids_and_producers",
     ),
     "producer.id.expiration.check.interval.ms": (PERIODIC,),
+    # Odradek's own (internal, never described): the finalized transaction.version level
+    "transaction.version": (
+        f"{API}/test_api_versions.py::test_transaction_version_1_is_selected_by_the_broker_setting",
+    ),
 }
 
 PROOFS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -261,13 +266,8 @@ PROOFS: dict[tuple[str, str], tuple[str, ...]] = {
 
 
 def _implemented() -> set[tuple[str, str]]:
-    found = set()
-    for scope, table in (("broker", decisions.BROKER), ("topic", decisions.TOPIC)):
-        for name, decision in table.items():
-            effect = decision if isinstance(decision, Effect) else decision[0]
-            if effect is Effect.IMPLEMENTED:
-                found.add((scope, name))
-    return found
+    return ({("broker", n) for n, d in BROKER_CONFIGS.items() if d.effect is Effect.IMPLEMENTED}
+            | {("topic", n) for n, d in TOPIC_CONFIGS.items() if d.effect is Effect.IMPLEMENTED})
 
 
 @cache
