@@ -223,7 +223,7 @@ def _append_partition(ctx: RequestContext, topic: str, index: int, plog: Partiti
             fixed = corrected_max_timestamp(batch)
             if fixed is not None:  # the header's maxTimestamp is not its records' (re-CRCs)
                 set_max_timestamp(view, 0, 0, fixed)
-                batch.max_timestamp = fixed
+                batch = RecordBatch(view)  # the header as it now is
         rebuilt = recompress(batch, plog.config)
         if rebuilt is not None:
             if len(rebuilt) > plog.config.max_message_bytes:

@@ -75,6 +75,7 @@ TOPIC: dict[str, tuple[str, ...]] = {
     "message.timestamp.type": (
         f"{LOG}::test_log_append_time",
         f"{PRODUCE_CONFIGS}::test_log_append_time_topics_are_exempt",
+        f"{PRODUCE_CONFIGS}::test_a_producer_may_not_mark_its_batch_log_append_time",
     ),
     "min.cleanable.dirty.ratio": (
         f"{CLEANER}::test_max_compaction_lag_forces_a_clean",
@@ -109,7 +110,7 @@ BROKER: dict[str, tuple[str, ...]] = {
     ),
     "listener.security.protocol.map": (
         "tests/unit/config/test_config.py::test_custom_listener_names_via_protocol_map",
-        f"{API}/test_describe_cluster.py::test_this_node_is_the_cluster",
+        f"{API}/test_metadata.py::test_this_node_is_the_broker_and_controller_on_the_clients_listener",
     ),
     "controller.listener.names": (
         "tests/unit/config/test_config.py::test_controller_listeners_are_not_client_listeners",

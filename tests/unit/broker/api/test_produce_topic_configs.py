@@ -292,3 +292,51 @@ def test_a_wrong_header_max_timestamp_is_corrected(tmp_path: Path, walker: str,
     assert RecordBatch(honest).max_timestamp == now + 300
     assert _produce(broker, "t", honest).error_code == 0
     assert bytes(_stored(broker, "t")[-1].buffer())[8:] == honest[8:]  # but its base offset
+
+
+def _log_append_time_batch(records: list[Record], max_timestamp: int) -> bytes:
+    """A batch its producer marked LogAppendTime (no Kafka client does)."""
+    raw = bytearray(build_batch(records, base_timestamp=max_timestamp))
+    set_max_timestamp(raw, 0, 1, max_timestamp)
+    return bytes(raw)
+
+
+@pytest.mark.parametrize(("configs", "stamp"), [
+    ({"message.timestamp.type": "LogAppendTime"}, "now"), ({}, -1)])
+def test_a_producer_may_not_mark_its_batch_log_append_time(
+        tmp_path: Path, configs: dict[str, str], stamp: object) -> None:
+    """Kafka's validateTimestamp: on a LogAppendTime topic, or when the records carry no
+    timestamp, every record is INVALID_TIMESTAMP, named as Kafka's DefaultRecord prints it."""
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("t", 1, configs)
+    ts = broker.now_ms() if stamp == "now" else -1
+    records = [Record(0, 0, b"key", b"value", []), Record(1, 0, None, b"", [])]
+    response = _produce(broker, "t", _log_append_time_batch(records, ts))
+    assert response.error_code == ErrorCode.INVALID_TIMESTAMP
+    assert response.error_message == (
+        "One or more records have been rejected due to invalid timestamp")
+    assert [(e.batch_index, e.batch_index_error_message) for e in response.record_errors] == [
+        (i, f"Invalid timestamp type in message DefaultRecord(offset={i}, timestamp={ts}, "
+            f"key={k} bytes, value={v} bytes). Producer should not set timestamp type to "
+            "LogAppendTime.") for i, k, v in ((0, 3, 5), (1, 0, 0))]
+    assert _stored(broker, "t") == []
+
+
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.GZIP])
+def test_a_log_append_time_batch_becomes_create_time_on_a_create_time_topic(
+        tmp_path: Path, codec: int) -> None:
+    """Its records' timestamp is its maxTimestamp: bounded as such, then stored as a
+    CreateTime batch with that maxTimestamp (Kafka's setMaxTimestamp with the topic's type)."""
+    broker = open_broker(tmp_path)
+    broker.cluster.create_topic("t", 1, {"compression.type": "uncompressed"}
+                                if codec else {})
+    now = broker.now_ms()
+    raw = bytearray(build_batch([(b"k", b"v")], base_timestamp=now, compression=codec))
+    set_max_timestamp(raw, 0, 1, now)
+    assert _produce(broker, "t", bytes(raw)).error_code == ErrorCode.NONE
+    (stored,) = _stored(broker, "t")
+    assert (stored.timestamp_type, stored.max_timestamp) == (0, now)
+    assert stored.crc_ok()
+    late = bytearray(build_batch([(b"k", b"v")], base_timestamp=now))
+    set_max_timestamp(late, 0, 1, now + 2 * HOUR)  # after.max.ms: one hour
+    assert _produce(broker, "t", bytes(late)).error_code == ErrorCode.INVALID_TIMESTAMP
