@@ -176,7 +176,7 @@ BROKER: dict[str, tuple[str, ...]] = {
     "log.cleaner.io.buffer.load.factor": (
         WIRED, f"{CLEANER}::test_map_budget_spreads_the_work_over_passes"),
     "log.cleaner.io.buffer.size": (
-        WIRED, f"{CLEANER}::test_cleaning_on_the_event_loop_lets_other_tasks_run"),
+        WIRED, f"{CLEANER}::test_the_io_buffer_size_bounds_each_read"),
     "log.cleaner.io.max.bytes.per.second": (
         WIRED, f"{EFFECTS}::test_log_cleaner_io_max_bytes_per_second_throttles_the_cleaner"),
     "log.retention.check.interval.ms": (PERIODIC,),
