@@ -145,12 +145,16 @@ def test_check_records_is_the_same_with_either_walker(
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(records, "_walkers", walkers)
             try:
-                results.append(RecordBatch(raw).check_records(1 << 24, keys_required=keys))
+                batch = RecordBatch(raw)
+                results.append((batch.check_records(1 << 24, keys_required=keys),
+                                batch.timestamp_deltas))
             except RecordBatchError as e:
                 results.append((type(e), str(e)))
     assert results[0] == results[1]
     if count_change == 0:
-        assert results[0] == ([i for i, r in enumerate(items) if r.key is None] if keys else [])
+        deltas = [r.timestamp_delta for r in items]
+        assert results[0] == ([i for i, r in enumerate(items) if r.key is None] if keys else [],
+                              (min(deltas), max(deltas)))
 
 
 # -- malformed input -------------------------------------------------------------------------
