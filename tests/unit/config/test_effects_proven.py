@@ -53,7 +53,10 @@ TOPIC: dict[str, tuple[str, ...]] = {
         f"{PRODUCE_CONFIGS}::test_producer_keeps_the_batch_byte_for_byte",
     ),
     "delete.retention.ms": (f"{CLEANER}::test_tombstones_go_after_delete_retention",),
-    "file.delete.delay.ms": (f"{CLEANER}::test_reads_and_appends_while_cleaning",),
+    "file.delete.delay.ms": (
+        f"{CLEANER}::test_reads_and_appends_while_cleaning",
+        f"{LOG}::test_file_delete_delay_applies_to_segments_deleted_by_retention",
+    ),
     "flush.messages": (f"{LOG}::test_flush_messages_and_recovery_point",),
     "flush.ms": (f"{LOG}::test_flush_ms",),
     "index.interval.bytes": (f"{LOG}::test_indexes_are_sparse_and_match_kafka_checks",),
