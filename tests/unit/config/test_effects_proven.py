@@ -33,6 +33,7 @@ EFFECTS = f"{API}/test_setting_effects.py"
 TOPIC_DEFAULT = f"{EFFECTS}::test_a_broker_topic_default_is_what_every_log_applies"
 WIRED = f"{EFFECTS}::test_the_broker_hands_the_setting_to_its_component"
 PERIODIC = f"{EFFECTS}::test_periodic_tasks_run_at_their_interval"
+INTERNAL_TOPICS = f"{EFFECTS}::test_internal_topics_are_created_with_their_settings"
 PRODUCE_CONFIGS = f"{API}/test_produce_topic_configs.py"
 CLEANER = f"{STORAGE}/test_cleaner.py"
 LOG = f"{STORAGE}/test_storage_log.py"
@@ -205,9 +206,11 @@ BROKER: dict[str, tuple[str, ...]] = {
     "offset.metadata.max.bytes": (
         WIRED, f"{GROUP}/test_group_coordinator.py::test_metadata_too_large_is_per_partition"),
     "offsets.topic.num.partitions": (
-        WIRED, f"{API}/test_group_handlers.py::test_offsets_and_groups_survive_a_reopen"),
+        WIRED, INTERNAL_TOPICS,
+        f"{API}/test_group_handlers.py::test_offsets_and_groups_survive_a_reopen"),
     "offsets.topic.segment.bytes": (
-        WIRED, "tests/integration/test_compaction.py::test_consumer_offsets_shrink_after_many_commits"),
+        WIRED, INTERNAL_TOPICS,
+        "tests/integration/test_compaction.py::test_consumer_offsets_shrink_after_many_commits"),
     "group.consumer.session.timeout.ms": (
         WIRED,
         f"{GROUP}/test_consumer_group.py::test_the_configured_session_timeout_expires_a_silent_member",
@@ -250,8 +253,8 @@ BROKER: dict[str, tuple[str, ...]] = {
         f"{API}/test_txn_handlers.py::"
         "test_the_timer_aborts_timed_out_transactions_and_expires_ids_and_producers",
     ),
-    "transaction.state.log.num.partitions": (WIRED,),
-    "transaction.state.log.segment.bytes": (WIRED,),
+    "transaction.state.log.num.partitions": (WIRED, INTERNAL_TOPICS),
+    "transaction.state.log.segment.bytes": (WIRED, INTERNAL_TOPICS),
     "producer.id.expiration.ms": (
         f"{API}/test_txn_handlers.py::"
         "test_the_timer_aborts_timed_out_transactions_and_expires_ids_and_producers",

@@ -330,3 +330,24 @@ def test_log_dir_and_log_dirs_are_where_partitions_live(tmp_path: Path) -> None:
     assert {p.parent.name for p in tmp_path.glob("[ab]/t-*")} == {"a", "b"}
     assert not (tmp_path / "ignored" / "t-0").exists()
     two.close()
+
+
+@pytest.mark.parametrize(("runtime", "topic", "settings"), [
+    ("groups", "__consumer_offsets", {"offsets.topic.num.partitions": "5",
+                                      "offsets.topic.segment.bytes": "4096"}),
+    ("transactions", "__transaction_state", {"transaction.state.log.num.partitions": "4",
+                                             "transaction.state.log.segment.bytes": "8192"}),
+])
+def test_internal_topics_are_created_with_their_settings(
+        tmp_path: Path, runtime: str, topic: str, settings: dict[str, str]) -> None:
+    """A coordinator creates its internal topic on first use (FindCoordinator for groups,
+    the first write for transactions): with its `*.num.partitions` partitions, each log
+    rolling at its `*.segment.bytes`."""
+    partitions, segment_bytes = (int(v) for v in settings.values())
+    broker = open_broker(tmp_path, **settings)
+    assert getattr(broker, runtime).ensure_topic()
+    created = broker.cluster.get(topic)
+    assert created is not None and created.partitions == partitions
+    plog = broker.partitions.log(topic, partitions - 1)
+    assert plog is not None and plog.config.segment_bytes == segment_bytes
+    broker.close()
