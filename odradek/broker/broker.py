@@ -136,6 +136,7 @@ class Broker:
             raise ConfigError(str(e), "transaction.version") from None
         self.groups: GroupRuntime = self._group_runtime()
         self.transactions: TxnRuntime = self._transaction_runtime()
+        self.cleaner: LogCleaner | None = None  # built when the cleaner task starts
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots"))
 
@@ -368,25 +369,35 @@ class Broker:
             log.info("expired idle producers", count=removed)
         return removed
 
+    def _cleaner_settings(self) -> dict[str, Any]:
+        cfg = self.config
+        return {
+            "dedupe_buffer_size": cfg.get_int("log.cleaner.dedupe.buffer.size"),
+            "load_factor": cfg.get_float("log.cleaner.io.buffer.load.factor"),
+            "io_buffer_size": cfg.get_int("log.cleaner.io.buffer.size"),
+            "max_io_bytes_per_second": cfg.get_float("log.cleaner.io.max.bytes.per.second"),
+        }
+
+    def new_cleaner(self) -> LogCleaner:
+        """The log cleaner, with the `log.cleaner.*` buffer and throughput settings."""
+        return LogCleaner(self.logs, **self._cleaner_settings())
+
     async def _cleaner_loop(self) -> None:
         """Compact `cleanup.policy=compact` logs (storage/cleaner.py): clean the dirtiest log,
         on the event loop in short slices; when none needs it, wait `log.cleaner.backoff.ms`."""
-        cfg = self.config
-        cleaner = LogCleaner(
-            self.logs,
-            dedupe_buffer_size=cfg.get_int("log.cleaner.dedupe.buffer.size"),
-            load_factor=cfg.get_float("log.cleaner.io.buffer.load.factor"),
-            io_buffer_size=cfg.get_int("log.cleaner.io.buffer.size"),
-            max_io_bytes_per_second=cfg.get_float("log.cleaner.io.max.bytes.per.second"),
-        )
-        backoff = cfg.get_int("log.cleaner.backoff.ms") / 1000
+        settings = self._cleaner_settings()
+        cleaner = self.cleaner = self.new_cleaner()
         while True:
+            # Dynamic broker configs apply from the next pass on, as Kafka's reconfigure.
+            if (now := self._cleaner_settings()) != settings:
+                settings = now
+                cleaner.reconfigure(**settings)
             try:
                 cleaned = await cleaner.run_pass_async(self.now_ms)
             except Exception:
                 log.exception("log cleaner pass failed")
                 cleaned = None
             if cleaned is None:
-                await anyio.sleep(backoff)
+                await anyio.sleep(self.config.get_int("log.cleaner.backoff.ms") / 1000)
             else:
                 await anyio.lowlevel.checkpoint()

@@ -158,12 +158,54 @@ PER_BROKER = "broker"
 CLUSTER_DEFAULT = "default"
 
 
+# Implemented dynamic settings that are not topic defaults but are applied while the broker
+# runs, as on Kafka: the connection limits (read at every accept; Kafka's ConnectionQuotas
+# applies a new limit to new connections), the producer expiry (read at every expiry pass:
+# Kafka's DynamicProducerStateManagerConfig) and the cleaner's settings (read before every
+# pass: Kafka's LogCleaner.reconfigure restarts its threads with them).
+LIVE: frozenset[str] = frozenset({
+    "max.connections",
+    "max.connections.per.ip",
+    "producer.id.expiration.ms",
+    "log.cleaner.backoff.ms",
+    "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.buffer.size",
+    "log.cleaner.io.max.bytes.per.second",
+})
+
+
+# Dynamic settings Kafka lets AlterConfigs change for one broker only (its
+# DynamicBrokerConfig.PerBrokerConfigs: the listener settings, the principal builder and
+# SASL's, less the cluster-level max.connections & co.); at the cluster default it answers
+# INVALID_REQUEST. (Its SSL ones are refused first for want of a listener prefix.)
+PER_BROKER_ONLY: frozenset[str] = frozenset({
+    "listeners",
+    "listener.security.protocol.map",
+    "principal.builder.class",
+    "sasl.enabled.mechanisms",
+    "sasl.jaas.config",
+    "sasl.kerberos.kinit.cmd",
+    "sasl.kerberos.min.time.before.relogin",
+    "sasl.kerberos.principal.to.local.rules",
+    "sasl.kerberos.service.name",
+    "sasl.kerberos.ticket.renew.jitter",
+    "sasl.kerberos.ticket.renew.window.factor",
+    "sasl.login.refresh.buffer.seconds",
+    "sasl.login.refresh.min.period.seconds",
+    "sasl.login.refresh.window.factor",
+    "sasl.login.refresh.window.jitter",
+    "sasl.mechanism.inter.broker.protocol",
+})
+
+
 def live(definition: ConfigDef) -> bool:
     """Whether Odradek applies a change of this dynamic setting while it runs: the topic
-    defaults (every topic's log is reconfigured) and the settings with no effect here. The
-    others (listeners, connection limits, the cleaner's buffers, ...) are read at start-up, so
-    changing them dynamically is refused rather than stored without effect."""
-    return definition.topic_synonym is not None or definition.effect is Effect.NO_EFFECT
+    defaults (every topic's log is reconfigured), the settings in `LIVE` and the settings
+    with no effect here. The others (`listeners`, `listener.security.protocol.map`) are read
+    at start-up, so changing them dynamically is refused rather than stored without effect."""
+    return (definition.topic_synonym is not None or definition.name in LIVE
+            or definition.effect is Effect.NO_EFFECT)
 
 # Every broker synonym named by a topic config must be a broker setting.
 assert all(s in BROKER_CONFIGS for s in TOPIC_CONFIG_OF), "topic synonym missing"
@@ -279,6 +321,10 @@ class BrokerConfig(TypedGetters):
                 value = parse_value(definition, text)
             except ConfigError as exc:
                 raise BrokerConfigRequestError(exc.reason, name) from None
+            if scope == CLUSTER_DEFAULT and name in PER_BROKER_ONLY:
+                raise BrokerConfigRequestError(
+                    "Cannot update these configs at default cluster level, broker id must be "
+                    f"specified: [{name}]", name)
             if not definition.effect.supported and value != definition.default:
                 raise ConfigError(
                     f"Invalid value {text} for configuration {name}: not supported by Odradek "

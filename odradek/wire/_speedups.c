@@ -27,7 +27,8 @@
  *
  * A varint is a zigzag-encoded base-128 number, least significant group first, a set top bit
  * meaning "more bytes follow": at most 5 bytes and 32 significant bits (a varlong: at most 10
- * bytes). Every field is read; timestampDelta only for its size, keys, values and header
+ * bytes). Every field is read; timestampDelta for the lowest and highest of the batch (the
+ * produce path bounds every record's timestamp with them), keys, values and header
  * contents only for their lengths (header keys are not checked to be UTF-8: Kafka decodes
  * them with replacement characters).
  *
@@ -129,12 +130,13 @@ check_span(const Py_buffer *view, Py_ssize_t pos, Py_ssize_t end)
 }
 
 PyDoc_STRVAR(walk_records_doc,
-"walk_records(data, pos, end, index, count, keyless, check_deltas)\n"
+"walk_records(data, pos, end, index, count, keyless, check_deltas[, stamps])\n"
 "    -> (index, pos, need, error, arg)\n\n"
 "records.py's _walk_records: walks the whole records in data[pos:end] (any buffer), every\n"
 "field of each, checking that they fill the record exactly, that the offsetDelta of each is\n"
 "its index (when check_deltas) and that there are at most `count`; appends the index of\n"
-"every null-keyed record to the list keyless (None: not collected).");
+"every null-keyed record to the list keyless (None: not collected). stamps, a list\n"
+"[lowest, highest] timestampDelta so far, is widened by the deltas of the records walked.");
 
 /* One varint field of a record whose reads are bounded by `end` (the data) and judged
  * against the record's end by the caller: V_END maps to WALK_OVERRUN, V_BAD to
@@ -163,16 +165,31 @@ walk_records(PyObject *module, PyObject *args)
 {
     Py_buffer view;
     Py_ssize_t pos_arg, end_arg, index, count;
-    PyObject *keyless;
+    PyObject *keyless, *stamps = Py_None;
     int check_deltas;
+    long long lo = 0, hi = 0;
     (void)module;
 
-    if (!PyArg_ParseTuple(args, "y*nnnnOp:walk_records", &view, &pos_arg, &end_arg, &index,
-                          &count, &keyless, &check_deltas))
+    if (!PyArg_ParseTuple(args, "y*nnnnOp|O:walk_records", &view, &pos_arg, &end_arg, &index,
+                          &count, &keyless, &check_deltas, &stamps))
         return NULL;
     if (check_span(&view, pos_arg, end_arg) < 0) {
         PyBuffer_Release(&view);
         return NULL;
+    }
+    if (stamps == Py_None) {
+        stamps = NULL;
+    } else if (!PyList_Check(stamps) || PyList_GET_SIZE(stamps) != 2) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "stamps must be a list [lowest, highest] or None");
+        return NULL;
+    } else {
+        lo = PyLong_AsLongLong(PyList_GET_ITEM(stamps, 0));
+        hi = PyLong_AsLongLong(PyList_GET_ITEM(stamps, 1));
+        if (PyErr_Occurred()) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
     }
     if (keyless == Py_None) {
         keyless = NULL;
@@ -188,6 +205,9 @@ walk_records(PyObject *module, PyObject *args)
     int64_t rec_start, rec_end, length, value, field, headers, h;
     int error = WALK_OK, r;
     int64_t need = 1, arg = 0;
+    uint64_t raw;
+    int64_t ts;
+    int shift;
 
     while (pos < end) {
         rec_start = pos;
@@ -220,9 +240,14 @@ walk_records(PyObject *module, PyObject *args)
         /* A field may run past rec_end (into the next record): that is judged after it is
          * read, as the Python walker does; only `end` bounds the reads. */
         pos++;  /* attributes */
-        field = pos;  /* timestampDelta: a varlong, skipped; at most 10 bytes */
-        while (pos < end && (data[pos] & 0x80) && pos - field < 9)
+        field = pos;  /* timestampDelta: a varlong of at most 10 bytes (Java's long wraps) */
+        raw = 0;
+        shift = 0;
+        while (pos < end && (data[pos] & 0x80) && pos - field < 9) {
+            raw |= (uint64_t)(data[pos] & 0x7F) << shift;
+            shift += 7;
             pos++;
+        }
         if (pos >= end) {
             error = WALK_OVERRUN;
             break;
@@ -232,7 +257,13 @@ walk_records(PyObject *module, PyObject *args)
             arg = field;
             break;
         }
+        raw |= (uint64_t)data[pos] << shift;  /* shift <= 63: the 10th byte's low bit */
         pos++;
+        ts = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+        if (ts < lo)
+            lo = ts;
+        if (ts > hi)
+            hi = ts;
         READ_FIELD(value);  /* offsetDelta */
         if (check_deltas && value != index) {
             error = WALK_BAD_DELTA;
@@ -294,6 +325,16 @@ walk_records(PyObject *module, PyObject *args)
     }
 done:
     PyBuffer_Release(&view);
+    if (stamps != NULL && error == WALK_OK) {
+        PyObject *l = PyLong_FromLongLong(lo), *h_ = PyLong_FromLongLong(hi);
+        if (l == NULL || h_ == NULL) {
+            Py_XDECREF(l);
+            Py_XDECREF(h_);
+            return NULL;
+        }
+        PyList_SetItem(stamps, 0, l);  /* steals the references */
+        PyList_SetItem(stamps, 1, h_);
+    }
     return result(index, pos, need, error, arg);
 }
 

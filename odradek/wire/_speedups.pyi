@@ -10,5 +10,6 @@ def walk_records(
     count: int,
     keyless: list[int] | None,
     check_deltas: bool,
+    stamps: list[int] | None = None,
     /,
 ) -> tuple[int, int, int, int, int]: ...

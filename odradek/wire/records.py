@@ -122,6 +122,8 @@ CONTROL_ABORT: Final = 0
 CONTROL_COMMIT: Final = 1
 
 _INT32_MAX: Final = 0x7FFFFFFF
+_LONG_MAX: Final = 2**63 - 1
+_LONG_MIN: Final = -(2**63)
 
 # The whole header, baseOffset to recordsCount, in the order of the table above.
 BATCH_HEADER: Final = struct.Struct(">qiibIhiqqqhii")
@@ -206,6 +208,7 @@ class RecordBatch:
         "producer_id",
         "records_count",
         "size",
+        "timestamp_deltas",
     )
 
     base_offset: int
@@ -222,6 +225,8 @@ class RecordBatch:
     base_sequence: int
     records_count: int
     size: int
+    # (lowest, highest) timestampDelta of the records, once `check_records` walked them.
+    timestamp_deltas: tuple[int, int] | None
 
     def __init__(self, buf: Buffer, pos: int = 0) -> None:
         mv = buf if isinstance(buf, memoryview) else memoryview(buf)
@@ -267,6 +272,7 @@ class RecordBatch:
         self.size = length + LOG_OVERHEAD
         self._buf = mv
         self._pos = pos
+        self.timestamp_deltas = None
 
     def __repr__(self) -> str:
         return (
@@ -353,6 +359,10 @@ class RecordBatch:
         Compressed records are read as a stream (`decompress_stream`): at most `limit`
         decompressed bytes, holding one chunk and the record being read.
 
+        Sets `timestamp_deltas` to the lowest and highest timestampDelta of the records, so
+        that the produce path bounds every record's timestamp (not the header's max) without
+        a second walk.
+
         Raises InvalidRecordError for a disagreement or a malformed record,
         DecompressedTooLargeError past `limit`, RecordBatchError for corrupt compression."""
         count = self.records_count
@@ -363,6 +373,7 @@ class RecordBatch:
                 f"inconsistent batch offset range [0, {self.last_offset_delta}] and count of "
                 f"records {count}")
         keyless: list[int] | None = [] if keys_required else None
+        stamps = [_LONG_MAX, _LONG_MIN]
         start = self._pos + BATCH_HEADER_SIZE
         end = self._pos + self.size
         codec = self.compression
@@ -374,7 +385,8 @@ class RecordBatch:
             # checked here: Kafka stores an uncompressed batch as sent.
             records: Buffer = (self._buf[start:end] if walkers.in_place
                                else bytes(self._buf[start:end]))
-            index, pos, _ = walkers.walk(records, 0, len(records), 0, count, keyless, False)
+            index, pos, _ = walkers.walk(records, 0, len(records), 0, count, keyless, False,
+                                         stamps)
             pos += start
             if pos != end:
                 raise InvalidRecordError(
@@ -391,7 +403,7 @@ class RecordBatch:
                     continue
                 data = pending[0] if len(pending) == 1 else b"".join(pending)
                 index, pos, need = walkers.walk(data, 0, len(data), index, count, keyless,
-                                                True)
+                                                True, stamps)
                 rest = data[pos:] if pos else data
                 pending = [rest] if rest else []
                 have = len(rest)
@@ -401,6 +413,7 @@ class RecordBatch:
         if index != count:
             raise InvalidRecordError(
                 f"record batch declares {count} records but holds {index}")
+        self.timestamp_deltas = (stamps[0], stamps[1])
         return keyless or []
 
     def control_type(self) -> int | None:
@@ -474,15 +487,22 @@ def _walk_error(code: int, index: int, count: int, arg: int) -> RecordBatchError
 
 
 def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
-                  keyless: list[int] | None, check_deltas: bool = True) -> tuple[int, int, int]:
+                  keyless: list[int] | None, check_deltas: bool = True,
+                  stamps: list[int] | None = None) -> tuple[int, int, int]:
     """Walk the whole records in data[pos:end], numbered from `index`; stop at the first one
     that is not complete. Returns (next index, where it starts, bytes needed from there to
     complete it; 1 when even its length is incomplete). Reads every field of each record, as
     Kafka's DefaultRecord.readFrom does: the fields must fill the record's length exactly, the
     headers count and header key lengths must not be negative, and there are at most `count`
     records; with `check_deltas` each offsetDelta must be its index. Appends the indexes of
-    null-keyed records to `keyless` when given. This loop is the produce path's per-record
-    cost when the C walker is not built: varints are inlined with a one-byte fast path."""
+    null-keyed records to `keyless` when given. `stamps`, when given, is [lowest, highest]
+    timestampDelta so far (TIMESTAMP_SPAN_EMPTY before any record): widened by the deltas of
+    the records walked, so that the produce path bounds every record's timestamp without a
+    second walk. This loop is the produce path's per-record cost when the C walker is not
+    built: varints are inlined with a one-byte fast path."""
+    lo = hi = 0
+    if stamps is not None:
+        lo, hi = stamps
     while pos < end:
         rec_start = pos
         b = data[pos]
@@ -495,8 +515,10 @@ def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
             try:
                 b, pos = _read_varint(data, pos, 5, 0)
             except IndexError:
-                return index, rec_start, end - rec_start + 1
+                pos = end + 1
             if pos > end:
+                if stamps is not None:
+                    stamps[0], stamps[1] = lo, hi
                 return index, rec_start, end - rec_start + 1
             b = (b << 1) ^ (b >> 31)  # back to zigzag, decoded below like the fast paths
         length = (b >> 1) ^ -(b & 1)
@@ -504,6 +526,8 @@ def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
         if length < 6:  # attributes, three varints and two lengths take at least 6 bytes
             raise _walk_error(_WALK_BAD_LENGTH, index, count, length)
         if rec_end > end:
+            if stamps is not None:
+                stamps[0], stamps[1] = lo, hi
             return index, rec_start, rec_end - rec_start
         if index >= count:
             raise _walk_error(_WALK_TOO_MANY, index, count, 0)
@@ -511,12 +535,31 @@ def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
         # the C walker does; running past the data is an IndexError, an overrun too.
         try:
             pos += 1  # attributes
-            field = pos
-            while data[pos] & 0x80:  # timestampDelta, skipped: a varlong of at most 10 bytes
+            b = data[pos]  # timestampDelta: a varlong of at most 10 bytes
+            if b < 0x80:
+                ts = (b >> 1) ^ -(b & 1)
                 pos += 1
-                if pos - field == 9 and data[pos] & 0x80:
-                    raise _walk_error(_WALK_BAD_VARINT, index, count, field)
-            pos += 1
+            elif (b2 := data[pos + 1]) < 0x80:  # deltas under 8 s: two bytes
+                b = (b & 0x7F) | (b2 << 7)
+                ts = (b >> 1) ^ -(b & 1)
+                pos += 2
+            else:
+                field = pos
+                raw = shift = 0
+                while b & 0x80:
+                    raw |= (b & 0x7F) << shift
+                    shift += 7
+                    pos += 1
+                    if pos - field == 10:
+                        raise _walk_error(_WALK_BAD_VARINT, index, count, field)
+                    b = data[pos]
+                raw = (raw | (b << shift)) & 0xFFFF_FFFF_FFFF_FFFF  # Java's long wraps
+                ts = (raw >> 1) ^ -(raw & 1)
+                pos += 1
+            if ts < lo:
+                lo = ts
+            if ts > hi:
+                hi = ts
             b = data[pos]
             if b < 0x80:
                 delta = (b >> 1) ^ -(b & 1)
@@ -578,14 +621,18 @@ def _walk_records(data: Buffer, pos: int, end: int, index: int, count: int,
             raise _walk_error(_WALK_SIZE_MISMATCH, index, count, pos - rec_end + length)
         pos = rec_end
         index += 1
+    if stamps is not None:
+        stamps[0], stamps[1] = lo, hi
     return index, pos, 1
 
 
 def _walk_records_c(data: Buffer, pos: int, end: int, index: int, count: int,
-                    keyless: list[int] | None, check_deltas: bool = True) -> tuple[int, int, int]:
-    """`_walk_records` in C: the same results, exceptions and `keyless` (for end = len(data))."""
+                    keyless: list[int] | None, check_deltas: bool = True,
+                    stamps: list[int] | None = None) -> tuple[int, int, int]:
+    """`_walk_records` in C: the same results, exceptions, `keyless` and `stamps` (for
+    end = len(data))."""
     index, pos, need, code, arg = _speedups.walk_records(data, pos, end, index, count, keyless,
-                                                         check_deltas)
+                                                         check_deltas, stamps)
     if code:
         raise _walk_error(code, index, count, arg)
     return index, pos, need
@@ -593,8 +640,8 @@ def _walk_records_c(data: Buffer, pos: int, end: int, index: int, count: int,
 
 class _WalkFn(Protocol):
     def __call__(self, data: Buffer, pos: int, end: int, index: int, count: int,
-                 keyless: list[int] | None, check_deltas: bool = True, /
-                 ) -> tuple[int, int, int]: ...
+                 keyless: list[int] | None, check_deltas: bool = True,
+                 stamps: list[int] | None = None, /) -> tuple[int, int, int]: ...
 
 
 class _Walkers(NamedTuple):

@@ -121,6 +121,21 @@ def test_max_connections_per_ip(start_broker: StartBroker, tmp_path: Path) -> No
             s.close()
 
 
+def test_max_connections(start_broker: StartBroker, tmp_path: Path) -> None:
+    """The broker-wide limit (Kafka's max.connections), below the per-IP one."""
+    broker = start_broker(tmp_path / "data", {"max.connections": "2"})
+    socks = [_connect(broker) for _ in range(2)]
+    try:
+        assert all(_served(s) for s in socks)
+        with _connect(broker) as extra:
+            assert not _served(extra)
+        socks.pop().close()
+        wait_until(lambda: _new_client_served(broker), what="a slot after one closed")
+    finally:
+        for s in socks:
+            s.close()
+
+
 def test_queued_max_request_bytes_mutes_reading_until_memory_is_released(
         start_broker: StartBroker, tmp_path: Path) -> None:
     broker = start_broker(tmp_path / "data", {"queued.max.request.bytes": "1000"})

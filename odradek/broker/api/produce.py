@@ -49,8 +49,10 @@
   KIP-1030) bound each record's timestamp around the broker's clock, else INVALID_TIMESTAMP
   with record_errors; `compression.type` other than `producer` recompresses a batch whose
   codec differs, at `compression.<codec>.level` (the rebuilt batch is checked against
-  max.message.bytes again). With the default bounds only the batch header's max timestamp is
-  read, and a batch in the producer's codec is stored as it came.
+  max.message.bytes again). Each record's timestamp is bounded, not the header's
+  maxTimestamp, from the span the record walk found (no second walk), and a header
+  maxTimestamp other than the records' largest is corrected as Kafka does; a batch in the
+  producer's codec is stored as it came.
 - A write that fails is undone (the log is as before) and answered KAFKA_STORAGE_ERROR,
   retriable: on a full disk until space is freed, for a failed log dir until a restart (see
   `storage/log.py`).
@@ -65,7 +67,7 @@ from __future__ import annotations
 import anyio
 import structlog
 
-from odradek.broker.api._validation import check_timestamps, recompress
+from odradek.broker.api._validation import check_timestamps, corrected_max_timestamp, recompress
 from odradek.broker.cluster import INTERNAL_TOPICS, LEADER_EPOCH
 from odradek.broker.connection import CloseConnection
 from odradek.broker.context import RequestContext
@@ -80,7 +82,7 @@ from odradek.wire import ErrorCode, RecordBatchError
 from odradek.wire._generated.produce import ProduceRequest, ProduceResponse
 from odradek.wire.compression import CompressionType
 from odradek.wire.exceptions import DecompressedTooLargeError, InvalidRecordError
-from odradek.wire.records import LEGACY_MAGIC_OFFSET, RecordBatch, iter_batches
+from odradek.wire.records import LEGACY_MAGIC_OFFSET, RecordBatch, iter_batches, set_max_timestamp
 
 log = structlog.get_logger("odradek.produce")
 
@@ -217,6 +219,11 @@ def _append_partition(ctx: RequestContext, topic: str, index: int, plog: Partiti
                      error=rejected.code.name, reason=rejected.records[0][1],
                      client=ctx.client_id)
             return resp
+        if not plog.config.log_append_time:  # LogAppendTime: the log stamps the batch itself
+            fixed = corrected_max_timestamp(batch)
+            if fixed is not None:  # the header's maxTimestamp is not its records' (re-CRCs)
+                set_max_timestamp(view, 0, 0, fixed)
+                batch = RecordBatch(view)  # the header as it now is
         rebuilt = recompress(batch, plog.config)
         if rebuilt is not None:
             if len(rebuilt) > plog.config.max_message_bytes:

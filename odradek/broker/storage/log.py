@@ -743,17 +743,26 @@ class PartitionLog:
         if count == len(self._segments):
             self.roll(now_ms=now_ms)
         for _ in range(count):
-            self._delete_oldest_segment()
+            self._delete_oldest_segment(now_ms)
         if self._segments[0].base_offset > self.log_start_offset:
             self.log_start_offset = self._segments[0].base_offset
             self.epochs.truncate_from_start(self.log_start_offset)
             self._notify_log_start()
         return count
 
-    def _delete_oldest_segment(self) -> None:
+    def _delete_oldest_segment(self, now_ms: int | None = None) -> None:
+        """Drop the oldest segment. By retention (`now_ms` given) its files are renamed
+        `.deleted` and removed `file.delete.delay.ms` later (`delete_retired`), as Kafka's
+        asynchronous segment deletion: a reader still holding the segment reads it whole."""
         segment = self._segments.pop(0)
         self._bases.pop(0)
-        segment.delete()
+        delay = self.config.file_delete_delay_ms
+        if now_ms is None or delay <= 0:
+            segment.delete()
+        else:
+            segment.load_indexes()  # a reader still holding it must not need the files
+            segment.change_file_suffixes("", files.DELETED_SUFFIX)
+            self._retired.append((now_ms + delay, segment))
         self.producer_state.delete_snapshots_before(self._segments[0].base_offset)
         log.info(
             "deleted segment", log=f"{self.topic}-{self.partition}", base_offset=segment.base_offset

@@ -315,6 +315,7 @@ class LogManager:
                 continue
             try:
                 deleted += pl.enforce_retention(now_ms)
+                pl.delete_retired(now_ms)  # segments retired at least file.delete.delay.ms ago
             except StorageError:  # the dir failed meanwhile
                 continue
             except OSError as exc:

@@ -29,6 +29,7 @@ except ImportError:  # built without a C compiler: only the requirement test bel
 needs_c = pytest.mark.skipif(_speedups is None, reason="the C extension was not built")
 
 Walk = Callable[..., tuple[int, int, int]]
+STAMPS_EMPTY = (2**63 - 1, -(2**63))  # what check_records starts the walk with
 # (python walker, its C counterpart, takes check_deltas)
 PAIRS: list[tuple[Walk, Walk, bool]] = [
     (records._walk_records, records._walk_records_c, True),
@@ -48,15 +49,17 @@ def test_the_extension_is_used_when_required() -> None:
 
 def _outcome(fn: Walk, data: Any, end: int, index: int, count: int, keys: bool,
              deltas: bool | None) -> tuple[Any, ...]:
-    """What one walk gives: its result or its exception (type and message), and the keyless
-    list it filled. Anything but a RecordBatchError propagates and fails the test."""
+    """What one walk gives: its result or its exception (type and message), the keyless list
+    it filled and the [lowest, highest] timestampDelta it found (`STAMPS_EMPTY` when it walked
+    no record). Anything but a RecordBatchError propagates and fails the test."""
     keyless: list[int] | None = [] if keys else None
-    extra = () if deltas is None else (deltas,)
+    stamps = list(STAMPS_EMPTY)
     try:
-        result: Any = fn(data, 0, end, index, count, keyless, *extra)
+        result: Any = fn(data, 0, end, index, count, keyless,
+                         True if deltas is None else deltas, stamps)
     except RecordBatchError as e:
         result = (type(e), str(e))
-    return result, keyless
+    return result, keyless, stamps
 
 
 def _assert_same(data: bytes, count: int, index: int = 0) -> list[tuple[Any, ...]]:
@@ -104,8 +107,10 @@ def test_valid_batches_walk_the_same(items: list[Record], extra: int) -> None:
     data = _section(build_batch(items, base_timestamp=0))
     outcomes = _assert_same(data, max(1, len(items) + extra))
     if extra == 0:  # the declared count: the plain length walk sees every record
-        (index, pos, need), keyless = outcomes[0]
+        (index, pos, need), keyless, stamps = outcomes[0]
         assert (index, pos, need, keyless) == (len(items), len(data), 1, None)
+        deltas = [r.timestamp_delta for r in items]
+        assert stamps == [min(deltas), max(deltas)]
 
 
 @needs_c
@@ -140,12 +145,16 @@ def test_check_records_is_the_same_with_either_walker(
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(records, "_walkers", walkers)
             try:
-                results.append(RecordBatch(raw).check_records(1 << 24, keys_required=keys))
+                batch = RecordBatch(raw)
+                results.append((batch.check_records(1 << 24, keys_required=keys),
+                                batch.timestamp_deltas))
             except RecordBatchError as e:
                 results.append((type(e), str(e)))
     assert results[0] == results[1]
     if count_change == 0:
-        assert results[0] == ([i for i, r in enumerate(items) if r.key is None] if keys else [])
+        deltas = [r.timestamp_delta for r in items]
+        assert results[0] == ([i for i, r in enumerate(items) if r.key is None] if keys else [],
+                              (min(deltas), max(deltas)))
 
 
 # -- malformed input -------------------------------------------------------------------------
@@ -248,7 +257,7 @@ FIELD_CASES: list[tuple[bytes, int, bool, bool, Any]] = [
                          LENGTH_CASES + FIELD_CASES)
 def test_edge_cases(data: bytes, count: int, deltas: bool, keys: bool, expected: Any) -> None:
     for fn in (records._walk_records, records._walk_records_c):
-        result, _ = _outcome(fn, data, len(data), 0, count, keys, deltas)
+        result, _, _ = _outcome(fn, data, len(data), 0, count, keys, deltas)
         if isinstance(expected[0], type):
             assert result[0] is expected[0] and result[1].startswith(expected[1]), (fn, result)
         else:
@@ -259,7 +268,7 @@ def test_edge_cases(data: bytes, count: int, deltas: bool, keys: bool, expected:
 def test_a_1_mib_batch_of_1_kib_records() -> None:
     items = [(b"%d" % i, bytes(1000)) for i in range(1000)]
     data = _section(build_batch(items, base_timestamp=0))
-    assert _assert_same(data, 1000)[0] == ((1000, len(data), 1), None)
+    assert _assert_same(data, 1000)[0] == ((1000, len(data), 1), None, [0, 0])
 
 
 @needs_c
@@ -281,3 +290,51 @@ def test_arguments_are_checked() -> None:
     data = b"\xff" + _RECORD + b"\xff"
     assert _speedups.walk_records(memoryview(data)[1:-1], 0, 9, 0, 1, None, True) == (1, 9, 1, 0, 0)
     assert _speedups.walk_records(data, 1, 10, 0, 1, None, True) == (1, 10, 1, 0, 0)
+
+
+# -- timestamp deltas -------------------------------------------------------------------------
+
+
+@needs_c
+@pytest.mark.parametrize("deltas", [[0], [5, -3, 70], [2**63 - 1, -(2**63)], [-1, 2**40, 64],
+                                    [300, 200, 100]])
+def test_timestamp_deltas_are_the_records_span(deltas: list[int]) -> None:
+    """The produce path bounds every record's timestamp with the span the walk returns: both
+    walkers must find the records' lowest and highest timestampDelta, 10-byte varlongs (the
+    extremes of Java's long) included, widening the span they are given."""
+    data = _section(build_batch([Record(i, d, b"k", b"v") for i, d in enumerate(deltas)],
+                                base_timestamp=0))
+    for fn in (records._walk_records, records._walk_records_c):
+        stamps = list(STAMPS_EMPTY)
+        assert fn(data, 0, len(data), 0, len(deltas), None, True, stamps) == (
+            len(deltas), len(data), 1)
+        assert stamps == [min(deltas), max(deltas)], fn
+        wide = [-(2**63), 2**63 - 1]
+        fn(data, 0, len(data), 0, len(deltas), None, True, wide)
+        assert wide == [-(2**63), 2**63 - 1], fn  # only ever widened
+        assert fn(data, 0, len(data), 0, len(deltas), None, True) == (len(deltas), len(data), 1)
+
+
+@needs_c
+@pytest.mark.parametrize("codec", list(CompressionType))
+def test_check_records_sets_the_span_with_either_walker(codec: int) -> None:
+    """Compressed batches are walked in chunks: the span covers every chunk."""
+    deltas = [(i * 7919) % 5000 - 2500 for i in range(3000)]
+    raw = build_batch([Record(i, d, b"key", b"v" * 50) for i, d in enumerate(deltas)],
+                      base_timestamp=10, compression=codec)
+    assert records._C_WALKERS is not None
+    for walkers in (records._PY_WALKERS, records._C_WALKERS):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(records, "_walkers", walkers)
+            batch = RecordBatch(raw)
+            assert batch.timestamp_deltas is None
+            batch.check_records(1 << 24)
+            assert batch.timestamp_deltas == (min(deltas), max(deltas)), walkers.name
+
+
+@needs_c
+def test_stamps_must_be_a_pair() -> None:
+    assert _speedups is not None
+    for bad in ((0, 0), [0], [0, 0, 0], ["a", 0]):
+        with pytest.raises(TypeError):
+            _speedups.walk_records(_RECORD, 0, len(_RECORD), 0, 1, None, True, bad)

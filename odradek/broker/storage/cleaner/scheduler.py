@@ -66,12 +66,11 @@ class LogCleaner:
         slice_ms: float = 5.0,
     ) -> None:
         self.manager = manager
-        self.cleaner = Cleaner(
-            dedupe_buffer_size=dedupe_buffer_size,
-            load_factor=load_factor,
-            io_buffer_size=io_buffer_size,
-        )
+        self.cleaner = Cleaner()
         self.max_io_bytes_per_second = max_io_bytes_per_second
+        self.reconfigure(dedupe_buffer_size=dedupe_buffer_size, load_factor=load_factor,
+                         io_buffer_size=io_buffer_size,
+                         max_io_bytes_per_second=max_io_bytes_per_second)
         self.slice_s = slice_ms / 1000
         self.uncleanable: set[TopicPartition] = set()
         self.in_progress: TopicPartition | None = None
@@ -137,6 +136,15 @@ class LogCleaner:
                 if step is not None:
                     step()
         return outcome.result
+
+    def reconfigure(self, *, dedupe_buffer_size: int, load_factor: float, io_buffer_size: int,
+                    max_io_bytes_per_second: float) -> None:
+        """New `log.cleaner.*` buffer and throughput settings, used from the next pass on (a
+        dynamic broker config change; Kafka's LogCleaner.reconfigure). The logs marked
+        uncleanable and the cleaning checkpoints are kept."""
+        self.cleaner = Cleaner(dedupe_buffer_size=dedupe_buffer_size, load_factor=load_factor,
+                               io_buffer_size=io_buffer_size)
+        self.max_io_bytes_per_second = max_io_bytes_per_second
 
     async def run_pass_async(self, clock: Callable[[], int]) -> CleanResult | None:
         """One pass on the event loop: other tasks run every `slice_ms`, fsyncs run in a

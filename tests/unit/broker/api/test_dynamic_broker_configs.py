@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
+import pytest
 from admin_testutil import call, open_broker
 
 from odradek.broker.broker import Broker
@@ -13,6 +15,7 @@ from odradek.config import BrokerConfig, ConfigSource
 from odradek.wire import ApiKey, ErrorCode
 from odradek.wire._generated.describe_configs import DescribeConfigsRequest
 from odradek.wire._generated.incremental_alter_configs import IncrementalAlterConfigsRequest
+from odradek.wire.records import build_batch
 
 BROKER = 4
 SET, DELETE, APPEND = 0, 1, 2
@@ -101,7 +104,7 @@ def test_bad_dynamic_changes_are_refused_whole(tmp_path: Path) -> None:
          "Value must be at least 1048576"),
         ((("log.retention.ms", SET, "5"), ("log.local.retention.ms", SET, "5")),
          ErrorCode.INVALID_CONFIG, "not supported by Odradek yet"),
-        ((("max.connections", SET, "5"),), ErrorCode.INVALID_CONFIG,
+        ((("listeners", SET, "PLAINTEXT://127.0.0.1:9999"),), ErrorCode.INVALID_CONFIG,
          "cannot change it while it runs yet"),
         ((("no.such.setting", SET, "5"),), ErrorCode.INVALID_CONFIG,
          "Unknown broker config name: no.such.setting"),
@@ -116,4 +119,75 @@ def test_bad_dynamic_changes_are_refused_whole(tmp_path: Path) -> None:
     assert alter(broker, "1", ("log.cleanup.policy", APPEND, "compact")) == (ErrorCode.NONE, None)
     assert broker.config.dynamic("broker") == {"num.io.threads": "4",
                                                "log.cleanup.policy": "delete,compact"}
+    broker.close()
+
+
+def test_connection_limits_and_producer_expiry_apply_at_once(tmp_path: Path) -> None:
+    """max.connections and max.connections.per.ip are read at every accept, and
+    producer.id.expiration.ms at every expiry pass: changed dynamically (cluster-wide or for
+    this broker), they apply without a restart, as on Kafka."""
+    broker = open_broker(tmp_path)
+    assert alter(broker, "", ("max.connections", SET, "5"),
+                 ("producer.id.expiration.ms", SET, "1000")) == (ErrorCode.NONE, None)
+    assert alter(broker, "1", ("max.connections.per.ip", SET, "2")) == (ErrorCode.NONE, None)
+    assert broker.config.get_int("max.connections") == 5
+    assert broker.config.get_int("max.connections.per.ip") == 2
+    broker.cluster.create_topic("t", 1, {})
+    plog = broker.partitions.log("t", 0)
+    assert plog is not None
+    plog.append(memoryview(bytearray(build_batch([(b"k", b"v")], producer_id=3,
+                                                 producer_epoch=0, base_sequence=0,
+                                                 base_timestamp=0))),
+                leader_epoch=0, now_ms=0)
+    assert broker.expire_producers(999) == 0
+    assert broker.expire_producers(1001) == 1  # the default would keep it a day
+    broker.close()
+
+
+def test_cleaner_settings_apply_from_the_next_pass(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log.cleaner.* settings changed while the cleaner runs are used from its next pass
+    (Kafka's LogCleaner.reconfigure), the backoff from its next wait."""
+    broker = open_broker(tmp_path)
+    waits: list[float] = []
+
+    class Stop(Exception):
+        pass
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 1:
+            # what IncrementalAlterConfigs on the cluster default does (checked first)
+            broker.config.set_dynamic("default", {"log.cleaner.backoff.ms": "2500",
+                                                  "log.cleaner.io.max.bytes.per.second": "1000",
+                                                  "log.cleaner.dedupe.buffer.size": "2097152"})
+            return
+        raise Stop
+
+    monkeypatch.setattr(anyio, "sleep", sleep)
+    with pytest.raises(Stop):
+        anyio.run(broker._cleaner_loop)
+    monkeypatch.undo()
+    assert waits == [15.0, 2.5]
+    assert broker.cleaner is not None
+    assert broker.cleaner.max_io_bytes_per_second == 1000
+    assert broker.cleaner.cleaner.map_budget == int(2097152 * 0.9)
+    broker.close()
+
+
+def test_listener_settings_are_per_broker_only(tmp_path: Path) -> None:
+    """Kafka lets the listener settings change for one broker only (DynamicBrokerConfig's
+    per-broker configs); for this broker Odradek cannot apply them while it runs yet."""
+    broker = open_broker(tmp_path)
+    for name, value in (("listeners", "PLAINTEXT://127.0.0.1:9999"),
+                        ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,X:PLAINTEXT")):
+        assert alter(broker, "", (name, SET, value)) == (
+            ErrorCode.INVALID_REQUEST,
+            "Cannot update these configs at default cluster level, broker id must be "
+            f"specified: [{name}]")
+        code, message = alter(broker, "1", (name, SET, value))
+        assert code == ErrorCode.INVALID_CONFIG and "cannot change it while it runs yet" in (
+            message or "")
+    assert alter(broker, "", ("max.connections", SET, "7")) == (ErrorCode.NONE, None)  # cluster-level
+    assert broker.config.dynamic("default") == {"min.insync.replicas": "1", "max.connections": "7"}
     broker.close()

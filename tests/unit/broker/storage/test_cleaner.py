@@ -891,3 +891,29 @@ def test_offset_for_timestamp_skips_emptied_segments(tmp_path: Path) -> None:
     emptied = [s for s in log.segments if s.size == 0]
     assert emptied  # their largest timestamp is their mtime (wall clock), as in Kafka
     assert log.offset_for_timestamp(1_500_000) == (late, 2_000_000)
+
+
+@pytest.mark.parametrize(("io_buffer_size", "largest_read"), [(8192, 4096), (65536, 32768)])
+def test_the_io_buffer_size_bounds_each_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             io_buffer_size: int, largest_read: int) -> None:
+    """log.cleaner.io.buffer.size: segments are read in chunks of half of it (Kafka splits it
+    between the read and the write buffer), whatever the segment's size; the result is the
+    same."""
+    from odradek.broker.storage.cleaner import algorithm
+    log = open_log(tmp_path / "t-0", cfg({"internal.segment.bytes": "50000"}))
+    written = fill(log, keys=40, rounds=50)
+    # the segments to clean are not the active one
+    written.append((put(log, [(b"active", b"x")], ts=5_000), b"active", b"x"))
+    reads: list[int] = []
+    real_pread = os.pread
+
+    def pread(fd: int, n: int, offset: int) -> bytes:
+        reads.append(n)
+        return real_pread(fd, n, offset)
+
+    monkeypatch.setattr(algorithm.os, "pread", pread)
+    Cleaner(io_buffer_size=io_buffer_size).clean(log, now_ms=10_000)
+    monkeypatch.undo()
+    assert max(reads) == largest_read
+    assert latest(read_all(log)) == latest(written)
+    log.close()

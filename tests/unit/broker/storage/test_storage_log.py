@@ -202,6 +202,11 @@ def test_retention_by_time(tmp_path: Path) -> None:
     for s in log.segments[:-1]:
         assert now - s.largest_timestamp() <= 10_000
     assert log.log_start_offset == log.segments[0].base_offset > 0
+    # Its files are renamed .deleted and go file.delete.delay.ms (60 s by default) later.
+    first = sorted(p.name for p in log.directory.iterdir() if p.name.startswith(f"{0:020d}"))
+    assert first and all(name.endswith(".deleted") for name in first)
+    assert log.delete_retired(now + 59_999) == 0
+    assert log.delete_retired(now + 60_000) == deleted
     assert not any(p.name.startswith(f"{0:020d}") for p in log.directory.iterdir())
     with pytest.raises(OffsetOutOfRangeError):
         log.read(0, 100)
@@ -551,3 +556,43 @@ def test_many_batches_in_one_request_never_overflow_the_index(tmp_path: Path) ->
     assert len(log.segments) == 2
     log.close()
     verify_segment_files(log.directory, 0)
+
+
+@pytest.mark.parametrize(("segment_bytes", "segments"), [("1048576", 3), (None, 1)])
+def test_segment_bytes_rolls_the_log(tmp_path: Path, segment_bytes: str | None,
+                                     segments: int) -> None:
+    """The public segment.bytes (its floor, 1 MiB, since Kafka 4), not only the internal
+    setting the other tests use: three 600 KB batches take three segments; at the default
+    (1 GiB) one."""
+    overrides = {} if segment_bytes is None else {"segment.bytes": segment_bytes}
+    config = LogConfig.from_overrides(overrides)
+    assert config.get_optional_int("internal.segment.bytes") is None
+    log = open_log(tmp_path, config)
+    for _ in range(3):
+        append(log, [b"x" * 600_000])
+    assert len(log.segments) == segments
+    log.close()
+
+
+@pytest.mark.parametrize("delay", ["0", "5000"])
+def test_file_delete_delay_applies_to_segments_deleted_by_retention(tmp_path: Path,
+                                                                    delay: str) -> None:
+    """As Kafka's asynchronous segment deletion: a reader holding a deleted segment still
+    reads it until file.delete.delay.ms has passed (0: at once)."""
+    config = LogConfig.from_overrides({"internal.segment.bytes": "1024", "retention.ms": "1000",
+                                       "file.delete.delay.ms": delay})
+    log = open_log(tmp_path, config)
+    for i in range(20):
+        append(log, [b"x" * 100], timestamp=1_000 + i)
+    oldest = log.segments[0]
+    held = oldest.read(0, 1 << 20)
+    assert log.enforce_retention(now_ms=100_000) > 0
+    assert oldest not in log.segments
+    if delay == "0":
+        assert not oldest.log_path.exists()
+    else:
+        assert oldest.read(0, 1 << 20) == held
+        assert log.delete_retired(100_000 + 4_999) == 0
+        assert log.delete_retired(100_000 + 5_000) > 0
+        assert not oldest.log_path.exists()
+    log.close()

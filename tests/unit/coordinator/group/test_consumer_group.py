@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+import pytest
 from group_testutil import FakeClock, Harness
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -485,3 +486,33 @@ def test_commit_with_an_older_epoch_for_partitions_held_since() -> None:
     h.coord = h.replay()
     assert commit("m1", 1, k) == ErrorCode.NONE
     assert commit("m1", 1, g) == ErrorCode.STALE_MEMBER_EPOCH
+
+
+# -- the group.consumer.* settings (ConsumerConfig) at values other than their defaults ------
+
+
+def test_the_configured_heartbeat_interval_is_what_members_are_told() -> None:
+    """group.consumer.heartbeat.interval.ms."""
+    r = CHarness(cconfig=ConsumerConfig(heartbeat_interval_ms=7_000)).hb()
+    assert (r.error, r.heartbeat_interval_ms) == (ErrorCode.NONE, 7_000)
+
+
+@pytest.mark.parametrize("session_ms", [20_000, 50_000])
+def test_the_configured_session_timeout_expires_a_silent_member(session_ms: int) -> None:
+    """group.consumer.session.timeout.ms: a member that stops heartbeating is removed once
+    it has passed, not before."""
+    h = CHarness(cconfig=ConsumerConfig(session_timeout_ms=session_ms))
+    h.hb()
+    h.advance(session_ms - 1)
+    assert list(h.cg().members) == ["m1"]
+    h.advance(1)
+    assert h.cg().is_empty
+
+
+def test_only_the_configured_assignors_are_served() -> None:
+    """group.consumer.assignors: a member may name only a configured assignor."""
+    h = CHarness(cconfig=ConsumerConfig(assignors=("range",)))
+    r = h.hb(server_assignor="uniform")
+    assert r.error == ErrorCode.UNSUPPORTED_ASSIGNOR
+    assert r.message == "ServerAssignor uniform is not supported. Supported assignors: range."
+    assert h.hb(server_assignor="range").error == ErrorCode.NONE
