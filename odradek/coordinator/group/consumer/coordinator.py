@@ -130,6 +130,10 @@ class ConsumerConfig:
     regex_refresh_interval_ms: int = 600_000
     # group.consumer.migration.policy: bidirectional | upgrade | downgrade | disabled.
     migration_policy: str = "bidirectional"
+    # group.consumer.assignment.interval.ms: the least time between two computations of a
+    # group's target assignment. Kafka's default is 1000 (the broker passes the setting);
+    # 0 here, so a coordinator built without it computes the target at every change.
+    assignment_interval_ms: int = 0
 
     @property
     def upgrade_enabled(self) -> bool:
@@ -219,7 +223,7 @@ class _Changes:
 
     def assignment_epoch(self, epoch: int, now: int) -> None:
         self.records.append(rec.assignment_epoch_record(self.gid, epoch, now))
-        self.cg.apply_assignment_epoch(epoch)
+        self.cg.apply_assignment_epoch(epoch, now)
 
     def current(self, m: ConsumerGroupMember) -> None:
         self.records.append(rec.current_record(self.gid, m))
@@ -543,15 +547,23 @@ class ConsumerGroupOps:
             changes.epoch(cg.group_epoch + 1, new_hash)
             self._log("consumer group epoch bumped", group=gid, epoch=cg.group_epoch)
 
-        # 2. A new target assignment when the group epoch moved past it.
-        if cg.group_epoch > cg.assignment_epoch:
+        # 2. A new target assignment when the group epoch moved past it, at most once per
+        # group.consumer.assignment.interval.ms (Kafka 4.3+): until then the members
+        # reconcile towards the last one, and a later heartbeat computes it.
+        if cg.group_epoch > cg.assignment_epoch and self._may_compute_target(cg, now):
             self._update_targets(cg, changes, now)
         target = cg.targets.get(member_id, {})
 
-        # 3. Reconcile the member towards its target.
+        # 3. Reconcile the member towards its target; a member whose topics changed gives up
+        # those it left at once, even while the target waits for the interval.
         current = cg.members[member_id]
-        if not current.is_reconciled_to(cg.assignment_epoch):
-            nxt = reconcile(current, cg.assignment_epoch, target, cg.partition_epoch, owned)
+        subscription_changed = (
+            updated.subscribed_topic_names != member.subscribed_topic_names
+            or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+        if subscription_changed or not current.is_reconciled_to(cg.assignment_epoch):
+            subscribed = self._subscribed_ids(cg.member_topic_names(current))
+            nxt = reconcile(current, cg.assignment_epoch, target, cg.partition_epoch, owned,
+                            subscribed, subscription_changed)
             if not nxt.assignment_equals(current):
                 changes.current(nxt)
                 if nxt.uses_classic:
@@ -650,6 +662,14 @@ class ConsumerGroupOps:
                 f"The consumer group member has a smaller member epoch ({received}) than the "
                 f"one known by the group coordinator ({member.member_epoch}). The member must "
                 f"abandon all its partitions and rejoin.")
+
+    def _may_compute_target(self, cg: ConsumerGroup, now: int) -> bool:
+        """Whether a new target assignment may be computed now (Kafka's
+        canComputeNextTargetAssignment): never computed (or converted), no interval, or
+        `group.consumer.assignment.interval.ms` passed since the last computation."""
+        interval = self.consumer_config.assignment_interval_ms
+        last = cg.assignment_timestamp
+        return last == 0 or interval == 0 or now >= last + interval
 
     def _update_targets(self, cg: ConsumerGroup, changes: _Changes, now: int) -> None:
         specs = {}
