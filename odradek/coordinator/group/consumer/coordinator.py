@@ -8,8 +8,10 @@ a consumer group is a classic `Group` entry whose `consumer` field holds the
 A heartbeat follows Kafka's GroupMetadataManager: validate, then (1) create or update the
 member, bumping the group epoch when its subscription or the subscribed topics' metadata
 changed; (2) compute a new target assignment when the group epoch passed the assignment
-epoch; (3) reconcile the member towards its target; answer its epoch, the heartbeat interval
-and, when it changed (or the request was a full one), its assignment. Every change is a
+epoch and `group.consumer.assignment.interval.ms` passed since the last computation (Kafka
+4.3+; no timer: the first heartbeat after it does); (3) reconcile the member towards its
+(last) target, giving up at once the topics it no longer subscribes to; answer its epoch,
+the heartbeat interval and, when it changed (or the request was a full one), its assignment. Every change is a
 record applied to the group and written; if the write fails the group is restored and the
 member gets the mapped error.
 
@@ -330,6 +332,15 @@ class ConsumerGroupOps:
                 return self._consumer_leave(req)
             return self._consumer_heartbeat(req)
         except _Fail as fail:
+            if fail.error == ErrorCode.INVALID_REQUEST:
+                # A fatal error for the client: say which check refused which fields.
+                self._log("consumer group heartbeat refused", group=req.group_id,
+                          member=req.member_id, epoch=req.member_epoch, reason=fail.message,
+                          rebalance_timeout_ms=req.rebalance_timeout_ms,
+                          topic_names=req.subscribed_topic_names,
+                          topic_regex=req.subscribed_topic_regex,
+                          topic_partitions=(None if req.topic_partitions is None
+                                            else len(req.topic_partitions)))
             return Pending.resolved(HeartbeatResult(fail.error, fail.message))
 
     def _validate_heartbeat(self, req: HeartbeatRequest) -> None:

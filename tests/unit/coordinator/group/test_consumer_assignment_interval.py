@@ -16,6 +16,7 @@ from odradek.coordinator.group.consumer.model import (
     MemberState,
     reconcile,
 )
+from odradek.coordinator.group.coordinator import GroupCoordinator
 from odradek.wire import ErrorCode
 
 INTERVAL = 1000
@@ -197,3 +198,26 @@ def test_reconcile_drops_left_topics_of_a_reconciled_member_only_when_asked() ->
 def test_fake_clock_is_not_at_zero() -> None:
     # Timestamp 0 means "never computed": the tests' clock must not start there.
     assert FakeClock().now_ms() > 0
+
+
+def test_librdkafkas_rejoin_without_a_full_request_is_refused_and_logged() -> None:
+    # What librdkafka 2.12 sends when it is left in join-state steady after a leave with a
+    # subscription pending (0045_subscribe_many_updates): epoch 0 and its old member id, but
+    # no RebalanceTimeoutMs and null TopicPartitions (not a "full" request). Kafka 4.4
+    # answers INVALID_REQUEST with this message (its first failing check); the refusal is
+    # logged with the fields that failed it.
+    lines: list[tuple[str, dict[str, object]]] = []
+    h = harness()
+    h.coord = GroupCoordinator(h.config, h.clock, consumer_config=h.cconfig, topics=h.topics,
+                               log=lambda event, **kw: lines.append((event, kw)))
+    assert h.hb().error == ErrorCode.NONE
+    assert h.hb(member_epoch=-1).error == ErrorCode.NONE
+    r = h.hb(rebalance_timeout_ms=-1, topic_partitions=None, subscribed_topic_names=["t"],
+             subscribed_topic_regex="")
+    assert (r.error, r.message) == (ErrorCode.INVALID_REQUEST,
+                                    "RebalanceTimeoutMs must be provided in first request.")
+    refused = [kw for event, kw in lines if event == "consumer group heartbeat refused"]
+    assert refused == [{"group": "g", "member": "m1", "epoch": 0,
+                        "reason": "RebalanceTimeoutMs must be provided in first request.",
+                        "rebalance_timeout_ms": -1, "topic_names": ["t"], "topic_regex": "",
+                        "topic_partitions": None}]
