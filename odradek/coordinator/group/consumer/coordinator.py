@@ -746,6 +746,11 @@ class ConsumerGroupOps:
         if regex and regex in cg.resolved_regexes and regex not in cg.subscribed_regexes():
             changes.regex(regex, None)  # the last member using it is gone
         changes.epoch(cg.group_epoch + 1, self._metadata_hash(cg.subscribed_topic_names()))
+        if cg.is_empty:
+            # As Kafka 4.4: the last member gone, the (empty) target is at the new epoch and
+            # timestamp 0, so the next member to join gets a target at once, not an interval
+            # after the last one.
+            changes.assignment_epoch(cg.group_epoch, 0)
         self._cancel_member_timers(cg.group_id, member_id)
 
     def _cancel_member_timers(self, gid: str, member_id: str) -> None:

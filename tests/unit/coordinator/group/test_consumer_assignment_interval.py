@@ -99,19 +99,33 @@ def test_a_member_that_no_longer_lists_the_topic_just_drops_it() -> None:
     assert m.state is MemberState.STABLE and m.pending_revocation == {}
 
 
-def test_a_rejoin_within_the_interval_gets_nothing_until_it_passes() -> None:
+def test_a_rejoin_to_the_emptied_group_gets_a_target_at_once() -> None:
     h = harness()
     a = h.hb()
     assert a.member_epoch == 1
+    # The last member leaves: the group's (empty) target moves to the new group epoch with
+    # timestamp 0 (Kafka 4.4's consumerGroupFenceMembers), ...
     assert h.hb(member_epoch=-1).error == ErrorCode.NONE
-    # Back at once with the same member id: the group epoch moves (3), but the target is
-    # the one computed at the first join: the member is at that epoch with nothing.
+    cg = h.cg()
+    assert (cg.group_epoch, cg.assignment_epoch, cg.assignment_timestamp) == (2, 2, 0)
+    # ... so a member back at once (librdkafka's unsubscribe/subscribe) gets its partitions
+    # in the join's answer, not an interval after the first join's target.
     back = h.hb()
-    assert (back.error, back.member_epoch, parts(back)) == (ErrorCode.NONE, 1, set())
-    assert (h.cg().group_epoch, h.cg().assignment_epoch) == (3, 1)
+    assert (back.error, back.member_epoch, parts(back)) == (ErrorCode.NONE, 3, all_of(T, 6))
+    assert h.replay().consumer_group("g").assignment_timestamp == h.clock.t  # type: ignore[union-attr]
+
+
+def test_a_join_within_the_interval_of_a_group_with_members_waits() -> None:
+    h = harness()
+    a = h.hb()
+    b = h.hb(member_id="m2")
+    # m2 joined 0 ms after the group's first target: it is at the last target's epoch with
+    # nothing, and m1 keeps everything until the interval passed.
+    assert (b.member_epoch, parts(b)) == (1, set())
+    assert h.hb(member_epoch=1, topic_partitions=owned(a)).assignment is None
     h.advance(INTERVAL)
-    later = h.hb(member_epoch=1, topic_partitions=[])
-    assert later.member_epoch == 3 and parts(later) == all_of(T, 6)
+    a2 = h.hb(member_epoch=1, topic_partitions=owned(a))
+    assert a2.member_epoch == 1 and len(parts(a2)) == 3  # revokes half for m2
 
 
 def test_the_assignment_timestamp_survives_a_restart() -> None:
