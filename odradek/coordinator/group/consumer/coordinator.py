@@ -11,9 +11,9 @@ changed; (2) compute a new target assignment when the group epoch passed the ass
 epoch and `group.consumer.assignment.interval.ms` passed since the last computation (Kafka
 4.3+; no timer: the first heartbeat after it does); (3) reconcile the member towards its
 (last) target, giving up at once the topics it no longer subscribes to; answer its epoch,
-the heartbeat interval and, when it changed (or the request was a full one), its assignment. Every change is a
-record applied to the group and written; if the write fails the group is restored and the
-member gets the mapped error.
+the heartbeat interval and, when it changed (or the request was a full one), its
+assignment. Every change is a record applied to the group and written; if the write fails
+the group is restored and the member gets the mapped error.
 
 Timers: ("cg-session", group, member) session expiry (`group.consumer.session.timeout.ms`),
 ("cg-rebalance", group, member) a member that does not revoke within its rebalance timeout;
