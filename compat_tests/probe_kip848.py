@@ -484,6 +484,91 @@ def case_commit_assignment_epoch(c: Conn) -> dict[str, Any]:
     return out
 
 
+def _assigned(r: Any) -> int | None:
+    """How many partitions a heartbeat answer assigns (None: no Assignment in the answer)."""
+    return None if r.assignment is None else sum(len(tp.partitions) for tp in r.assignment.topic_partitions)
+
+
+def case_subscription_change(c: Conn) -> dict[str, Any]:
+    """Kafka 4.3+ computes a group's target assignment at most once per
+    group.consumer.assignment.interval.ms (1000 ms): join at E owning probe-t, then at once
+    add probe-u to the subscription, then swap probe-t for probe-u (the member must give up
+    probe-t at once), acknowledge, and after 1.1 s heartbeat again."""
+    g = gid("subchange")
+    first = join(c, g)
+    assert first.error_code == 0, err(first.error_code)
+    base, member = first.member_epoch, first.member_id
+    out: dict[str, Any] = {"join [t]": {"epoch": "E", "assigned": _assigned(first)}}
+
+    def step(label: str, **fields: Any) -> Any:
+        r = c.heartbeat(1, group_id=g, member_id=member, **fields)
+        assert r.error_code == 0, (label, err(r.error_code), r.error_message)
+        out[label] = {"epoch": f"E{r.member_epoch - base:+d}", "assigned": _assigned(r)}
+        return r
+
+    mine = owned(first)
+    r = step("add u: [t, u]", member_epoch=base, subscribed_topic_names=[TOPIC, TOPIC2], topic_partitions=mine)
+    r = step("swap: [u]", member_epoch=r.member_epoch, subscribed_topic_names=[TOPIC2], topic_partitions=mine)
+    r = step("ack (owns nothing)", member_epoch=r.member_epoch, topic_partitions=[])
+    time.sleep(1.1)
+    r = step("1.1 s later", member_epoch=r.member_epoch, topic_partitions=[])
+    return out
+
+
+def case_rejoin_after_leave(c: Conn) -> dict[str, Any]:
+    """Join at E, leave (epoch -1), rejoin with the same member id and epoch 0 at once, and
+    heartbeat again 1.1 s later (the interval counts from the group's last target)."""
+    g = gid("leaverejoin")
+    first = join(c, g)
+    assert first.error_code == 0, err(first.error_code)
+    base, member = first.member_epoch, first.member_id
+    out: dict[str, Any] = {"join": {"epoch": "E", "assigned": _assigned(first)}}
+    left = c.heartbeat(1, group_id=g, member_id=member, member_epoch=-1, rebalance_timeout_ms=-1)
+    out["leave"] = hb_summary(left)
+    again = join(c, g, member_id=member)
+    out["rejoin at once"] = {"error": err(again.error_code), "epoch": f"E{again.member_epoch - base:+d}",
+                             "assigned": _assigned(again)}
+    time.sleep(1.1)
+    later = c.heartbeat(1, group_id=g, member_id=member, member_epoch=again.member_epoch, topic_partitions=[],
+                        rebalance_timeout_ms=-1)
+    out["1.1 s later"] = {"error": err(later.error_code), "epoch": f"E{later.member_epoch - base:+d}",
+                          "assigned": _assigned(later)}
+    return out
+
+
+def case_second_member_within_interval(c: Conn) -> dict[str, Any]:
+    """m1 joins (E, both partitions of probe-t); m2 joins at once; m1 heartbeats at once and
+    again 1.1 s later (the target that splits probe-t waits for the interval)."""
+    g = gid("second")
+    first = join(c, g)
+    assert first.error_code == 0, err(first.error_code)
+    base = first.member_epoch
+    out: dict[str, Any] = {"m1 join": {"epoch": "E", "assigned": _assigned(first)}}
+    second = join(c, g)
+    out["m2 join at once"] = {"error": err(second.error_code), "epoch": f"E{second.member_epoch - base:+d}",
+                              "assigned": _assigned(second)}
+    mine = owned(first)
+    for label, pause in (("m1 at once", 0.0), ("m1 1.1 s later", 1.1)):
+        time.sleep(pause)
+        r = c.heartbeat(1, group_id=g, member_id=first.member_id, member_epoch=base, topic_partitions=mine,
+                        rebalance_timeout_ms=-1)
+        out[label] = {"error": err(r.error_code), "epoch": f"E{r.member_epoch - base:+d}", "assigned": _assigned(r)}
+    return out
+
+
+def case_rejoin_not_full(c: Conn) -> dict[str, Any]:
+    """What librdkafka 2.12 sends when a leave left it in join-state steady with a
+    subscription pending: epoch 0 with its old member id, topic names and an empty regex, but
+    RebalanceTimeoutMs -1 and TopicPartitions null (a heartbeat that is not a full one)."""
+    g = gid("rejoinnotfull")
+    first = join(c, g)
+    assert first.error_code == 0, err(first.error_code)
+    c.heartbeat(1, group_id=g, member_id=first.member_id, member_epoch=-1, rebalance_timeout_ms=-1)
+    r = c.heartbeat(1, group_id=g, member_id=first.member_id, member_epoch=0, rebalance_timeout_ms=-1,
+                    subscribed_topic_names=[TOPIC], subscribed_topic_regex="", topic_partitions=None)
+    return hb_summary(r)
+
+
 CASES = [
     Case("hb-v1-empty-member", "ConsumerGroupHeartbeat v1 join with an empty member id", case_v1_empty_member),
     Case("hb-v0-empty-member", "ConsumerGroupHeartbeat v0 join with an empty member id", case_v0_empty_member),
@@ -504,6 +589,15 @@ CASES = [
     Case("rejoin-epoch-0", "dynamic member heartbeats again with its member id and epoch 0", case_rejoin_epoch0),
     Case("commit-assignment-epoch", "OffsetCommit v9 at epoch E+1 with the previous epoch E, for a partition "
          "assigned at E and one assigned at E+1 (KIP-1251)", case_commit_assignment_epoch),
+    Case("subscription-change", "join at E owning probe-t; at once add probe-u, swap probe-t for probe-u, "
+         "acknowledge; heartbeat 1.1 s later (group.consumer.assignment.interval.ms)", case_subscription_change),
+    Case("rejoin-after-leave", "join at E, leave (-1), rejoin at once with the same member id and epoch 0; "
+         "heartbeat 1.1 s later", case_rejoin_after_leave),
+    Case("second-member-within-interval", "m1 joins; m2 joins at once; m1 heartbeats at once and 1.1 s "
+         "later", case_second_member_within_interval),
+    Case("rejoin-not-full", "after a leave: epoch 0 with the old member id and topic names, "
+         "RebalanceTimeoutMs -1, TopicPartitions null (librdkafka 2.12 after its 0045 race)",
+         case_rejoin_not_full),
     Case("downgrade", "classic member (gen G) upgraded by a heartbeat join, rejoins inside the consumer "
          "group; the consumer member leaves: what the classic member's calls get", case_downgrade),
     Case("downgrade-before-rejoin", "classic member (gen G) upgraded by a heartbeat join; the consumer "

@@ -184,6 +184,7 @@ class Broker:
                 assignors=tuple(parse_assignors(",".join(cfg.get_list("group.consumer.assignors")))),
                 regex_refresh_interval_ms=cfg.get_int("group.consumer.regex.refresh.interval.ms"),
                 migration_policy=cfg.get_str("group.consumer.migration.policy").lower(),
+                assignment_interval_ms=cfg.get_int("group.consumer.assignment.interval.ms"),
             ),
             topics=_ClusterTopics(self.cluster))
         return CoordinatorRuntime("group", shard, topic, self.partitions, self.cluster, self)

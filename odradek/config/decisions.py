@@ -84,7 +84,7 @@ BROKER: Mapping[str, Decision] = {
     "fetch.max.bytes": IM,
     "fetch.purgatory.purge.interval.requests": (NE, "no purgatory: waiting requests wait on events"),
     "follower.fetch.last.tiered.offset.enable": (NS, "no tiered storage"),
-    "group.consumer.assignment.interval.ms": (NS, "not read by the KIP-848 coordinator yet"),
+    "group.consumer.assignment.interval.ms": IM,
     "group.consumer.assignor.offload.enable": (NS, "not read by the KIP-848 coordinator yet"),
     "group.consumer.assignors": IM,
     "group.consumer.heartbeat.interval.ms": IM,

@@ -3,14 +3,17 @@
 - Join (member epoch 0), heartbeat, leave (-1) and static leave (-2) of a consumer-protocol
   member, as Kafka's group coordinator: the group epoch moves when a subscription or the
   subscribed topics change, the server-side assignor (`group.consumer.assignors`, `uniform`
-  first by default, or the member's ServerAssignor) computes the target assignment, and each
-  member reconciles towards it (revoke first; partitions another member still holds are
-  handed out only once released). The response carries the member epoch, the heartbeat
-  interval (`group.consumer.heartbeat.interval.ms`) and the assignment when it changed or the
-  request was a full one.
+  first by default, or the member's ServerAssignor) computes the target assignment, at most
+  once per `group.consumer.assignment.interval.ms` (1 s by default, as Kafka 4.3+: in the
+  first heartbeat after it), and each member reconciles towards the last target (revoke
+  first; partitions another member still holds are handed out only once released; a member
+  that left a topic gives it up at once, before the target moves). The response carries
+  the member epoch, the heartbeat interval (`group.consumer.heartbeat.interval.ms`) and the
+  assignment when it changed or the request was a full one.
 - v1: the member id is the client's (empty: INVALID_REQUEST); v0: an empty id on join gets a
   coordinator-made one.
-- Errors as Kafka: INVALID_REQUEST (with Kafka's messages) for missing join fields,
+- Errors as Kafka: INVALID_REQUEST (with Kafka's messages, and an info line "consumer group
+  heartbeat refused" naming the check and the fields) for missing join fields,
   UNSUPPORTED_ASSIGNOR, FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
   UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED (`group.consumer.max.size`),
   GROUP_ID_NOT_FOUND (no such consumer group; a classic group with members that
@@ -22,8 +25,9 @@
   every topic name, internal ones included): an invalid regex gets INVALID_REGULAR_EXPRESSION
   "SubscribedTopicRegex `<regex>` is not a valid regular expression: <RE2/J's description>.";
   "" means no regex. The member's topics are its names plus what its regex resolves to,
-  resolved in the heartbeat itself (Kafka: a moment later), again after a topic is created or
-  `group.consumer.regex.refresh.interval.ms` (10 min), never within 10 s of the last time.
+  resolved just after the heartbeat (as Kafka's background task), again after a topic is
+  created or `group.consumer.regex.refresh.interval.ms` (10 min), never within 10 s of the
+  last time.
 - State is written to `__consumer_offsets` as Kafka's ConsumerGroup* records (resolved
   regexes as ConsumerGroupRegularExpression) and rebuilt from them on start.
 - Online migration (`group.consumer.migration.policy`, default bidirectional; see

@@ -1245,7 +1245,8 @@ class GroupCoordinator(MigrationOps):
         elif kind == r.TARGET_MEMBER:
             cg.apply_target(ckey.member_id, None if value is None else r.parse_target(value))
         elif kind == r.TARGET_METADATA:
-            cg.apply_assignment_epoch(-1 if value is None else r.parse_assignment_epoch(value))
+            cg.apply_assignment_epoch(*((-1, 0) if value is None
+                                        else r.parse_assignment_epoch(value)))
         elif kind == r.CURRENT_ASSIGNMENT:
             cg.apply_current(ckey.member_id,
                              None if value is None else r.parse_current(ckey.member_id, value))

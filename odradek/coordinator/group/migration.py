@@ -202,7 +202,9 @@ class MigrationOps(ConsumerGroupOps):
         changes.epoch(epoch, self._metadata_hash(cg.subscribed_topic_names()))
         for cm in members:
             changes.target(cm.member_id, cm.assigned)
-        changes.assignment_epoch(epoch, self.now())
+        # Timestamp 0, as Kafka's conversion writes: the next heartbeat may compute a target
+        # at once (group.consumer.assignment.interval.ms counts from a real computation).
+        changes.assignment_epoch(epoch, 0)
         for cm in members:
             changes.current(cm)
         records += changes.records

@@ -8,10 +8,12 @@ a consumer group is a classic `Group` entry whose `consumer` field holds the
 A heartbeat follows Kafka's GroupMetadataManager: validate, then (1) create or update the
 member, bumping the group epoch when its subscription or the subscribed topics' metadata
 changed; (2) compute a new target assignment when the group epoch passed the assignment
-epoch; (3) reconcile the member towards its target; answer its epoch, the heartbeat interval
-and, when it changed (or the request was a full one), its assignment. Every change is a
-record applied to the group and written; if the write fails the group is restored and the
-member gets the mapped error.
+epoch and `group.consumer.assignment.interval.ms` passed since the last computation (Kafka
+4.3+; no timer: the first heartbeat after it does); (3) reconcile the member towards its
+(last) target, giving up at once the topics it no longer subscribes to; answer its epoch,
+the heartbeat interval and, when it changed (or the request was a full one), its
+assignment. Every change is a record applied to the group and written; if the write fails
+the group is restored and the member gets the mapped error.
 
 Timers: ("cg-session", group, member) session expiry (`group.consumer.session.timeout.ms`),
 ("cg-rebalance", group, member) a member that does not revoke within its rebalance timeout;
@@ -129,6 +131,10 @@ class ConsumerConfig:
     regex_refresh_interval_ms: int = 600_000
     # group.consumer.migration.policy: bidirectional | upgrade | downgrade | disabled.
     migration_policy: str = "bidirectional"
+    # group.consumer.assignment.interval.ms: the least time between two computations of a
+    # group's target assignment. Kafka's default is 1000 (the broker passes the setting);
+    # 0 here, so a coordinator built without it computes the target at every change.
+    assignment_interval_ms: int = 0
 
     @property
     def upgrade_enabled(self) -> bool:
@@ -218,7 +224,7 @@ class _Changes:
 
     def assignment_epoch(self, epoch: int, now: int) -> None:
         self.records.append(rec.assignment_epoch_record(self.gid, epoch, now))
-        self.cg.apply_assignment_epoch(epoch)
+        self.cg.apply_assignment_epoch(epoch, now)
 
     def current(self, m: ConsumerGroupMember) -> None:
         self.records.append(rec.current_record(self.gid, m))
@@ -315,6 +321,15 @@ class ConsumerGroupOps:
                 return self._consumer_leave(req)
             return self._consumer_heartbeat(req)
         except _Fail as fail:
+            if fail.error == ErrorCode.INVALID_REQUEST:
+                # A fatal error for the client: say which check refused which fields.
+                self._log("consumer group heartbeat refused", group=req.group_id,
+                          member=req.member_id, epoch=req.member_epoch, reason=fail.message,
+                          rebalance_timeout_ms=req.rebalance_timeout_ms,
+                          topic_names=req.subscribed_topic_names,
+                          topic_regex=req.subscribed_topic_regex,
+                          topic_partitions=(None if req.topic_partitions is None
+                                            else len(req.topic_partitions)))
             return Pending.resolved(HeartbeatResult(fail.error, fail.message))
 
     def _validate_heartbeat(self, req: HeartbeatRequest) -> None:
@@ -532,15 +547,23 @@ class ConsumerGroupOps:
             changes.epoch(cg.group_epoch + 1, new_hash)
             self._log("consumer group epoch bumped", group=gid, epoch=cg.group_epoch)
 
-        # 2. A new target assignment when the group epoch moved past it.
-        if cg.group_epoch > cg.assignment_epoch:
+        # 2. A new target assignment when the group epoch moved past it, at most once per
+        # group.consumer.assignment.interval.ms (Kafka 4.3+): until then the members
+        # reconcile towards the last one, and a later heartbeat computes it.
+        if cg.group_epoch > cg.assignment_epoch and self._may_compute_target(cg, now):
             self._update_targets(cg, changes, now)
         target = cg.targets.get(member_id, {})
 
-        # 3. Reconcile the member towards its target.
+        # 3. Reconcile the member towards its target; a member whose topics changed gives up
+        # those it left at once, even while the target waits for the interval.
         current = cg.members[member_id]
-        if not current.is_reconciled_to(cg.assignment_epoch):
-            nxt = reconcile(current, cg.assignment_epoch, target, cg.partition_epoch, owned)
+        subscription_changed = (
+            updated.subscribed_topic_names != member.subscribed_topic_names
+            or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+        if subscription_changed or not current.is_reconciled_to(cg.assignment_epoch):
+            subscribed = self._subscribed_ids(cg.member_topic_names(current))
+            nxt = reconcile(current, cg.assignment_epoch, target, cg.partition_epoch, owned,
+                            subscribed, subscription_changed)
             if not nxt.assignment_equals(current):
                 changes.current(nxt)
                 if nxt.uses_classic:
@@ -640,6 +663,14 @@ class ConsumerGroupOps:
                 f"one known by the group coordinator ({member.member_epoch}). The member must "
                 f"abandon all its partitions and rejoin.")
 
+    def _may_compute_target(self, cg: ConsumerGroup, now: int) -> bool:
+        """Whether a new target assignment may be computed now (Kafka's
+        canComputeNextTargetAssignment): never computed (or converted), no interval, or
+        `group.consumer.assignment.interval.ms` passed since the last computation."""
+        interval = self.consumer_config.assignment_interval_ms
+        last = cg.assignment_timestamp
+        return last == 0 or interval == 0 or now >= last + interval
+
     def _update_targets(self, cg: ConsumerGroup, changes: _Changes, now: int) -> None:
         specs = {}
         for mid, m in cg.members.items():
@@ -704,6 +735,11 @@ class ConsumerGroupOps:
         if regex and regex in cg.resolved_regexes and regex not in cg.subscribed_regexes():
             changes.regex(regex, None)  # the last member using it is gone
         changes.epoch(cg.group_epoch + 1, self._metadata_hash(cg.subscribed_topic_names()))
+        if cg.is_empty:
+            # As Kafka 4.4: the last member gone, the (empty) target is at the new epoch and
+            # timestamp 0, so the next member to join gets a target at once, not an interval
+            # after the last one.
+            changes.assignment_epoch(cg.group_epoch, 0)
         self._cancel_member_timers(cg.group_id, member_id)
 
     def _cancel_member_timers(self, gid: str, member_id: str) -> None:

@@ -153,43 +153,83 @@ def _owns_any(owned: Assignment | None, partitions: Assignment) -> bool:
 
 def reconcile(member: ConsumerGroupMember, target_epoch: int, target: Assignment,
               partition_epoch: Callable[[TopicId, int], int],
-              owned: Assignment | None) -> ConsumerGroupMember:
-    """The member's next current assignment (Kafka's CurrentAssignmentBuilder).
+              owned: Assignment | None, subscribed: Iterable[TopicId] | None = None,
+              subscription_changed: bool = False) -> ConsumerGroupMember:
+    """The member's next current assignment (Kafka 4.4's CurrentAssignmentBuilder).
 
     `partition_epoch(topic, partition)` is the epoch of the member holding it, -1 if free.
-    `owned` is what the member's heartbeat says it owns (None: not sent).
+    `owned` is what the member's heartbeat says it owns (None: not sent). `subscribed` is the
+    ids of the topics the member subscribes to now (its names and its regex's topics; None:
+    every topic of the target): a target partition of another topic is never given, and one
+    the member holds is revoked. `subscription_changed`: this heartbeat changed the member's
+    topic names or regex, so even a member reconciled to the target (whose recomputation
+    `group.consumer.assignment.interval.ms` may put off) gives up the topics it left at once.
     """
+    topics = None if subscribed is None else frozenset(subscribed)
     state = member.state
     if state is MemberState.STABLE:
-        if member.member_epoch == target_epoch:
-            return member
-        return _next(member, member.member_epoch, target_epoch, target, partition_epoch, owned)
+        if member.member_epoch != target_epoch:
+            return _next(member, member.member_epoch, target_epoch, target, partition_epoch,
+                         owned, topics)
+        if subscription_changed:
+            return _drop_unsubscribed(member, topics, owned)
+        return member
     if state is MemberState.UNREVOKED_PARTITIONS:
         if _owns_any(owned, member.pending_revocation):
+            if subscription_changed:
+                return _drop_unsubscribed(member, topics, owned)
             return member
-        return _next(member, member.member_epoch + 1, target_epoch, target, partition_epoch, owned)
+        return _next(member, member.member_epoch, target_epoch, target, partition_epoch,
+                     owned, topics)
     if state is MemberState.UNRELEASED_PARTITIONS:
-        return _next(member, member.member_epoch, target_epoch, target, partition_epoch, owned)
+        return _next(member, member.member_epoch, target_epoch, target, partition_epoch,
+                     owned, topics)
     # UNKNOWN: written by a newer coordinator; start the member over from nothing.
     if owned is None or owned:
         raise FencedMemberEpoch("The consumer group member is in a unknown state. "
                                 "The member must abandon all its partitions and rejoin.")
-    return _next(member, target_epoch, target_epoch, target, partition_epoch, owned)
+    return _next(member, target_epoch, target_epoch, target, partition_epoch, owned, topics)
+
+
+def _drop_unsubscribed(member: ConsumerGroupMember, topics: frozenset[TopicId] | None,
+                       owned: Assignment | None) -> ConsumerGroupMember:
+    """The member without the topics it no longer subscribes to, at its own epoch (Kafka's
+    updateCurrentAssignment): they go to pending revocation while its heartbeat still lists
+    any of those, else they are simply dropped."""
+    if topics is None:
+        return member
+    gone = {t: ps for t, ps in member.assigned.items() if t not in topics}
+    if not gone:
+        return member
+    assigned = {t: ps for t, ps in member.assigned.items() if t in topics}
+    pending = dict(member.pending_revocation)
+    for t, ps in gone.items():
+        pending[t] = pending.get(t, frozenset()) | ps
+    if _owns_any(owned, pending):
+        return member.with_epoch(member.member_epoch, state=MemberState.UNREVOKED_PARTITIONS,
+                                 assigned=assigned, pending_revocation=pending)
+    return member.with_epoch(member.member_epoch, assigned=assigned)
 
 
 def _next(member: ConsumerGroupMember, epoch: int, target_epoch: int, target: Assignment,
           partition_epoch: Callable[[TopicId, int], int],
-          owned: Assignment | None) -> ConsumerGroupMember:
+          owned: Assignment | None,
+          topics: frozenset[TopicId] | None = None) -> ConsumerGroupMember:
     keep: dict[TopicId, frozenset[int]] = {}
     revoke: dict[TopicId, frozenset[int]] = {}
     add: dict[TopicId, frozenset[int]] = {}
     unreleased = False
     for topic in set(target) | set(member.assigned):
-        wanted = target.get(topic, frozenset())
+        wanted = (target.get(topic, frozenset()) if topics is None or topic in topics
+                  else frozenset())
         current = member.assigned.get(topic, frozenset())
         kept = current & wanted
         gone = current - kept
-        new = frozenset(p for p in wanted - kept if partition_epoch(topic, p) == -1)
+        # A partition is free when no member holds it, or when this member holds it only
+        # as one it is revoking (Kafka: its own pending revocation does not block it).
+        mine = member.pending_revocation.get(topic, frozenset())
+        new = frozenset(p for p in wanted - kept
+                        if partition_epoch(topic, p) == -1 or p in mine)
         if len(new) < len(wanted - kept):
             unreleased = True
         if kept:
@@ -235,6 +275,9 @@ class ConsumerGroup:
         self.group_epoch = 0
         self.metadata_hash = 0
         self.assignment_epoch = 0
+        # When the target assignment was last computed (ms; 0: never, or by a conversion):
+        # group.consumer.assignment.interval.ms counts from it.
+        self.assignment_timestamp = 0
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.targets: dict[str, Assignment] = {}
@@ -245,6 +288,7 @@ class ConsumerGroup:
         other = ConsumerGroup(self.group_id)
         other.group_epoch, other.metadata_hash = self.group_epoch, self.metadata_hash
         other.assignment_epoch = self.assignment_epoch
+        other.assignment_timestamp = self.assignment_timestamp
         other.members = dict(self.members)
         other.static_members = dict(self.static_members)
         other.targets = dict(self.targets)
@@ -446,8 +490,8 @@ class ConsumerGroup:
         else:
             self.targets[member_id] = target
 
-    def apply_assignment_epoch(self, epoch: int) -> None:
-        self.assignment_epoch = epoch
+    def apply_assignment_epoch(self, epoch: int, timestamp: int = 0) -> None:
+        self.assignment_epoch, self.assignment_timestamp = epoch, timestamp
 
     def apply_regex(self, regex: str, resolved: ResolvedRegex | None) -> None:
         """ConsumerGroupRegularExpression: a regex's topics (None: tombstone, no member

@@ -217,11 +217,14 @@ def assignment_epoch_tombstone(group: str) -> KeyValue:
     return (_key(TARGET_METADATA, group), None)
 
 
-def parse_assignment_epoch(data: bytes | memoryview) -> int:
+def parse_assignment_epoch(data: bytes | memoryview) -> tuple[int, int]:
+    """(assignment epoch, assignment timestamp: when the target was computed, ms; 0 in
+    records older than the field or written by a conversion)."""
     _value_version(data, "ConsumerGroupTargetAssignmentMetadataValue")
     v, _ = ConsumerGroupTargetAssignmentMetadataValue.decode(data, VALUE_VERSION, 2)
     epoch: int = v.assignment_epoch
-    return epoch
+    timestamp: int = v.assignment_timestamp
+    return epoch, timestamp
 
 
 # -- current assignment ------------------------------------------------------------------------

@@ -135,7 +135,8 @@ def test_regex_subscription_follows_topics_and_survives_a_restart(broker: Broker
     eu = broker.cluster.get("orders-eu").topic_id  # type: ignore[union-attr]
     assert (r.error_code, r.member_epoch) == (ErrorCode.NONE, 1)
     # As Kafka: the regex is resolved after the join (a timer due at once), which bumps the
-    # group epoch; the next heartbeat brings the partitions.
+    # group epoch; the first heartbeat once group.consumer.assignment.interval.ms (1 s)
+    # passed since the join's target brings the partitions.
     assert r.assignment.topic_partitions == []
     broker.groups.fire_timers(now[0])
 
@@ -143,6 +144,8 @@ def test_regex_subscription_follows_topics_and_survives_a_restart(broker: Broker
         return hb(broker, 1, member_epoch=r.member_epoch, rebalance_timeout_ms=-1,
                   subscribed_topic_names=None, topic_partitions=None)
 
+    assert (beat().member_epoch, beat().assignment) == (1, None)  # within the interval
+    now[0] += 1_000
     r = beat()
     assert r.member_epoch == 2
     assert [(tp.topic_id, tp.partitions) for tp in r.assignment.topic_partitions] == [(eu, [0, 1])]
