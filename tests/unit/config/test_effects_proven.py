@@ -220,6 +220,11 @@ BROKER: dict[str, tuple[str, ...]] = {
         f"{GROUP}/test_consumer_group.py::"
         "test_the_configured_heartbeat_interval_is_what_members_are_told",
     ),
+    "group.consumer.assignment.interval.ms": (
+        WIRED,
+        f"{GROUP}/test_consumer_assignment_interval.py::"
+        "test_the_target_is_computed_again_only_after_the_interval",
+    ),
     "group.consumer.max.size": (
         WIRED, f"{GROUP}/test_consumer_group.py::test_group_max_size_and_leave"),
     "group.consumer.assignors": (

@@ -138,6 +138,7 @@ WIRED: dict[str, tuple[str, Getter, Any]] = {
     "offsets.topic.segment.bytes": ("4096", _internal_segment_bytes("groups"), 4096),
     "group.consumer.session.timeout.ms": ("50000", _consumer("session_timeout_ms"), 50000),
     "group.consumer.heartbeat.interval.ms": ("6000", _consumer("heartbeat_interval_ms"), 6000),
+    "group.consumer.assignment.interval.ms": ("2500", _consumer("assignment_interval_ms"), 2500),
     "group.consumer.max.size": ("9", _consumer("max_size"), 9),
     "group.consumer.assignors": ("range", lambda b: tuple(b.groups.shard.consumer_config.assignors),
                                  ("range",)),
