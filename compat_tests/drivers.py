@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compat_tests.scenarios import (
+    BROKER_SCENARIOS,
     CLI_SCENARIOS,
     CONSUMER_PROTOCOL_SCENARIOS,
     FETCH_SESSION_SCENARIOS,
@@ -76,9 +77,9 @@ DRIVERS: dict[str, Driver] = {
     for d in (
         Driver("java-4.4", "Java",
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
-                                *CLI_SCENARIOS, "streams-eos", "txn-copier")),
-        Driver("java-4.1", "Java", extra_scenarios=("streams-eos",)),
-        Driver("java-3.9", "Java", extra_scenarios=("streams-eos",)),
+                                *CLI_SCENARIOS, *BROKER_SCENARIOS, "streams-eos", "txn-copier")),
+        Driver("java-4.1", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos")),
+        Driver("java-3.9", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos")),
         Driver("confluent-kafka", "librdkafka",
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *MIGRATION_SCENARIOS)),
         Driver("kcat", "librdkafka"),

@@ -15,6 +15,7 @@ from compat_tests.drivers import DRIVERS
 from compat_tests.scenarios import (
     ALL_SCENARIOS,
     APP_SCENARIOS,
+    BROKER_SCENARIOS,
     CLI_SCENARIOS,
     CONSUMER_PROTOCOL_SCENARIOS,
     FETCH_SESSION_SCENARIOS,
@@ -125,6 +126,8 @@ def render() -> str:
     lines += [f"- **{name}**: {text}" for name, text in FETCH_SESSION_SCENARIOS.items()]
     lines += ["", "Kafka's command-line tools (Java driver, 4.4 tools, run by main class):", ""]
     lines += [f"- **{name}**: {text}" for name, text in CLI_SCENARIOS.items()]
+    lines += ["", "Broker settings seen through a client (Java drivers):", ""]
+    lines += [f"- **{name}**: {text}" for name, text in BROKER_SCENARIOS.items()]
     lines += ["", "Kafka's own applications (Java driver: Kafka Streams of the clients' version; the "
               "copier from the 4.4 tools):", ""]
     lines += [f"- **{name}**: {text}" for name, text in APP_SCENARIOS.items()]

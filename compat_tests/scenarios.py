@@ -129,6 +129,15 @@ FETCH_SESSION_SCENARIOS: dict[str, str] = {
 
 # Kafka's own applications on the Java clients: Kafka Streams (the kafka-streams jar of the
 # driver's clients version) and the tools' transactional copier (4.4 tools).
+# Broker-side settings seen through a client (Java drivers).
+BROKER_SCENARIOS: dict[str, str] = {
+    "topic-compression": (
+        "a topic per compression.type (gzip, snappy, lz4, zstd, uncompressed); 50 records produced "
+        "in two codecs other than the topic's (the broker recompresses on append, issue #10): read "
+        "back intact, offsets 0..49"
+    ),
+}
+
 APP_SCENARIOS: dict[str, str] = {
     "streams-eos": (
         "Kafka Streams, processing.guarantee=exactly_once_v2, record cache off: 600 records "
@@ -157,5 +166,6 @@ APP_SCENARIOS: dict[str, str] = {
 
 ALL_SCENARIOS: dict[str, str] = {
     **SCENARIOS, **CONSUMER_PROTOCOL_SCENARIOS, **MIGRATION_SCENARIOS, **FETCH_SESSION_SCENARIOS, **CLI_SCENARIOS,
+    **BROKER_SCENARIOS,
     **APP_SCENARIOS,
 }

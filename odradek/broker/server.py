@@ -393,7 +393,8 @@ async def serve(config: BrokerConfig) -> None:
 
     Start-up order, so that a broker that cannot start leaves no trace: bind every listener,
     then lock every log dir (`.lock`), and only then create, read or recover anything there.
-    Failures raise `StartupError` (one line, a distinct exit code)."""
+    Failures raise `StartupError` (one line, a distinct exit code), after removing what this
+    start created in the dirs it locked (`DirLock.undo_start`)."""
     if faults.install_from_environment():  # a test hook, never set in production
         log.warning("TEST HOOK: injected I/O faults are on", control=os.environ[faults.ENV])
     bound = _bind_all(config.listeners)
@@ -401,7 +402,12 @@ async def serve(config: BrokerConfig) -> None:
         locks = _lock(config)
         try:
             before, limit = raise_descriptor_limit()
-            broker = _open_broker(config)
+            try:
+                broker = _open_broker(config)
+            except StartupError:
+                for lock in locks:  # a start that fails leaves no file behind
+                    lock.undo_start()
+                raise
             heap.settle()  # what start-up loaded lives as long as the process
             log.info("file descriptors", limit=limit,
                      **({"raised_from": before} if limit != before else {}),

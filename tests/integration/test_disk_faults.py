@@ -9,6 +9,13 @@ the disk is full, DeleteTopics frees space on the full disk, SIGTERM on a full d
 producing resumes without a restart, and after a kill -9 and a clean restart every
 acknowledged record is read back once, in order, with no gap and no consumer hang.
 
+Every point of an append: the same hook fails the writes of one partition after a byte
+budget chosen from the batch's size, so the failure lands before the batch, inside its
+header, in its middle, one byte short, half-way through the offset index entry, half-way
+through the time index entry: KAFKA_STORAGE_ERROR, the partition's files byte for byte as
+before, the same batch then lands at the next offset without a restart, and every
+acknowledged record is read back after a kill -9 and after a clean restart.
+
 Failed dir: two log dirs, EIO injected on one through the same hook: its partition answers
 KAFKA_STORAGE_ERROR for produce and fetch (read off the wire), the other dir's partition keeps
 working, DescribeLogDirs reports the failed dir with KAFKA_STORAGE_ERROR, and a restart brings
@@ -398,3 +405,86 @@ def test_eio_on_one_log_dir_leaves_the_other_working(tmp_path: Path,
     for rec in before + after:
         assert (rec.partition, rec.value) in stored
     assert _describe_log_dirs(broker)[str(d2)].error_code == ErrorCode.NONE
+
+
+# --------------------------------------------------------------------------- every point of an append
+
+
+def _produce_batch(broker: BrokerProcess, topic: str, batch: bytes) -> tuple[ErrorCode, int]:
+    req = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
+        ProduceRequest.TopicProduceData(name=topic, partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=batch)])])
+    resp = _call(broker.port, ApiKey.PRODUCE, 8, req, ProduceResponse)
+    part = resp.responses[0].partition_responses[0]
+    return ErrorCode(part.error_code), part.base_offset
+
+
+def _batch(n: int) -> bytes:
+    """Batch `n`: three records, timestamps rising with n (so each append adds a time index
+    entry), all batches of one size."""
+    return build_batch([(b"k%d" % j, b"batch-%03d-record-%d" % (n, j) + VALUE_PAD[:200])
+                        for j in range(3)], base_timestamp=1_700_000_000_000 + n * 1000)
+
+
+# (name, bytes the hook lets through in the failing append, given the batch's size B): the
+# append writes the batch to `.log`, then an 8-byte `.index` entry, then a 12-byte
+# `.timeindex` entry (index.interval.bytes=0: an entry with every batch after the first).
+APPEND_POINTS = {
+    "log write, nothing written": lambda size: None,
+    "log write, inside the batch header": lambda size: 20,
+    "log write, middle of the batch": lambda size: size // 2,
+    "log write, one byte short": lambda size: size - 1,
+    "offset index entry, half written": lambda size: size + 4,
+    "time index entry, half written": lambda size: size + 8 + 6,
+}
+
+
+@pytest.mark.parametrize("point", list(APPEND_POINTS))
+def test_a_write_failing_at_each_point_of_an_append_changes_nothing(
+        tmp_path: Path, start_broker: StartBroker, point: str) -> None:
+    """A real broker, a write failure injected (ENOSPC, the `ODRADEK_TEST_FAULTS` hook) at one
+    point of an append: the producer gets KAFKA_STORAGE_ERROR on a connection that stays open,
+    the partition's files are byte for byte as before, the same batch then lands at the next
+    offset, and confluent-kafka reads every acknowledged record once, in order, also after a
+    kill -9 and after a clean restart."""
+    control = tmp_path / "faults"
+    control.write_text("")
+    broker = start_broker(tmp_path / "data", overrides=SMALL_BROKER,
+                          env={"ODRADEK_TEST_FAULTS": str(control)})
+    create_topic(broker.bootstrap, "t", partitions=1, config={"index.interval.bytes": "0"})
+    part_dir = (tmp_path / "data" / "t-0").resolve()
+    acked: list[bytes] = []
+    for n in range(3):
+        code, offset = _produce_batch(broker, "t", _batch(n))
+        assert (code, offset) == (ErrorCode.NONE, n * 3)
+        acked.append(_batch(n))
+    size = len(_batch(3))
+    assert {len(b) for b in acked} == {size}
+    before = {p.name: p.read_bytes() for p in part_dir.iterdir() if p.is_file()}
+
+    budget = APPEND_POINTS[point](size)
+    control.write_text(f"ENOSPC {part_dir}" + ("" if budget is None else f" {budget}") + "\n")
+    code, _ = _produce_batch(broker, "t", _batch(3))
+    assert code == ErrorCode.KAFKA_STORAGE_ERROR
+    after = {p.name: p.read_bytes() for p in part_dir.iterdir() if p.is_file()}
+    assert after == before, sorted(k for k in after if after.get(k) != before.get(k))
+    broker.wait_for_log("append failed for lack of space")
+
+    control.write_text("")  # space is back: no restart
+    assert _produce_batch(broker, "t", _batch(3)) == (ErrorCode.NONE, 9)
+    acked.append(_batch(3))
+    want = [b"batch-%03d-record-%d" % (n, j) for n in range(4) for j in range(3)]
+
+    def check() -> None:
+        stored = confluent_consume_all(broker.bootstrap, "t", 1)
+        assert [r.offset for r in stored] == list(range(12))
+        assert [(r.value or b"")[:len(want[0])] for r in stored] == want
+
+    check()
+    broker.kill()
+    broker.start()
+    check()
+    assert broker.stop() in broker.clean_exit_codes
+    broker.start()
+    check()
+    assert "Traceback" not in broker.stderr_text()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource, ResourceType
 from it_support import (
     TIMEOUT,
@@ -14,6 +14,7 @@ from it_support import (
     admin,
     by_partition,
     confluent_consume_all,
+    confluent_consumer,
     confluent_produce,
     create_topic,
     partition_count,
@@ -100,10 +101,29 @@ def test_kill_9_keeps_every_acknowledged_record(broker: BrokerProcess) -> None:
         assert offsets == list(range(len(group))), f"gap in partition {partition}"
 
 
-def test_segment_cut_after_a_clean_stop_is_recovered(broker: BrokerProcess) -> None:
-    """Issue #10: a segment cut mid-batch after a clean stop (the clean-shutdown marker says
-    all is well) is noticed at start: one warning, the log ends at the last whole batch,
-    every record before it is served, and new writes land right after and can be read."""
+# How the active segment is damaged after a clean stop: (segment bytes, position of the last
+# batch, its size) -> new bytes, and whether the last batch survives (garbage or zeros behind
+# a whole batch keep it; a cut or zeros inside it lose it).
+DAMAGE = {
+    "cut mid-batch": (lambda data, at, size: data[: at + size // 2], False),
+    "garbage appended": (lambda data, at, size: data + b"garbage!" * 40, True),
+    "zeros appended": (lambda data, at, size: data + b"\0" * 4096, True),
+    "last batch zeroed": (lambda data, at, size: data[:at] + b"\0" * size, False),
+    "tail of the last batch zeroed": (lambda data, at, size: data[: at + size - 30] + b"\0" * 30,
+                                      False),
+    "plausible header, huge length": (
+        lambda data, at, size: data + (10**6).to_bytes(8, "big") + (10**9).to_bytes(4, "big")
+        + b"\0" * 49, True),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_segment_damaged_after_a_clean_stop_is_recovered(broker: BrokerProcess,
+                                                         damage: str) -> None:
+    """Issue #10: a segment cut, zeroed or with garbage behind its last batch after a clean
+    stop (the clean-shutdown marker says all is well) is noticed at start: one warning, no
+    traceback, the log ends at the last whole batch (never a wrong end offset), every record
+    before it is served, and new writes land right after and can be read."""
     from odradek.wire.records import iter_batches
 
     name = topic_name()
@@ -121,21 +141,38 @@ def test_segment_cut_after_a_clean_stop_is_recovered(broker: BrokerProcess) -> N
     assert len(batches) >= 2
     last = batches[-1]
     last_position = len(data) - last.size
-    with open(segment, "r+b") as f:
-        f.truncate(last_position + last.size // 2)  # the last batch cut in half
-    kept = [r for r in sent if r.offset < last.base_offset]
-    assert kept and len(kept) < len(sent)
+    damage_fn, last_survives = DAMAGE[damage]
+    segment.write_bytes(damage_fn(data, last_position, last.size))
+    end = last.last_offset + 1 if last_survives else last.base_offset
+    kept = [r for r in sent if r.offset < end]
+    assert kept and (last_survives or len(kept) < len(sent))
 
     broker.start()
     line = broker.wait_for_log("damaged log segment found at start-up")
     assert f"{name}-0" in line and segment.name in line
-    assert "Traceback" not in broker.stderr_text()
+    log = broker.stderr_text()
+    assert "Traceback" not in log
+    assert log.count("damaged log segment found at start-up") == 1, log
+    consumer = confluent_consumer(broker.bootstrap)
+    try:
+        assert consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=10) == (0, end)
+    finally:
+        consumer.close()
     assert [r.content() for r in confluent_consume_all(broker.bootstrap, name, 1)] == [
         r.content() for r in kept
     ]
 
     more = confluent_produce(broker.bootstrap, name, [Rec(b"k", b"after-%d" % i) for i in range(5)])
-    assert [r.offset for r in more] == list(range(last.base_offset, last.base_offset + 5))
+    assert [r.offset for r in more] == list(range(end, end + 5))
     stored = confluent_consume_all(broker.bootstrap, name, 1)
-    assert [r.offset for r in stored] == list(range(last.base_offset + 5))
+    assert [r.offset for r in stored] == list(range(end + 5))
     assert [r.content() for r in stored] == [r.content() for r in kept + more]
+
+    # And the recovered log is whole: a further clean restart finds nothing to warn about.
+    assert broker.stop() in broker.clean_exit_codes
+    mark = len(broker.stderr_text())
+    broker.start()
+    assert [r.content() for r in confluent_consume_all(broker.bootstrap, name, 1)] == [
+        r.content() for r in kept + more
+    ]
+    assert "damaged log segment" not in broker.stderr_text()[mark:]

@@ -107,8 +107,9 @@ def test_idle_connections_and_announced_frames_hold_little_memory(
         assert _served(last)
 
 
-def test_max_connections_per_ip(start_broker: StartBroker, tmp_path: Path) -> None:
-    broker = start_broker(tmp_path / "data", {"max.connections.per.ip": "3"})
+@pytest.mark.parametrize("setting", ["max.connections.per.ip", "max.connections"])
+def test_max_connections_per_ip(start_broker: StartBroker, tmp_path: Path, setting: str) -> None:
+    broker = start_broker(tmp_path / "data", {setting: "3"})
     socks = [_connect(broker) for _ in range(3)]
     try:
         assert all(_served(s) for s in socks)

@@ -261,6 +261,30 @@ public final class Driver {
         return "";
     }
 
+    // A topic's compression.type applied by the broker (issue #10): for each codec of the topic,
+    // records produced in two other codecs are recompressed on append and read back intact.
+    String topicCompression() throws Exception {
+        List<String> notes = new ArrayList<>();
+        for (String codec : List.of("gzip", "snappy", "lz4", "zstd", "uncompressed")) {
+            String t = topic(codec);
+            createTopic(t, 1, Map.of("compression.type", codec));
+            List<String> vals = compressibleValues();
+            String first = codec.equals("uncompressed") ? "gzip" : "none";
+            String second = codec.equals("gzip") || codec.equals("uncompressed") ? "zstd" : "gzip";
+            for (int half = 0; half < 2; half++) {
+                List<ProducerRecord<byte[], byte[]>> recs = new ArrayList<>();
+                for (String v : vals.subList(half * 25, half * 25 + 25)) recs.add(new ProducerRecord<>(t, b(v)));
+                produceAndClose(Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, half == 0 ? first : second,
+                    ProducerConfig.LINGER_MS_CONFIG, 100), recs);
+            }
+            List<ConsumerRecord<byte[], byte[]>> got = readAll(t, 1, vals.size());
+            check(values(got).equals(vals), "topic compression.type=" + codec + ": values differ after the round trip");
+            for (int i = 0; i < got.size(); i++) check(got.get(i).offset() == i, "topic compression.type=" + codec + ": offsets not 0..n-1");
+            notes.add(codec + " (from " + first + ", " + second + ")");
+        }
+        return "read back intact: " + String.join(", ", notes);
+    }
+
     static List<String> headerList(Iterable<Header> hs) {
         List<String> out = new ArrayList<>();
         for (Header h : hs) { out.add(h.key()); out.add(h.value() == null ? "<null>" : s(h.value())); }
@@ -1207,6 +1231,7 @@ public final class Driver {
             case "compression-snappy": return () -> compression("snappy");
             case "compression-lz4": return () -> compression("lz4");
             case "compression-zstd": return () -> compression("zstd");
+            case "topic-compression": return this::topicCompression;
             case "headers-and-nulls": return this::headersAndNulls;
             case "large-message": return this::largeMessage;
             case "list-offsets": return this::listOffsets;
