@@ -9,6 +9,14 @@ filled as its bytes arrive, and freed once answered. Responses leave in one vect
 new buffer. Requests on one connection are answered strictly in order, one at a time, as
 Kafka does.
 
+Fairness: a connection's task yields to the event loop before each request it did not have
+to wait for (the socket already held it: pipelined requests, a busy producer). Without that a
+task whose socket is never empty reads and answers request after request without a single
+suspension, and every other connection, including long-polling fetches its own appends woke,
+waits until that client pauses (issue #12: Fetch round trips of hundreds of ms, beyond
+`max_wait_ms`, while records kept arriving). A task that waited for its socket has already
+yielded and pays nothing.
+
 Limits, with Kafka's names and meanings:
 - `queued.max.request.bytes` (-1: unbounded): the requests being read and waiting, across
   connections, counted at the size their header announces (as Kafka's memory pool reserves
@@ -46,6 +54,7 @@ from collections.abc import Sequence
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import structlog
 
 from odradek.broker import heap
@@ -242,16 +251,19 @@ class Server:
         memory = self.memory
         charged = 0  # what this connection holds of `memory`
         buf = self._recv_buf
+        waited = True  # this task let the others run since it last dispatched a request
         try:
             while True:
                 while True:
                     while memory.exhausted and not conn.in_request:
                         await memory.wait_released()  # muted, as Kafka mutes the channel
+                        waited = True
                     try:
                         n = sock.recv_into(buf)
                         break
                     except (BlockingIOError, InterruptedError):
                         await anyio.wait_readable(sock)
+                        waited = True
                 if n == 0:
                     return
                 activity.last = time.monotonic()
@@ -262,6 +274,12 @@ class Server:
                     memory.charge(held - charged)
                     charged = held
                 while (request := conn.next_request()) is not None:
+                    if not waited:
+                        # A backlog (pipelined requests, a socket never empty): yield once per
+                        # request, or this task would run until the client pauses while every
+                        # other connection, and fetches woken by its appends, wait.
+                        await anyio.lowlevel.checkpoint()
+                    waited = False
                     activity.busy = True
                     out = await dispatch(self.broker.context(client, request), request)
                     del request  # the frame is freed here, before the response is sent
