@@ -22,7 +22,8 @@ A consumer's Fetch names a session id and an epoch:
   moves to the end of the session's order, so the next fetches read the others first.
 
 Errors answer with session id 0 and no partitions. A session whose epoch moved on while a
-fetch on it waited (a duplicate request) answers INVALID_FETCH_SESSION_EPOCH with its id.
+fetch on it waited (a duplicate request) answers INVALID_FETCH_SESSION_EPOCH with its id, at
+once: the newer request calls the parked fetch's `on_moved`.
 
 The cache holds at most `max.incremental.fetch.session.cache.slots` sessions. When full, a new
 session may take the place of (1) the least recently used session if unused for more than
@@ -45,6 +46,7 @@ from typing import TYPE_CHECKING
 from odradek.wire import ErrorCode
 
 if TYPE_CHECKING:  # the Fetch codec is loaded by the first Fetch, not at start-up
+    from odradek.broker.partitions import Watch
     from odradek.wire._generated.fetch import FetchRequest, FetchResponse
 
 INVALID_SESSION_ID = 0
@@ -145,6 +147,7 @@ class FetchSession:
         "partitions",
         "privileged",
         "uses_topic_ids",
+        "watch",
     )
 
     def __init__(self, session_id: int, privileged: bool, partitions: dict[Key, CachedPartition],
@@ -159,6 +162,12 @@ class FetchSession:
         self.cached_size = -1  # the size the cache last saw; -1 while not in it
         self.evictable_by_all = False
         self.evictable_by_privileged = False
+        # The broker's watch on the session's partitions (see broker/partitions.py), made by
+        # the first fetch that waits and kept across polls, so an idle poll registers
+        # nothing: fired when a newer request moves the session on (a parked fetch answers
+        # INVALID_FETCH_SESSION_EPOCH now); dropped when the partition set or a topic name
+        # changes, closed with the session.
+        self.watch: Watch | None = None
 
     def update(self, version: int, request: FetchRequest, names: Names
                ) -> tuple[int, int, int]:
@@ -299,16 +308,24 @@ class FetchSessionCache:
             return SessionError(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         if session.uses_topic_ids != (version >= 13):
             return SessionError(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
-        session.update(version, request, names)
+        watch = session.watch
+        if watch is not None:
+            watch.fire()  # a fetch parked on the session's last epoch answers now
+        added, _, removed = session.update(version, request, names)
         if not session.partitions:
             self.remove(session)
             return Sessionless()
         self.touch(session, now_ms)
         session.epoch = next_epoch(session.epoch)
+        renamed = False
         if session.uses_topic_ids:
             for cached in session.partitions.values():  # ids that became known since
                 if cached.topic is None:
                     cached.topic = names(cached.topic_id)
+                    renamed = renamed or cached.topic is not None
+        if watch is not None and (added or removed or renamed):
+            watch.close()
+            session.watch = None
         return IncrementalFetch(session)
 
     # -- the cache ----------------------------------------------------------------------------
@@ -355,6 +372,10 @@ class FetchSessionCache:
         if removed is not None:
             self.total_partitions -= removed.cached_size
             removed.cached_size = -1
+            if removed.watch is not None:  # a fetch parked on it re-checks, on its own watch
+                removed.watch.fire()
+                removed.watch.close()
+                removed.watch = None
         return removed
 
     def touch(self, session: FetchSession, now_ms: int) -> None:

@@ -3,17 +3,29 @@
 Handlers and the coordinator runtime see partitions only through `Partitions`, a protocol a
 test can fake: look a log up (None unless the cluster metadata has the partition), append a
 batch the broker itself builds (`append_internal`: transaction markers and coordinator
-records, origin COORDINATOR), say that a partition grew, and wait for growth.
+records, origin COORDINATOR), say that a partition changed, and wait for such news.
 
-`LocalPartitions` implements it over the cluster metadata and the log manager. Appends wake
-long-polling fetches through one broker-wide `anyio.Event` that is set and replaced on every
-append; waiters re-check their partitions. The per-partition signature of `notify_appended`
-leaves room for waking only a partition's watchers.
+Long-polling fetches are woken per partition, as Kafka's delayed-fetch purgatory (keyed by
+partition) and franz-go's kfake do: a fetch that must wait registers a `Watch` on the
+partitions it reads (`watch`), and `notify_appended(topic, partition)` fires only the
+watches on that partition, so an append costs a dict lookup and wakes nobody else. What
+notifies: every append (Produce, the coordinator runtime's records and transaction markers:
+the high watermark and the last stable offset move only with them on a single node), a log
+start offset moving (DeleteRecords, retention: through the log manager's
+`on_partition_changed`), a log dir failing (each of its partitions), and a deleted topic
+(each of its partitions).
+
+No lost wake-up: a watch fires whether or not its fetch is parked yet, and stays fired until
+the fetch re-arms it just before its next read pass; `changes` counts every notification, so
+a fetch compares it across its first read pass and the registration of its watch (anything
+notified in between, a window that is empty today since reading does not yield, means read
+again rather than park). An append at any moment of a long poll is therefore read by that poll.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -42,11 +54,24 @@ class Partitions(Protocol):
         ...
 
     def notify_appended(self, topic: str, partition: int) -> None:
-        """The partition grew: wake fetches waiting for data."""
+        """The partition grew, or its offsets or state changed (log start, dir failure,
+        deletion): wake the fetches watching it."""
         ...
 
-    async def wait_for_append(self, timeout_s: float) -> None:
-        """Return after the next append anywhere, or after `timeout_s`."""
+    @property
+    def changes(self) -> int:
+        """How many notifications so far (any partition): unchanged across a read pass and
+        a `watch` registration means nothing was missed in between."""
+        ...
+
+    def watch(self, keys: Iterable[TopicPartition]) -> Watch:
+        """A watch on these partitions, fired by their next notification (close it, or use
+        it as a context manager)."""
+        ...
+
+    async def wait(self, watch: Watch, timeout_s: float) -> None:
+        """Return once `watch` has fired since it was last re-armed (at once if it already
+        has), or after `timeout_s`."""
         ...
 
     @property
@@ -66,14 +91,76 @@ class Partitions(Protocol):
         ...
 
 
+class Watch:
+    """One long-polling fetch's interest in some partitions (a fetch session's, kept with the
+    session across its polls), registered until `close()`."""
+
+    __slots__ = ("_event", "_keys", "_registry", "fired")
+
+    def __init__(self, registry: dict[TopicPartition, list[Watch]],
+                 keys: Iterable[TopicPartition]) -> None:
+        self._registry = registry
+        self._keys = keys = tuple(keys)
+        self._event: anyio.Event | None = None
+        self.fired = False  # news since the last `rearm`
+        get = registry.get
+        for key in keys:
+            watches = get(key)
+            if watches is None:
+                registry[key] = [self]
+            else:
+                watches.append(self)
+
+    def fire(self) -> None:
+        self.fired = True
+        if self._event is not None:
+            self._event.set()
+
+    def rearm(self) -> None:
+        """Before a read pass: what fires from now on is news to the next wait."""
+        self.fired = False
+        if self._event is not None and self._event.is_set():
+            self._event = None
+
+    async def wait(self, timeout_s: float) -> None:
+        if self.fired or timeout_s <= 0:
+            return
+        event = self._event
+        if event is None:
+            event = self._event = anyio.Event()
+        with anyio.move_on_after(timeout_s):
+            await event.wait()
+
+    def close(self) -> None:
+        registry = self._registry
+        for key in self._keys:
+            watches = registry.get(key)
+            if watches is None:
+                continue
+            if len(watches) == 1:
+                if watches[0] is self:
+                    del registry[key]
+            else:
+                with contextlib.suppress(ValueError):
+                    watches.remove(self)
+        self._keys = ()
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class LocalPartitions:
     """`Partitions` over this node's cluster metadata and log manager."""
 
     def __init__(self, cluster: Cluster, logs: LogManager) -> None:
         self._cluster = cluster
         self._logs = logs
-        self._appended: anyio.Event | None = None
-        self._waiting = 0  # fetches parked on `_appended`: with none, an append costs nothing
+        self._watches: dict[TopicPartition, list[Watch]] = {}
+        self._changes = 0
+        logs.on_partition_changed = self.notify_appended  # log start moves, dir failures
 
     def log(self, topic: str, partition: int) -> PartitionLog | None:
         plog = self._logs.get(topic, partition)
@@ -90,26 +177,29 @@ class LocalPartitions:
                            origin=Origin.COORDINATOR, transaction_version=transaction_version)
 
     def notify_appended(self, topic: str, partition: int) -> None:
-        ev = self._appended
-        if ev is not None and self._waiting:
-            self._appended = anyio.Event()
-            ev.set()
+        self._changes += 1
+        watches = self._watches.get((topic, partition))
+        if watches:
+            for w in watches:
+                w.fire()
+
+    @property
+    def changes(self) -> int:
+        return self._changes
+
+    def watch(self, keys: Iterable[TopicPartition]) -> Watch:
+        return Watch(self._watches, keys)
+
+    async def wait(self, watch: Watch, timeout_s: float) -> None:
+        await watch.wait(timeout_s)
+
+    def watched(self) -> int:
+        """How many partitions some fetch watches (for tests and diagnostics)."""
+        return len(self._watches)
 
     def start(self) -> None:
-        """Called on the running event loop: from now on appends wake waiters (before it,
-        e.g. for a broker driven directly by tests, waits return at once)."""
-        self._appended = anyio.Event()
-
-    async def wait_for_append(self, timeout_s: float) -> None:
-        ev = self._appended
-        if ev is None or timeout_s <= 0:
-            return
-        self._waiting += 1
-        try:
-            with anyio.move_on_after(timeout_s):
-                await ev.wait()
-        finally:
-            self._waiting -= 1
+        """Called on the running event loop at start-up; nothing to do (watches make their
+        events on the loop that waits), kept for callers."""
 
     @property
     def log_dirs(self) -> Sequence[Path]:

@@ -1,8 +1,11 @@
 """Fetch (key 1), versions 4-18.
 
 - Long poll: answered once `min_bytes` are available or any partition has an error, else
-  after `max_wait_ms`; waiting is on the broker's append event, never by sleeping. A fetch
-  naming no partition is answered at once, as Kafka does.
+  after `max_wait_ms`. A fetch that must wait watches its partitions (`Partitions.watch`, as
+  Kafka's delayed-fetch purgatory keyed by partition): an append there, a log start offset
+  moving, its log dir failing or its topic being deleted wakes it, appends elsewhere do not;
+  never by sleeping. An append at any point of the poll is read by that poll (see
+  `broker/partitions.py`). A fetch naming no partition is answered at once, as Kafka does.
 - Bytes: `max_bytes` for the response (capped by the broker's `fetch.max.bytes`, as Kafka)
   and `partition_max_bytes` per partition, with KIP-74's rule that the first batch of the
   first non-empty partition is returned whole even when it is larger. Whole batches only,
@@ -20,8 +23,8 @@
   request names and `forgotten_topics_data`, answered with only the partitions that have
   records, an error, or a new high watermark or log start offset. Such a fetch long-polls on
   all of its session's partitions. An unknown session answers FETCH_SESSION_ID_NOT_FOUND, a
-  wrong epoch INVALID_FETCH_SESSION_EPOCH (also when the session moved on while the fetch
-  waited), a v13+ session used below v13 or the reverse FETCH_SESSION_TOPIC_ID_ERROR: session
+  wrong epoch INVALID_FETCH_SESSION_EPOCH (also, at once, when a newer request moves the
+  session on while the fetch waits), a v13+ session used below v13 or the reverse FETCH_SESSION_TOPIC_ID_ERROR: session
   id 0, no partitions. A session partition keeps its topic name once known: a deleted topic
   answers UNKNOWN_TOPIC_OR_PARTITION there (UNKNOWN_TOPIC_ID while the id was never known),
   and one re-created under the name INCONSISTENT_TOPIC_ID, as from Kafka.
@@ -64,6 +67,7 @@ from odradek.broker.fetch_sessions import (
     Key,
     SessionError,
 )
+from odradek.broker.partitions import Watch
 from odradek.broker.storage.errors import LogDirOfflineError
 from odradek.broker.storage.log import (
     LogClosedError,
@@ -301,6 +305,13 @@ def _read_session(ctx: RequestContext, session: FetchSession, read_committed: bo
     return picked, total, errored
 
 
+def _session_keys(session: FetchSession) -> Iterator[tuple[str, int]]:
+    """The (topic name, partition) of each session partition whose topic has a name."""
+    for cp in session.partitions.values():
+        if cp.topic is not None:
+            yield cp.topic, cp.partition
+
+
 def _same_topic(cluster: Cluster, seen: dict[str, bool], name: str, cp: CachedPartition) -> bool:
     ok = seen.get(name)
     if ok is None:
@@ -335,6 +346,42 @@ def _incremental_response(inc: IncrementalFetch,
     return FetchResponse(error_code=ErrorCode.NONE, session_id=session.id, responses=responses)
 
 
+async def _long_poll_session(ctx: RequestContext, inc: IncrementalFetch, request: FetchRequest,
+                             read_committed: bool, max_bytes: int) -> FetchResponse:
+    """An incremental fetch: read the session until min_bytes, an error, max_wait or a newer
+    request on the session. The session keeps the watch on its partitions across polls
+    (made here the first time one waits); a fetch on a session no longer cached watches on
+    its own, for this poll only."""
+    partitions = ctx.partitions
+    session = inc.session
+    deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
+    own: Watch | None = None
+    try:
+        while True:
+            watch = session.watch if own is None else own
+            if watch is not None:
+                watch.rearm()
+            seen = partitions.changes
+            picked, total, errored = _read_session(ctx, session, read_committed, max_bytes)
+            left = deadline - time.monotonic()
+            if errored or total >= request.min_bytes or left <= 0 or not inc.still_current():
+                return _incremental_response(inc, picked)
+            if watch is None:  # too little, nobody watches: watch, then park
+                watch = partitions.watch(_session_keys(session))
+                if session.cached_size == -1:  # evicted or closed meanwhile
+                    own = watch
+                else:
+                    session.watch = watch
+                if partitions.changes != seen:
+                    continue  # news during the pass: read again
+            await partitions.wait(watch, left)
+            if not inc.still_current():  # before re-arming: the newer request's watch now
+                return _incremental_response(inc, [])
+    finally:
+        if own is not None:
+            own.close()
+
+
 async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     version = ctx.api_version
     replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
@@ -352,27 +399,33 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     # As Kafka: the response is bounded by the broker's fetch.max.bytes too.
     max_bytes = min(request.max_bytes, ctx.config.get_int("fetch.max.bytes"))
     if isinstance(session, IncrementalFetch):  # the session has partitions: it may wait
-        deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
-        while True:
-            picked, total, errored = _read_session(ctx, session.session, read_committed,
-                                                   max_bytes)
-            left = deadline - time.monotonic()
-            if errored or total >= request.min_bytes or left <= 0:
-                return _incremental_response(session, picked)
-            await ctx.partitions.wait_for_append(left)
+        return await _long_poll_session(ctx, session, request, read_committed, max_bytes)
     missing = ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     wait_ms = max(request.max_wait_ms, 0) if any(t.partitions for t in request.topics) else 0
     deadline = time.monotonic() + wait_ms / 1000
-    while True:
-        # Resolved on every pass: a topic deleted (or re-created) while this fetch waits
-        # answers with its error instead of reading a closed log.
-        resolved = _resolve(ctx, request)
-        responses, total, errored = _read_all(request, resolved, read_committed, max_bytes,
-                                              missing)
-        left = deadline - time.monotonic()
-        if errored or total >= request.min_bytes or left <= 0:
-            break
-        await ctx.partitions.wait_for_append(left)
+    partitions = ctx.partitions
+    watch = None
+    try:
+        while True:
+            seen = partitions.changes
+            # Resolved on every pass: a topic deleted (or re-created) while this fetch waits
+            # answers with its error instead of reading a closed log.
+            resolved = _resolve(ctx, request)
+            responses, total, errored = _read_all(request, resolved, read_committed,
+                                                  max_bytes, missing)
+            left = deadline - time.monotonic()
+            if errored or total >= request.min_bytes or left <= 0:
+                break
+            if watch is None:  # the first pass found too little: watch, then park
+                watch = partitions.watch((name, p.partition) for _, name, parts in resolved
+                                         if name is not None for p, _, _ in parts)
+                if partitions.changes != seen:
+                    continue  # news during the pass: read again
+            await partitions.wait(watch, left)
+            watch.rearm()
+    finally:
+        if watch is not None:
+            watch.close()
     session_id = INVALID_SESSION_ID
     if isinstance(session, FullFetch):
         count = sum(len(parts) for _, _, parts in resolved)

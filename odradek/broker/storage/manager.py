@@ -91,6 +91,9 @@ class LogManager:
         self._config_for = config_for
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        # Told (topic, partition) when a log's start offset moves or its dir fails, so that
+        # long-polling fetches on it answer now (the broker's partitions port sets it).
+        self.on_partition_changed: Callable[[str, int], None] | None = None
         # Indexes over `_logs`, so that creating or deleting one of N partitions costs O(1)
         # rather than a scan of every log (issue #10: quadratic admin requests).
         self._count_in_dir: dict[Path, int] = {d: 0 for d in self.log_dirs}
@@ -192,6 +195,9 @@ class LogManager:
         offline = [tp for tp, d in self._dir_of.items() if d == log_dir]
         for tp in offline:
             self._logs[tp].mark_offline(reason)
+        if self.on_partition_changed is not None:
+            for topic, partition in offline:
+                self.on_partition_changed(topic, partition)
         log.error("log dir failed; its partitions are offline until the broker restarts",
                   dir=str(log_dir), partitions=len(offline), reason=reason)
         if all(d in self._offline for d in self.log_dirs):
@@ -370,6 +376,8 @@ class LogManager:
         )
 
     def _log_start_changed(self, partition_log: PartitionLog) -> None:
+        if self.on_partition_changed is not None:
+            self.on_partition_changed(partition_log.topic, partition_log.partition)
         log_dir = self._dir_of.get((partition_log.topic, partition_log.partition))
         if log_dir is not None:
             self._write_checkpoints(log_dir)

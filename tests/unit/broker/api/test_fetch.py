@@ -113,10 +113,10 @@ def batches(records: Any) -> list[tuple[int, int]]:
 
 
 def no_waiting(monkeypatch: pytest.MonkeyPatch, broker: Broker) -> None:
-    async def must_not_wait(timeout_s: float) -> None:
+    async def must_not_wait(watch: Any, timeout_s: float) -> None:
         raise AssertionError(f"the fetch parked (for {timeout_s}s)")
 
-    monkeypatch.setattr(broker.partitions, "wait_for_append", must_not_wait)
+    monkeypatch.setattr(broker.partitions, "wait", must_not_wait)
 
 
 def produce_request(partition: int, data: bytes) -> ProduceRequest:
@@ -131,13 +131,13 @@ def produce_request(partition: int, data: bytes) -> ProduceRequest:
 def test_long_poll_is_answered_by_an_append(broker: Broker, monkeypatch: pytest.MonkeyPatch
                                             ) -> None:
     parked = []
-    real_wait = broker.partitions.wait_for_append
+    real_wait = broker.partitions.wait
 
-    async def wait(timeout_s: float) -> None:
+    async def wait(watch: Any, timeout_s: float) -> None:
         parked.append(timeout_s)
-        await real_wait(timeout_s)
+        await real_wait(watch, timeout_s)
 
-    monkeypatch.setattr(broker.partitions, "wait_for_append", wait)
+    monkeypatch.setattr(broker.partitions, "wait", wait)
     got: dict[str, Any] = {}
 
     async def main() -> None:
@@ -189,7 +189,7 @@ def test_a_wake_up_below_min_bytes_waits_again_for_the_time_left(
     monkeypatch.setattr(fetch_api, "time", SimpleNamespace(monotonic=lambda: now[0]))
     waits: list[float] = []
 
-    async def wait(timeout_s: float) -> None:
+    async def wait(watch: Any, timeout_s: float) -> None:
         waits.append(timeout_s)
         if len(waits) == 1:  # 400 ms later one batch arrives: still below min_bytes
             now[0] += 0.4
@@ -197,7 +197,7 @@ def test_a_wake_up_below_min_bytes_waits_again_for_the_time_left(
         else:  # nothing more arrives before the deadline
             now[0] += timeout_s
 
-    monkeypatch.setattr(broker.partitions, "wait_for_append", wait)
+    monkeypatch.setattr(broker.partitions, "wait", wait)
     response = fetch(broker, ("t", 0, 0), max_wait=1000, min_bytes=2 * S)
     assert waits == [pytest.approx(1.0), pytest.approx(0.6)]
     assert batches(only(response).records) == [(0, 0)]
@@ -210,12 +210,12 @@ def test_a_second_append_reaching_min_bytes_answers_before_the_deadline(
     monkeypatch.setattr(fetch_api, "time", SimpleNamespace(monotonic=lambda: now[0]))
     waits: list[float] = []
 
-    async def wait(timeout_s: float) -> None:
+    async def wait(watch: Any, timeout_s: float) -> None:
         waits.append(timeout_s)
         now[0] += 0.1
         append(broker, 0, raw())
 
-    monkeypatch.setattr(broker.partitions, "wait_for_append", wait)
+    monkeypatch.setattr(broker.partitions, "wait", wait)
     response = fetch(broker, ("t", 0, 0), max_wait=1000, min_bytes=2 * S)
     assert waits == [pytest.approx(1.0), pytest.approx(0.9)]
     assert batches(only(response).records) == [(0, 0), (1, 1)]

@@ -362,13 +362,13 @@ def test_an_incremental_fetch_parks_and_is_woken_by_its_session_partitions(
         broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
     s = Session(broker, 13, [("t", 0, 0), ("t", 1, 0)])
     parked: list[float] = []
-    real_wait = broker.partitions.wait_for_append
+    real_wait = broker.partitions.wait
 
-    async def wait(timeout_s: float) -> None:
+    async def wait(watch: Any, timeout_s: float) -> None:
         parked.append(timeout_s)
-        await real_wait(timeout_s)
+        await real_wait(watch, timeout_s)
 
-    monkeypatch.setattr(broker.partitions, "wait_for_append", wait)
+    monkeypatch.setattr(broker.partitions, "wait", wait)
     out: dict[str, Any] = {}
 
     async def main() -> None:
@@ -402,11 +402,11 @@ def test_an_idle_incremental_fetch_waits_max_wait_and_answers_empty(
     monkeypatch.setattr(fetch_api, "time", SimpleNamespace(monotonic=lambda: now[0]))
     waits: list[float] = []
 
-    async def wait(timeout_s: float) -> None:
+    async def wait(watch: Any, timeout_s: float) -> None:
         waits.append(timeout_s)
         now[0] += timeout_s
 
-    monkeypatch.setattr(broker.partitions, "wait_for_append", wait)
+    monkeypatch.setattr(broker.partitions, "wait", wait)
     response = s.next(max_wait=500, min_bytes=1)
     assert waits == [pytest.approx(0.5)]
     assert (response.error_code, response.session_id, response.responses) == (
