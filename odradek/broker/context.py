@@ -41,6 +41,9 @@ class ClientInfo:
 
     address: str
     listener: str
+    # Kafka's KafkaPrincipal string ("User:<name>"); set by authentication (issue #13).
+    # PLAINTEXT listeners and unauthenticated SSL keep Kafka's anonymous principal.
+    principal: str = "User:ANONYMOUS"
     software_name: str | None = None
     software_version: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
