@@ -16,26 +16,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
-import struct
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from compat_tests import probing
+from compat_tests.probing import err
 from odradek.wire._generated.api_keys import ApiKey
 from odradek.wire._generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from odradek.wire._generated.describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
 )
-from odradek.wire._generated.error_codes import ErrorCode
-from odradek.wire._generated.header import RequestHeader, ResponseHeader
 from odradek.wire._generated.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
-from odradek.wire.headers import request_header_version, response_header_version
 
 TOPIC = "probe-configs"
 BROKER, TOPIC_RESOURCE = 4, 2
@@ -59,39 +56,10 @@ def documented() -> dict[str, str]:
     return {name: "one-node default" for name in ODRADEK_DEFAULTS}
 
 
-def err(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
+class Conn(probing.Conn):
+    """A probe connection with the DescribeConfigs and CreateTopics calls this probe makes."""
 
-
-class Conn:
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-        self.correlation = 0
-
-    def call(self, api_key: int, version: int, request: Any, response_cls: Any) -> Any:
-        self.correlation += 1
-        header = RequestHeader(request_api_key=api_key, request_api_version=version,
-                               correlation_id=self.correlation, client_id="probe-configs")
-        payload = b"".join(bytes(p) for p in header.encode(request_header_version(api_key, version)))
-        payload += b"".join(bytes(p) for p in request.encode(version))
-        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
-        size = struct.unpack(">i", self._recv(4))[0]
-        frame = self._recv(size)
-        _head, pos = ResponseHeader.decode(frame, response_header_version(api_key, version))
-        response, _ = response_cls.decode(frame, version, pos)
-        return response
-
-    def _recv(self, n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("connection closed by the broker")
-            out += chunk
-        return out
+    client_id = "probe-configs"
 
     def describe(self, rtype: int, name: str) -> dict[str, Any]:
         req = DescribeConfigsRequest(

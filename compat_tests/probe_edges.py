@@ -16,14 +16,13 @@ shape ("new", "same", 0) so the comparison is about behaviour. Same machinery as
 
 from __future__ import annotations
 
-import argparse
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-from compat_tests.probe_kip848 import RETRIABLE, Case, Conn, err, markdown
+from compat_tests import probing
+from compat_tests.probe_kip848 import Conn
+from compat_tests.probing import RETRIABLE, Case, err
 from odradek.wire._generated.api_keys import ApiKey
 from odradek.wire._generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from odradek.wire._generated.describe_transactions import (
@@ -243,47 +242,15 @@ CASES = [
 ]
 
 
-def run_target(target: str, cases: list[Case], tv: int | None) -> None:
-    from compat_tests.brokers import make_broker
-
-    work = Path(tempfile.mkdtemp(prefix=f"probe-edges-{target}-"))
-    broker = make_broker(target, work, features=None if tv is None else {"transaction.version": tv})
-    print(f"starting {target} ...", file=sys.stderr)
-    broker.start()
-    try:
-        prepare(broker.port)
-        for case in cases:
-            c = Conn(broker.port)
-            try:
-                case.answers[target] = case.run(c)
-            except Exception as exc:  # the probe's own failure, shown as the answer
-                case.answers[target] = {"probe failed": f"{type(exc).__name__}: {exc}"}
-            finally:
-                c.close()
-            print(f"{target:8} {case.name:24} {case.answers[target]}", file=sys.stderr)
-    finally:
-        broker.stop()
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m compat_tests.probe_edges",
-                                 description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--target", choices=["odradek", "kafka", "both"], default="both")
-    ap.add_argument("--cases", default="", help="comma list of case names (default: all)")
-    ap.add_argument("--markdown", default="", help="write the results table to this file")
+    ap = probing.probe_arguments("probe_edges", __doc__)
     ap.add_argument("--transaction-version", type=int, default=None,
                     help="finalize transaction.version at this level on both (default: the broker's, 2)")
     args = ap.parse_args(argv)
-    cases = [c for c in CASES if not args.cases or c.name in args.cases.split(",")]
-    targets = ["odradek", "kafka"] if args.target == "both" else [args.target]
-    for t in targets:
-        run_target(t, cases, args.transaction_version)
-    table = markdown(cases, targets)
-    print(table)
-    if args.markdown:
-        Path(args.markdown).write_text(table)
-    return 0 if len(targets) == 1 or all(
-        len({repr(c.answers.get(t)) for t in targets}) == 1 for c in cases) else 1
+    tv = args.transaction_version
+    features = None if tv is None else {"transaction.version": tv}
+    return probing.compare_main(args, CASES, lambda target, cases: probing.run_cases(
+        target, cases, prepare, probe="probe-edges", conn=Conn, features=features), fail_on_difference=True)
 
 
 if __name__ == "__main__":

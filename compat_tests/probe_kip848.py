@@ -14,18 +14,14 @@ Member ids, epochs and similar values that differ by nature between runs are nor
 
 from __future__ import annotations
 
-import argparse
-import socket
 import struct
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from compat_tests import probing
+from compat_tests.probing import Case, err
 from odradek.wire._generated.add_offsets_to_txn import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -39,7 +35,6 @@ from odradek.wire._generated.create_topics import CreateTopicsRequest, CreateTop
 from odradek.wire._generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from odradek.wire._generated.error_codes import ErrorCode
 from odradek.wire._generated.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
-from odradek.wire._generated.header import RequestHeader, ResponseHeader
 from odradek.wire._generated.heartbeat import HeartbeatRequest, HeartbeatResponse
 from odradek.wire._generated.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from odradek.wire._generated.join_group import JoinGroupRequest, JoinGroupResponse
@@ -49,64 +44,15 @@ from odradek.wire._generated.txn_offset_commit import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
-from odradek.wire.headers import request_header_version, response_header_version
 
 TOPIC = "probe-t"
 TOPIC2 = "probe-u"
-RETRIABLE = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-             ErrorCode.NOT_COORDINATOR}
 
 
-def err(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
+class Conn(probing.Conn):
+    """A probe connection with the consumer-group heartbeat this probe sends most."""
 
-
-class Conn:
-    """One client connection: request header by the api's flexible versions, in order."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-        self.correlation = 0
-
-    def call(self, api_key: int, version: int, request: Any, response_cls: Any) -> Any:
-        self.correlation += 1
-        header = RequestHeader(request_api_key=api_key, request_api_version=version,
-                               correlation_id=self.correlation, client_id="probe-kip848")
-        payload = b"".join(bytes(p) for p in header.encode(request_header_version(api_key, version)))
-        payload += b"".join(bytes(p) for p in request.encode(version))
-        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
-        size = struct.unpack(">i", self._recv(4))[0]
-        frame = self._recv(size)
-        head, pos = ResponseHeader.decode(frame, response_header_version(api_key, version))
-        assert head.correlation_id == self.correlation, "response out of order"
-        response, _ = response_cls.decode(frame, version, pos)
-        return response
-
-    def _recv(self, n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("connection closed by the broker")
-            out += chunk
-        return out
-
-    def close(self) -> None:
-        self.sock.close()
-
-    # --- helpers
-
-    def retrying(self, send: Callable[[], Any], code: Callable[[Any], int], deadline_s: float = 30) -> Any:
-        """Repeat while the coordinator is still starting (a fresh Kafka creates its topic)."""
-        end = time.monotonic() + deadline_s
-        while True:
-            resp = send()
-            if code(resp) not in RETRIABLE or time.monotonic() > end:
-                return resp
-            time.sleep(0.3)
+    client_id = "probe-kip848"
 
     def heartbeat(self, version: int = 1, **fields: Any) -> Any:
         fields.setdefault("rebalance_timeout_ms", 30000)
@@ -154,14 +100,6 @@ def hb_summary(r: Any, epoch_base: int | None = None) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ cases
-
-@dataclass
-class Case:
-    name: str
-    what: str
-    run: Callable[[Conn], dict[str, Any]]
-    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
-
 
 def join(c: Conn, group: str, version: int = 1, **extra: Any) -> Any:
     fields: dict[str, Any] = {"group_id": group, "member_id": new_id() if version >= 1 else "",
@@ -622,65 +560,14 @@ def prepare(port: int) -> None:
         c.close()
 
 
-def run_target(target: str, cases: list[Case], overrides: dict[str, str] | None = None) -> None:
-    from compat_tests.brokers import make_broker
-
-    work = Path(tempfile.mkdtemp(prefix=f"probe-kip848-{target}-"))
-    broker = make_broker(target, work, overrides)
-    print(f"starting {target} ...", file=sys.stderr)
-    broker.start()
-    try:
-        prepare(broker.port)
-        for case in cases:
-            c = Conn(broker.port)
-            try:
-                case.answers[target] = case.run(c)
-            except Exception as exc:  # the probe's own failure, shown as the answer
-                case.answers[target] = {"probe failed": f"{type(exc).__name__}: {exc}"}
-            finally:
-                c.close()
-            print(f"{target:8} {case.name:28} {case.answers[target]}", file=sys.stderr)
-    finally:
-        broker.stop()
-
-
-def fmt(answer: dict[str, Any] | None) -> str:
-    if answer is None:
-        return ""
-    return str(answer).replace("|", "\\|").replace("\n", " ")
-
-
-def markdown(cases: list[Case], targets: list[str]) -> str:
-    lines = ["| case | request | " + " | ".join(targets) + (" | same? |" if len(targets) > 1 else ""),
-             "| --- | --- |" + " --- |" * (len(targets) + (1 if len(targets) > 1 else 0))]
-    for case in cases:
-        cells = [fmt(case.answers.get(t)) for t in targets]
-        row = f"| {case.name} | {case.what} | " + " | ".join(cells) + " |"
-        if len(targets) > 1:
-            same = len({repr(case.answers.get(t)) for t in targets}) == 1
-            row += " same |" if same else " **different** |"
-        lines.append(row)
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m compat_tests.probe_kip848", description=__doc__.splitlines()[0])
-    ap.add_argument("--target", choices=["odradek", "kafka", "both"], default="both")
-    ap.add_argument("--cases", default="", help="comma list of case names (default: all)")
-    ap.add_argument("--markdown", default="", help="write the results table to this file")
+    ap = probing.probe_arguments("probe_kip848", __doc__)
     ap.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                     help="a broker setting for both targets (e.g. group.consumer.migration.policy=disabled)")
     args = ap.parse_args(argv)
-    cases = [c for c in CASES if not args.cases or c.name in args.cases.split(",")]
-    targets = ["odradek", "kafka"] if args.target == "both" else [args.target]
     overrides = dict(kv.split("=", 1) for kv in args.override)
-    for t in targets:
-        run_target(t, cases, overrides)
-    table = markdown(cases, targets)
-    print(table)
-    if args.markdown:
-        Path(args.markdown).write_text(table)
-    return 0
+    return probing.compare_main(args, CASES, lambda target, cases: probing.run_cases(
+        target, cases, prepare, probe="probe-kip848", conn=Conn, overrides=overrides))
 
 
 if __name__ == "__main__":

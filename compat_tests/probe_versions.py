@@ -15,7 +15,6 @@ case, answers normalised so the comparison is about behaviour).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -23,7 +22,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from compat_tests.probe_kip848 import RETRIABLE, Case, Conn, err, join, markdown, new_id
+from compat_tests import probing
+from compat_tests.probe_kip848 import Conn, join, new_id
+from compat_tests.probing import RETRIABLE, Case, err
 from odradek.wire._generated.api_keys import ApiKey
 from odradek.wire._generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from odradek.wire._generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
@@ -485,28 +486,6 @@ CASES = [
 ]
 
 
-def run_target(target: str, cases: list[Case]) -> None:
-    from compat_tests.brokers import make_broker
-
-    work = Path(tempfile.mkdtemp(prefix=f"probe-versions-{target}-"))
-    broker = make_broker(target, work)
-    print(f"starting {target} ...", file=sys.stderr)
-    broker.start()
-    try:
-        prepare(broker.port)
-        for case in cases:
-            c = Conn(broker.port)
-            try:
-                case.answers[target] = case.run(c)
-            except Exception as exc:  # the probe's own failure, shown as the answer
-                case.answers[target] = {"probe failed": f"{type(exc).__name__}: {exc}"}
-            finally:
-                c.close()
-            print(f"{target:8} {case.name:28} {case.answers[target]}", file=sys.stderr)
-    finally:
-        broker.stop()
-
-
 JAVA_PROBE = Path(__file__).resolve().parent / "java44" / "AdminVersionsProbe.java"
 WATCHED = {ApiKey.LIST_OFFSETS, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS,
            ApiKey.DELETE_GROUPS, ApiKey.API_VERSIONS, ApiKey.LIST_TRANSACTIONS}
@@ -558,25 +537,14 @@ def main_java(targets: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m compat_tests.probe_versions",
-                                 description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--target", choices=["odradek", "kafka", "both"], default="both")
-    ap.add_argument("--cases", default="", help="comma list of case names (default: all)")
-    ap.add_argument("--markdown", default="", help="write the results table to this file")
+    ap = probing.probe_arguments("probe_versions", __doc__)
     ap.add_argument("--java", action="store_true",
                     help="run the Java 4.4 client probe (java44/AdminVersionsProbe.java) instead")
     args = ap.parse_args(argv)
     if args.java:
         return main_java(["odradek", "kafka"] if args.target == "both" else [args.target])
-    cases = [c for c in CASES if not args.cases or c.name in args.cases.split(",")]
-    targets = ["odradek", "kafka"] if args.target == "both" else [args.target]
-    for t in targets:
-        run_target(t, cases)
-    table = markdown(cases, targets)
-    print(table)
-    if args.markdown:
-        Path(args.markdown).write_text(table)
-    return 0
+    return probing.compare_main(args, CASES, lambda target, cases: probing.run_cases(
+        target, cases, prepare, probe="probe-versions", conn=Conn))
 
 
 if __name__ == "__main__":
