@@ -256,19 +256,25 @@ def produce(args: argparse.Namespace, admin: Admin) -> int:
     return EXIT_OK
 
 
+def _chosen_partitions(admin: Admin, topic: str, requested: list[int] | None) -> list[int]:
+    """The partitions `--partition` names (all of the topic's when none), checked to exist."""
+    found = [t for t in admin.topics([topic]) if t.name == topic]
+    if not found or found[0].error != ErrorCode.NONE:
+        code = found[0].error if found else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        raise KafkaError(code, f"topic {topic}")
+    all_parts = [p.partition for p in found[0].partitions]
+    parts = sorted(set(requested)) if requested else all_parts
+    missing = [p for p in parts if p not in all_parts]
+    if missing:
+        raise UsageError(f"--partition {missing[0]}: topic {topic} has partitions "
+                         f"0-{len(all_parts) - 1}")
+    return parts
+
+
 def consume(args: argparse.Namespace, admin: Admin) -> int:
     from odradek.client.data import EARLIEST, LATEST, Fetcher, list_offsets
 
-    found = [t for t in admin.topics([args.topic]) if t.name == args.topic]
-    if not found or found[0].error != ErrorCode.NONE:
-        code = found[0].error if found else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        raise KafkaError(code, f"topic {args.topic}")
-    all_parts = [p.partition for p in found[0].partitions]
-    parts = sorted(set(args.partition)) if args.partition else all_parts
-    missing = [p for p in parts if p not in all_parts]
-    if missing:
-        raise UsageError(f"--partition {missing[0]}: topic {args.topic} has partitions "
-                         f"0-{len(all_parts) - 1}")
+    parts = _chosen_partitions(admin, args.topic, args.partition)
     isolation = 1 if args.isolation == "read_committed" else 0
     earliest = list_offsets(admin, args.topic, parts, EARLIEST)
     latest = list_offsets(admin, args.topic, parts, LATEST, isolation_level=isolation)
@@ -408,16 +414,7 @@ def group_reset_offsets(args: argparse.Namespace, admin: Admin) -> int:
     from odradek.client.data import EARLIEST, LATEST, list_offsets
     from odradek.client.groups import commit_offsets, committed_offsets, describe_group
 
-    found = [t for t in admin.topics([args.topic]) if t.name == args.topic]
-    if not found or found[0].error != ErrorCode.NONE:
-        code = found[0].error if found else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        raise KafkaError(code, f"topic {args.topic}")
-    all_parts = [p.partition for p in found[0].partitions]
-    parts = sorted(set(args.partition)) if args.partition else all_parts
-    missing = [p for p in parts if p not in all_parts]
-    if missing:
-        raise UsageError(f"--partition {missing[0]}: topic {args.topic} has partitions "
-                         f"0-{len(all_parts) - 1}")
+    parts = _chosen_partitions(admin, args.topic, args.partition)
     try:
         group = describe_group(admin, args.group_id)
         active = group.members
