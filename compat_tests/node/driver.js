@@ -39,7 +39,9 @@ class Ctx {
     this.kafka = new Kafka({
       clientId: 'odradek-compat-kafkajs',
       brokers: [args.bootstrap],
-      logLevel: logLevel.NOTHING,
+      // KAFKAJS_LOG=debug: kafkajs's own log on stderr (stdout carries the driver's results)
+      logLevel: process.env.KAFKAJS_LOG === 'debug' ? logLevel.DEBUG : logLevel.NOTHING,
+      logCreator: () => ({ namespace, label, log }) => process.stderr.write(`${label} ${namespace} ${JSON.stringify(log)}\n`),
       connectionTimeout: 10000,
       requestTimeout: 20000,
       retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 2000 }
@@ -91,14 +93,27 @@ class Ctx {
   }
 }
 
+// kafkajs's `waitForLeaders` retries only LEADER_NOT_AVAILABLE, but a KRaft broker answers
+// Metadata for a topic it has just created UNKNOWN_TOPIC_OR_PARTITION until the controller's
+// record reaches its metadata cache (Kafka 4.4 under load: kafkajs then fails at once). So
+// the driver waits itself: leaders in Metadata, then ListOffsets answered by the partitions.
+async function waitForTopic (ctx, a, topic, numPartitions) {
+  await ctx.waitFor(`partitions of ${topic} served`, async () => {
+    const { topics } = await a.fetchTopicMetadata({ topics: [topic] })
+    if (topics[0].partitions.length !== numPartitions || topics[0].partitions.some(p => p.leader < 0)) return false
+    return (await a.fetchTopicOffsets(topic)).length === numPartitions
+  })
+}
+
 async function createTopic (ctx, topic, numPartitions, configs = {}) {
   const a = await ctx.admin()
   const created = await a.createTopics({
     topics: [{ topic, numPartitions, replicationFactor: 1, configEntries: Object.entries(configs).map(([name, value]) => ({ name, value })) }],
-    waitForLeaders: true,
+    waitForLeaders: false, // kafkajs's default is true; see waitForTopic
     timeout: 15000
   })
   check(created, `topic ${topic} not created`)
+  await waitForTopic(ctx, a, topic, numPartitions)
 }
 
 async function produce (ctx, topic, messages, opts = {}, sendOpts = {}) {
@@ -219,7 +234,8 @@ async function listOffsets (ctx) {
 async function adminTopics (ctx) {
   const a = await ctx.admin()
   const t = ctx.topic()
-  check(await a.createTopics({ topics: [{ topic: t, numPartitions: 2, replicationFactor: 1, configEntries: [{ name: 'retention.ms', value: '3600000' }] }], waitForLeaders: true }), 'create failed')
+  check(await a.createTopics({ topics: [{ topic: t, numPartitions: 2, replicationFactor: 1, configEntries: [{ name: 'retention.ms', value: '3600000' }] }], waitForLeaders: false }), 'create failed')
+  await waitForTopic(ctx, a, t, 2)
   // kafkajs answers false (not an error) when TOPIC_ALREADY_EXISTS comes back.
   check(await a.createTopics({ topics: [{ topic: t, numPartitions: 2, replicationFactor: 1 }] }) === false, 'creating an existing topic was not refused')
   const partitions = async () => {

@@ -56,6 +56,20 @@ def create_topic(ctx: Ctx, name: str, partitions: int, config: dict[str, str] | 
         return md is not None and md.error is None and len(md.partitions) == partitions and all(p.leader >= 0 for p in md.partitions.values())
 
     ctx.wait_for(ready, f"topic {name} in metadata")
+    # A KRaft broker can list the leaders a moment before the partitions take requests (Kafka
+    # 4.4 under load answered a first Produce UNKNOWN_TOPIC_OR_PARTITION, and a plain
+    # producer's retry then reordered the partition); ListOffsets reaches the partitions.
+    def served() -> bool:
+        futs = a.list_offsets({TopicPartition(name, p): OffsetSpec.latest() for p in range(partitions)},
+                              request_timeout=5)
+        try:
+            for f in futs.values():
+                f.result(timeout=ctx.remaining())
+        except KafkaException:
+            return False
+        return True
+
+    ctx.wait_for(served, f"partitions of {name} served")
 
 
 def producer(ctx: Ctx, **conf: Any) -> Producer:
