@@ -28,6 +28,8 @@ from odradek.broker.connection import IncomingRequest
 from odradek.broker.context import ClientInfo, GroupRuntime, RequestContext, TxnRuntime
 from odradek.broker.coordinators.producer_ids import PRODUCER_ID_BLOCK_FILE, ProducerIdAllocator
 from odradek.broker.coordinators.runtime import CoordinatorRuntime, InternalTopic
+from odradek.broker.fault_inject import can_error
+from odradek.broker.fault_rules import FaultRules
 from odradek.broker.features import FeatureLevelError, Features
 from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.partitions import LocalPartitions
@@ -134,6 +136,7 @@ class Broker:
                 self.now_ms(), transaction_version=config.get_int("transaction.version"))
         except FeatureLevelError as e:
             raise ConfigError(str(e), "transaction.version") from None
+        self.faults = FaultRules(can_error)  # injected faults (issue #16): none until set
         self.groups: GroupRuntime = self._group_runtime()
         self.transactions: TxnRuntime = self._transaction_runtime()
         self.cleaner: LogCleaner | None = None  # built when the cleaner task starts
@@ -296,7 +299,7 @@ class Broker:
         return RequestContext(
             config=self.config, node=self, clock=self, cluster=self.cluster,
             partitions=self.partitions, groups=self.groups, transactions=self.transactions,
-            features=self.features, fetch_sessions=self.fetch_sessions,
+            features=self.features, fetch_sessions=self.fetch_sessions, faults=self.faults,
             client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from odradek.broker.cluster import Cluster
+from odradek.broker.fault_rules import FaultRules
 from odradek.broker.coordinators.runtime import CoordinatorRuntime
 from odradek.broker.features import Features
 from odradek.broker.fetch_sessions import FetchSessionCache
@@ -61,6 +62,7 @@ class RequestContext:
     transactions: TxnRuntime
     features: Features
     fetch_sessions: FetchSessionCache
+    faults: FaultRules
     # the request
     client: ClientInfo
     api_key: int

@@ -1,7 +1,8 @@
 """Dispatch: version check, body decode, the handler, response encode.
 
 The registry (`registry.py`) says which apis and versions are served; handler modules are
-imported on first use. A request for an api or version not served is a protocol violation
+imported on first use. Fault rules (`fault_rules.py`), when any exist, are applied to the
+decoded request before its handler runs (`fault_inject.py`). A request for an api or version not served is a protocol violation
 (the connection is closed, as Kafka does), except ApiVersions, which KIP-511 answers in v0
 form with the supported list so the client can retry at a version we know.
 """
@@ -51,6 +52,12 @@ async def dispatch(ctx: RequestContext, request: IncomingRequest) -> list[Buffer
         body, _end = request_cls.decode(request.frame, version, request.body_pos)
     except ProtocolError as e:
         raise CloseConnection(str(e)) from None
+    if ctx.faults.active:  # fault injection (issue #16): this one check when no rule exists
+        from odradek.broker import fault_inject
+
+        faulted = await fault_inject.apply(ctx.faults, ctx, request, body)
+        if faulted is not fault_inject.PROCEED:
+            return faulted  # type: ignore[return-value]
     response = await handler_for(key)(ctx, body)
     if response is None:
         return None

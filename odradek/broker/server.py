@@ -51,6 +51,7 @@ import socket
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -68,6 +69,9 @@ from odradek.broker.storage.dir_lock import DirLock, LogDirLockedError, lock_log
 from odradek.config import BrokerConfig, Listener
 from odradek.wire import ProtocolError
 from odradek.wire.primitives import Buffer
+
+if TYPE_CHECKING:
+    from odradek.broker.admin_http import AdminHttp
 
 log = structlog.get_logger("odradek.server")
 
@@ -452,7 +456,28 @@ async def _run(broker: Broker, bound: list[tuple[socket.socket, Listener]]) -> N
         max_idle_ms = broker.config.get_int("connections.max.idle.ms")
         if max_idle_ms >= 0:  # negative: never, as in Kafka
             tg.start_soon(server.reap_idle, max_idle_ms)
+        admin = await _start_admin_http(broker, tg)
         for sock, lst in bound:
             tg.start_soon(server.accept_loop, sock, lst, tg)
             log.info("listening", listener=lst.name, host=lst.host, port=lst.port,
                      cluster_id=broker.cluster.cluster_id, node_id=broker.node_id)
+        if admin is not None:
+            admin.ready = True
+
+
+async def _start_admin_http(broker: Broker, tg: anyio.abc.TaskGroup) -> AdminHttp | None:
+    """The opt-in admin HTTP endpoint (`admin_http.py`); None when `admin.http.port` is -1."""
+    port = broker.config.get_int("admin.http.port")
+    if port < 0:
+        return None
+    from odradek.broker.admin_http import AdminHttp, serve_admin
+
+    host = broker.config.get_str("admin.http.host")
+    app = AdminHttp(broker.faults)
+    try:
+        await tg.start(serve_admin, app, host, port)
+    except OSError as exc:
+        raise StartupError(StartupFailure.LISTENER,
+                           f"cannot listen on http://{host}:{port} for the admin endpoint: "
+                           f"{exc.strerror or exc}; set another `admin.http.port`") from None
+    return app

@@ -117,6 +117,12 @@ _ODRADEK_VALIDATORS: Mapping[str, Validator] = {
 _ODRADEK_ONLY: tuple[ConfigDef, ...] = (
     ConfigDef("transaction.version", ConfigType.SHORT, 2, between(0, 2), internal=True,
               why="Odradek's stand-in for the finalized feature level"),
+    # The admin HTTP server (issue #16): fault rules, /health, /ready and, with the `metrics`
+    # extra, /metrics. Off (-1) unless set; 0 picks a free port (logged). Loopback by default.
+    ConfigDef("admin.http.port", ConfigType.INT, -1, between(-1, 65535), internal=True,
+              why="Odradek's admin HTTP endpoint"),
+    ConfigDef("admin.http.host", ConfigType.STRING, "127.0.0.1", internal=True,
+              why="Odradek's admin HTTP endpoint"),
 )
 
 
