@@ -14,6 +14,7 @@ so fault rules change between two requests, never during one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -100,10 +101,8 @@ class AdminHttp:
             head = (f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\n"
                     f"Content-Type: {ctype}\r\nContent-Length: {len(payload)}\r\n"
                     "Connection: close\r\n\r\n").encode()
-            try:
+            with contextlib.suppress(anyio.BrokenResourceError, ConnectionError):
                 await stream.send(head + payload)
-            except (anyio.BrokenResourceError, ConnectionError):
-                pass
 
     async def _read_and_route(self, stream: anyio.abc.SocketStream) -> Response:
         data = b""

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from odradek.broker.cluster import Cluster
-from odradek.broker.fault_rules import FaultRules
 from odradek.broker.coordinators.runtime import CoordinatorRuntime
+from odradek.broker.fault_rules import FaultRules
 from odradek.broker.features import Features
 from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.partitions import Partitions

@@ -18,8 +18,8 @@ import structlog
 
 from odradek.broker.cluster import Cluster
 from odradek.broker.connection import CloseConnection, IncomingRequest, response_frame
-from odradek.broker.fault_rules import Action, FaultRules
-from odradek.wire import API_SPECS, ApiKey, ErrorCode
+from odradek.broker.fault_rules import Action, FaultRules, error_name
+from odradek.wire import API_SPECS, ApiKey
 from odradek.wire.headers import response_header_version
 from odradek.wire.primitives import Buffer
 from odradek.wire.registry import api_classes
@@ -131,7 +131,7 @@ PROCEED = _Proceed()
 
 
 async def apply(rules: FaultRules, ctx: RequestContext, request: IncomingRequest,
-                body: Any) -> list[Buffer] | None | _Proceed:
+                body: Any) -> list[Buffer] | _Proceed | None:
     """Fault this request if a rule says so: the frames to send, None (send nothing), or
     PROCEED; raises CloseConnection for a `close` rule. Each fault is logged."""
     rule = rules.match(request.api_key, request.client_id,
@@ -140,7 +140,7 @@ async def apply(rules: FaultRules, ctx: RequestContext, request: IncomingRequest
         return PROCEED
     log.warning("fault injected", rule=rule.rule_id, api=API_SPECS[request.api_key].name,
                 version=request.api_version, action=rule.action.value,
-                **({"error": ErrorCode(rule.error_code).name}
+                **({"error": error_name(rule.error_code)}
                    if rule.action is Action.ERROR else {}),
                 **({"delay_ms": rule.delay_ms} if rule.action is Action.DELAY else {}),
                 client=ctx.client.address, client_id=request.client_id)

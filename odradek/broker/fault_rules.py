@@ -68,13 +68,20 @@ def parse_api(value: object) -> int:
     raise FaultSpecError(f"unknown api {value!r} (use Kafka's name, e.g. Produce, or the key)")
 
 
+_BY_CODE = {int(member): member for member in ErrorCode}
+
+
+def error_name(code: int) -> str:
+    member = _BY_CODE.get(code)
+    return member.name if member is not None else str(code)
+
+
 def parse_error(value: object) -> int:
     """An error code from its number or Kafka's name (`NOT_LEADER_OR_FOLLOWER`)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        try:
-            return int(ErrorCode(value))
-        except ValueError:
-            raise FaultSpecError(f"unknown error code {value}") from None
+        if value in _BY_CODE:
+            return value
+        raise FaultSpecError(f"unknown error code {value}")
     if isinstance(value, str):
         text = value.strip()
         if text.lstrip("-").isdigit():
@@ -135,7 +142,7 @@ class FaultRule:
             "action": self.action.value, "matched": self.matched, "injected": self.injected,
         }
         if self.action is Action.ERROR:
-            out["error"] = ErrorCode(self.error_code).name
+            out["error"] = error_name(self.error_code)
             out["error_code"] = self.error_code
         if self.action is Action.DELAY:
             out["delay_ms"] = self.delay_ms

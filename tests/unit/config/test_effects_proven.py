@@ -38,6 +38,7 @@ PRODUCE_CONFIGS = f"{API}/test_produce_topic_configs.py"
 CLEANER = f"{STORAGE}/test_cleaner.py"
 LOG = f"{STORAGE}/test_storage_log.py"
 RESOURCES = "tests/integration/test_resources.py"
+FAULTS = "tests/integration/test_fault_injection.py"
 
 TOPIC: dict[str, tuple[str, ...]] = {
     "cleanup.policy": (
@@ -269,6 +270,12 @@ BROKER: dict[str, tuple[str, ...]] = {
     "transaction.version": (
         f"{API}/test_api_versions.py::test_transaction_version_1_is_selected_by_the_broker_setting",
     ),
+    # Odradek's own: the admin HTTP endpoint (fault rules, health; issue #16)
+    "admin.http.port": (
+        f"{FAULTS}::test_the_admin_endpoint_is_opt_in_and_binds_where_told",
+        f"{FAULTS}::test_health_and_ready",
+    ),
+    "admin.http.host": (f"{FAULTS}::test_the_admin_endpoint_is_opt_in_and_binds_where_told",),
 }
 
 PROOFS: dict[tuple[str, str], tuple[str, ...]] = {
