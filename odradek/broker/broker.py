@@ -23,6 +23,7 @@ import anyio.abc
 import anyio.lowlevel
 import structlog
 
+from odradek.broker import emulation
 from odradek.broker.cluster import Cluster, Topic
 from odradek.broker.connection import IncomingRequest
 from odradek.broker.context import ClientInfo, GroupRuntime, RequestContext, TxnRuntime
@@ -131,11 +132,15 @@ class Broker:
         self._check_logs()
         self.partitions = LocalPartitions(self.cluster, self.logs)
         self.advertised: list[Listener] = config.advertised_for({})
+        release = config.get_str("emulate.kafka.version")
+        self.api_ranges = emulation.api_ranges(release)  # what ApiVersions and dispatch serve
         try:
             self.features = Features.finalize(
                 self.now_ms(), transaction_version=config.get_int("transaction.version"))
         except FeatureLevelError as e:
             raise ConfigError(str(e), "transaction.version") from None
+        if not emulation.finalizes_features(release):
+            self.features = Features({}, self.features.epoch)
         self.faults = FaultRules(can_error)  # injected faults (issue #16): none until set
         self.groups: GroupRuntime = self._group_runtime()
         self.transactions: TxnRuntime = self._transaction_runtime()
@@ -300,7 +305,7 @@ class Broker:
             config=self.config, node=self, clock=self, cluster=self.cluster,
             partitions=self.partitions, groups=self.groups, transactions=self.transactions,
             features=self.features, fetch_sessions=self.fetch_sessions, faults=self.faults,
-            client=client, api_key=request.api_key, api_version=request.api_version,
+            api_ranges=self.api_ranges, client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id)
 
     @staticmethod

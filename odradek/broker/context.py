@@ -7,6 +7,7 @@ a type a test can build or fake.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -63,6 +64,7 @@ class RequestContext:
     features: Features
     fetch_sessions: FetchSessionCache
     faults: FaultRules
+    api_ranges: Mapping[int, tuple[int, int]]  # served versions (`emulation.py`)
     # the request
     client: ClientInfo
     api_key: int

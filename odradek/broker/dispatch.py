@@ -16,7 +16,7 @@ from typing import Any
 from odradek.broker.api.api_versions import unsupported_version_response
 from odradek.broker.connection import CloseConnection, IncomingRequest, response_frame
 from odradek.broker.context import RequestContext
-from odradek.broker.registry import HANDLERS, supported_range
+from odradek.broker.registry import HANDLERS
 from odradek.wire import API_SPECS, ApiKey, ProtocolError
 from odradek.wire.headers import response_header_version
 from odradek.wire.primitives import Buffer
@@ -39,11 +39,11 @@ def handler_for(api_key: int) -> Handler:
 async def dispatch(ctx: RequestContext, request: IncomingRequest) -> list[Buffer] | None:
     """Decode, check the version, run the handler, encode. None means: send nothing."""
     key, version = request.api_key, request.api_version
-    supported = supported_range(key)
+    supported = ctx.api_ranges.get(key)  # the registry's, or an emulated release's
     if supported is None or not supported[0] <= version <= supported[1]:
         if key == ApiKey.API_VERSIONS:
             return response_frame(request.correlation_id, 0,
-                                  unsupported_version_response().encode(0))
+                                  unsupported_version_response(ctx.api_ranges).encode(0))
         what = "unsupported api" if supported is None else f"unsupported version {version} of api"
         name = API_SPECS[key].name if key in API_SPECS else "unknown"
         raise CloseConnection(f"{what} {key} ({name})")

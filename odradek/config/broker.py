@@ -110,6 +110,19 @@ _ODRADEK_VALIDATORS: Mapping[str, Validator] = {
         "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
 }
 
+# The releases `tools/kafka_releases.py` found specs for (odradek/broker/kafka_releases.py;
+# a unit test keeps the two lists equal: config imports nothing of the broker).
+EMULATED_RELEASES = ("2.8", "3.0", "3.1", "3.2", "3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "4.4")
+
+
+
+def _emulated_release(value: ConfigValue) -> str | None:
+    if value in ("", None, *EMULATED_RELEASES):
+        return None
+    return (f"Kafka releases that can be emulated: {', '.join(EMULATED_RELEASES)} (3.9 and "
+            "4.0-4.3 have no specs here)")
+
+
 # Odradek's own settings (not Kafka's, so never described). transaction.version: the finalized
 # transaction.version feature level (Kafka sets it once with `kafka-storage format --feature
 # transaction.version=N`): 2 (Kafka 4.x's default) lets clients use transactions v2 (KIP-890),
@@ -123,6 +136,10 @@ _ODRADEK_ONLY: tuple[ConfigDef, ...] = (
               why="Odradek's admin HTTP endpoint"),
     ConfigDef("admin.http.host", ConfigType.STRING, "127.0.0.1", internal=True,
               why="Odradek's admin HTTP endpoint"),
+    # `--emulate-kafka`: ApiVersions and the finalized features of that Apache Kafka release
+    # (odradek/broker/emulation.py); "" is this broker's own (4.4's) ranges.
+    ConfigDef("emulate.kafka.version", ConfigType.STRING, "", _emulated_release,
+              internal=True, why="Odradek's Kafka release emulation"),
 )
 
 

@@ -276,6 +276,12 @@ BROKER: dict[str, tuple[str, ...]] = {
         f"{FAULTS}::test_health_and_ready",
     ),
     "admin.http.host": (f"{FAULTS}::test_the_admin_endpoint_is_opt_in_and_binds_where_told",),
+    # Odradek's own: Kafka release emulation (issue #16)
+    "emulate.kafka.version": (
+        f"{API}/test_emulation.py::test_api_versions_of_an_emulated_2_8_broker",
+        f"{API}/test_emulation.py::test_a_version_above_the_emulated_max_is_answered_as_kafka_does",
+        "tests/integration/test_emulation.py::test_kafka_python_detects_2_8",
+    ),
 }
 
 PROOFS: dict[tuple[str, str], tuple[str, ...]] = {

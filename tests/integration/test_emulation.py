@@ -1,0 +1,95 @@
+"""Kafka release emulation with real clients (issue #16): a broker started with
+`emulate.kafka.version=2.8` is seen as a 2.8 broker (kafka-python's version probe, librdkafka's
+ApiVersions ranges), and clients still produce and consume through it."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from odradek.testing import TestBroker, running_broker, unique_name
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[TestBroker]:
+    with running_broker({"emulate.kafka.version": "2.8"}, start_timeout=120) as handle:
+        yield handle
+
+
+def _api_versions_v3(bootstrap: str) -> dict[int, tuple[int, int]]:
+    """A raw ApiVersions v3 request: the ranges exactly as the broker lists them."""
+    host, port = bootstrap.split(":")
+    client = b"t"
+    header = struct.pack(">hhih", 18, 3, 1, len(client)) + client + b"\x00"
+    body = b"\x02t\x021\x00"  # compact strings "t", "1", no tags
+    frame = header + body
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+        data = sock.recv(size, socket.MSG_WAITALL)
+    pos = 4  # correlation id (response header v0)
+    error, = struct.unpack_from(">h", data, pos)
+    assert error == 0
+    n = data[pos + 2] - 1  # compact array length (a small list: one byte)
+    pos += 3
+    out = {}
+    for _ in range(n):
+        key, low, high = struct.unpack_from(">hhh", data, pos)
+        out[key] = (low, high)
+        pos += 7  # + the entry's empty tag buffer
+    return out
+
+
+def test_the_old_ranges_are_advertised(broker: TestBroker) -> None:
+    ranges = _api_versions_v3(broker.bootstrap)
+    assert ranges[0] == (3, 9)  # Produce: 2.8's max (Odradek's own floor)
+    assert ranges[1] == (4, 12)  # Fetch
+    assert ranges[18] == (0, 3)  # ApiVersions
+    assert 68 not in ranges and 75 not in ranges  # no KIP-848, no DescribeTopicPartitions
+
+
+def test_kafka_python_detects_2_8(broker: TestBroker) -> None:
+    kafka = pytest.importorskip("kafka")
+    client = kafka.KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        # kafka-python infers the broker's release from its ApiVersions answer.
+        version = client._manager.broker_version_data.broker_version
+        produce = client.api_versions()[0]
+    finally:
+        client.close()
+    assert version[:2] == (2, 8), version
+    assert tuple(produce) == (3, 9)
+
+
+def test_confluent_produces_and_consumes_through_an_emulated_2_8(broker: TestBroker) -> None:
+    topic = broker.create_topic()
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "api.version.request": True})
+    errors: list[object] = []
+    producer.produce(topic, b"old", on_delivery=lambda e, m: errors.append(e))
+    producer.flush(60)
+    assert errors == [None]
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique_name("g"),
+                         "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic])
+        for _ in range(150):
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                assert msg.value() == b"old"
+                return
+        raise AssertionError("nothing consumed")
+    finally:
+        consumer.close()
+
+
+def test_a_produce_above_2_8_s_max_closes_the_connection(broker: TestBroker) -> None:
+    host, port = broker.bootstrap.split(":")
+    # Produce v10 header (v2, flexible) with an empty body: the broker never decodes it.
+    frame = struct.pack(">hhih", 0, 10, 1, 1) + b"t" + b"\x00"
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        assert sock.recv(4) == b""  # closed, unanswered
