@@ -3,6 +3,7 @@ bound to `admin.http.host` (127.0.0.1 unless configured).
 
 - `GET /health`: 200 while the process serves; `GET /ready`: 200 once the listeners accept
   connections, 503 before.
+- `GET /metrics`: Prometheus metrics when `admin.http.metrics` is on (`metrics.py`).
 - `GET /faults`: the fault rules as JSON; `POST /faults` with one rule (or a list) as JSON
   adds it (201, the rules back; 400 with one line for a bad rule); `DELETE /faults` clears
   them all, `DELETE /faults/<id>` one.
@@ -30,7 +31,7 @@ log = structlog.get_logger("odradek.admin_http")
 _MAX_BODY = 1 << 20
 _READ_TIMEOUT_S = 10.0
 _REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found",
-            405: "Method Not Allowed", 413: "Payload Too Large", 503: "Service Unavailable"}
+            405: "Method Not Allowed", 413: "Payload Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}
 
 Response = tuple[int, str, bytes]  # status, content type, body
 
@@ -97,6 +98,9 @@ class AdminHttp:
             except (TimeoutError, anyio.EndOfStream, anyio.BrokenResourceError,
                     ConnectionError):
                 return
+            except Exception:  # a bug here must not stop the broker
+                log.exception("admin http request failed")
+                response = _json(500, {"error": "internal error; see the broker's log"})
             status, ctype, payload = response
             head = (f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\n"
                     f"Content-Type: {ctype}\r\nContent-Length: {len(payload)}\r\n"

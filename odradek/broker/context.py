@@ -16,6 +16,7 @@ from odradek.broker.coordinators.runtime import CoordinatorRuntime
 from odradek.broker.fault_rules import FaultRules
 from odradek.broker.features import Features
 from odradek.broker.fetch_sessions import FetchSessionCache
+from odradek.broker.metrics import Metrics
 from odradek.broker.partitions import Partitions
 from odradek.config import BrokerConfig
 from odradek.coordinator.common import Clock
@@ -65,6 +66,7 @@ class RequestContext:
     fetch_sessions: FetchSessionCache
     faults: FaultRules
     api_ranges: Mapping[int, tuple[int, int]]  # served versions (`emulation.py`)
+    metrics: Metrics | None  # None unless `admin.http.metrics`
     # the request
     client: ClientInfo
     api_key: int

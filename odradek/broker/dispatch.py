@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Awaitable, Callable
+from time import perf_counter_ns
 from typing import Any
 
 from odradek.broker.api.api_versions import unsupported_version_response
@@ -58,7 +59,13 @@ async def dispatch(ctx: RequestContext, request: IncomingRequest) -> list[Buffer
         faulted = await fault_inject.apply(ctx.faults, ctx, request, body)
         if faulted is not fault_inject.PROCEED:
             return faulted  # type: ignore[return-value]
-    response = await handler_for(key)(ctx, body)
+    metrics = ctx.metrics
+    if metrics is not None:  # `admin.http.metrics`; off: this one check
+        started = perf_counter_ns()
+        response = await handler_for(key)(ctx, body)
+        metrics.record(key, version, body, response, perf_counter_ns() - started)
+    else:
+        response = await handler_for(key)(ctx, body)
     if response is None:
         return None
     return response_frame(request.correlation_id, response_header_version(key, version),

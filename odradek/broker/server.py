@@ -50,7 +50,7 @@ import signal
 import socket
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -456,7 +456,7 @@ async def _run(broker: Broker, bound: list[tuple[socket.socket, Listener]]) -> N
         max_idle_ms = broker.config.get_int("connections.max.idle.ms")
         if max_idle_ms >= 0:  # negative: never, as in Kafka
             tg.start_soon(server.reap_idle, max_idle_ms)
-        admin = await _start_admin_http(broker, tg)
+        admin = await _start_admin_http(broker, tg, lambda: server.connections)
         for sock, lst in bound:
             tg.start_soon(server.accept_loop, sock, lst, tg)
             log.info("listening", listener=lst.name, host=lst.host, port=lst.port,
@@ -465,7 +465,8 @@ async def _run(broker: Broker, bound: list[tuple[socket.socket, Listener]]) -> N
             admin.ready = True
 
 
-async def _start_admin_http(broker: Broker, tg: anyio.abc.TaskGroup) -> AdminHttp | None:
+async def _start_admin_http(broker: Broker, tg: anyio.abc.TaskGroup,
+                            connections: Callable[[], int]) -> AdminHttp | None:
     """The opt-in admin HTTP endpoint (`admin_http.py`); None when `admin.http.port` is -1."""
     port = broker.config.get_int("admin.http.port")
     if port < 0:
@@ -473,7 +474,15 @@ async def _start_admin_http(broker: Broker, tg: anyio.abc.TaskGroup) -> AdminHtt
     from odradek.broker.admin_http import AdminHttp, serve_admin
 
     host = broker.config.get_str("admin.http.host")
-    app = AdminHttp(broker.faults)
+    metrics = broker.metrics
+    scrape = None
+    if metrics is not None:
+        sources = broker.metric_sources(connections)
+
+        def scrape() -> tuple[int, str, bytes]:
+            return 200, "text/plain; version=0.0.4", metrics.render(sources)
+
+    app = AdminHttp(broker.faults, scrape)
     try:
         await tg.start(serve_admin, app, host, port)
     except OSError as exc:

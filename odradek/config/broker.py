@@ -136,6 +136,10 @@ _ODRADEK_ONLY: tuple[ConfigDef, ...] = (
               why="Odradek's admin HTTP endpoint"),
     ConfigDef("admin.http.host", ConfigType.STRING, "127.0.0.1", internal=True,
               why="Odradek's admin HTTP endpoint"),
+    # GET /metrics on that endpoint (Prometheus; the `metrics` extra): counting costs nothing
+    # while off.
+    ConfigDef("admin.http.metrics", ConfigType.BOOLEAN, False, internal=True,
+              why="Odradek's Prometheus metrics"),
     # `--emulate-kafka`: ApiVersions and the finalized features of that Apache Kafka release
     # (odradek/broker/emulation.py); "" is this broker's own (4.4's) ranges.
     ConfigDef("emulate.kafka.version", ConfigType.STRING, "", _emulated_release,

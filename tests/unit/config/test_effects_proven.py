@@ -276,6 +276,10 @@ BROKER: dict[str, tuple[str, ...]] = {
         f"{FAULTS}::test_health_and_ready",
     ),
     "admin.http.host": (f"{FAULTS}::test_the_admin_endpoint_is_opt_in_and_binds_where_told",),
+    "admin.http.metrics": (
+        "tests/integration/test_metrics.py::test_counts_after_produce_and_consume",
+        "tests/integration/test_metrics.py::test_metrics_are_opt_in",
+    ),
     # Odradek's own: Kafka release emulation (issue #16)
     "emulate.kafka.version": (
         f"{API}/test_emulation.py::test_api_versions_of_an_emulated_2_8_broker",
