@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -135,12 +136,12 @@ class AdminHttp:
         return self.route(method, path, body[:length])
 
 
-async def serve_admin(app: AdminHttp, host: str, port: int, *,
-                      task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
-    """Listen and serve until cancelled; `task_status` gets the bound port."""
-    listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+async def serve_admin(app: AdminHttp, sock: socket.socket, *,
+                      task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    """Serve on the bound socket `sock` until cancelled."""
+    listener = await anyio.abc.SocketListener.from_socket(sock)
+    host, port = sock.getsockname()[:2]
     async with listener:
-        bound = listener.extra(anyio.abc.SocketAttribute.local_port)
-        log.info("admin http endpoint", url=f"http://{host}:{bound}")
-        task_status.started(bound)
+        log.info("admin http endpoint", url=f"http://{host}:{port}")
+        task_status.started()
         await listener.serve(app.serve_client)

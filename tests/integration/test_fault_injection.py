@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import socket
 import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -179,3 +181,19 @@ def test_the_admin_endpoint_is_opt_in_and_binds_where_told() -> None:
         assert other.admin_url is not None and other.admin_url.startswith("http://127.0.0.2:")
         with urllib.request.urlopen(other.admin_url + "/health", timeout=10) as resp:
             assert resp.status == 200
+
+
+def test_an_admin_port_in_use_is_one_line_and_touches_nothing(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "odradek", "serve", "--override",
+             "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={tmp_path}",
+             "--override", f"admin.http.port={port}"],
+            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 3
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        f"odradek: cannot start: cannot listen on http://127.0.0.1:{port} for the admin endpoint")
+    assert "Traceback" not in result.stderr and list(tmp_path.iterdir()) == []
