@@ -322,7 +322,8 @@ class Broker:
                        transactions=lambda: self.transactions.shard.txns,
                        high_watermark=high_watermark,
                        partition_count=lambda: len(self.partitions.logs()),
-                       connections=connections)
+                       connections=connections,
+                       faults_injected=lambda: self.faults.injected)
 
     def _topic_name(self, topic_id: uuid.UUID) -> str | None:
         topic = self.cluster.by_id.get(topic_id)

@@ -15,7 +15,8 @@ Names are those Kafka's JMX metrics get from the Prometheus JMX exporter with it
 - `kafka_coordinator_group_groupmetadatamanager_numgroups{state}` and
   `kafka_coordinator_transaction_numtransactions{state}` (Odradek's names for the counts);
 - `kafka_consumergroup_lag{consumergroup,topic,partition}`: high watermark minus committed
-  offset, as kafka-exporter names it.
+  offset, as kafka-exporter names it;
+- `odradek_faults_injected`: requests faulted by fault rules (`fault_rules.py`).
 
 The hot path only increments integers: one list slot per (api key, version), a two-int list
 per topic; nothing is formatted until a scrape. With metrics off the dispatcher does nothing
@@ -58,6 +59,7 @@ class Sources:
     high_watermark: Callable[[str, int], int | None]
     partition_count: Callable[[], int]
     connections: Callable[[], int]
+    faults_injected: Callable[[], int] = lambda: 0
 
 
 class Metrics:
@@ -148,6 +150,8 @@ class Metrics:
                []).add_metric([], sources.partition_count())
         family("kafka_server_socket_server_metrics_connection_count", "open client connections",
                []).add_metric([], sources.connections())
+        family("odradek_faults_injected", "requests faulted by fault rules (Odradek's own)",
+               []).add_metric([], sources.faults_injected())
         self._coordinators(sources, family)
         registry = prometheus.CollectorRegistry(auto_describe=False)
 

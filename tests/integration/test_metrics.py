@@ -77,7 +77,9 @@ def test_a_failed_produce_is_not_counted(broker: TestBroker) -> None:
     producer = Producer({"bootstrap.servers": broker.bootstrap, "retry.backoff.ms": 20})
     producer.produce(topic, b"once")
     producer.flush(30)
-    assert scrape(broker)[f'kafka_server_brokertopicmetrics_messagesinpersec{{topic="{topic}"}}'] == 1
+    m = scrape(broker)
+    assert m[f'kafka_server_brokertopicmetrics_messagesinpersec{{topic="{topic}"}}'] == 1
+    assert m["odradek_faults_injected"] == 1
 
 
 def test_metrics_are_opt_in() -> None:
