@@ -1,10 +1,12 @@
 """Dispatch: version check, body decode, the handler, response encode.
 
-The registry (`registry.py`) says which apis and versions are served; handler modules are
-imported on first use. Fault rules (`fault_rules.py`), when any exist, are applied to the
-decoded request before its handler runs (`fault_inject.py`). A request for an api or version not served is a protocol violation
-(the connection is closed, as Kafka does), except ApiVersions, which KIP-511 answers in v0
-form with the supported list so the client can retry at a version we know.
+The registry (`registry.py`) says which apis and versions are served (`ctx.api_ranges`: an
+emulated Kafka release's, `emulation.py`); handler modules are imported on first use. A
+request for an api or version not served is a protocol violation (the connection is closed,
+as Kafka does), except ApiVersions, which KIP-511 answers in v0 form with the supported list
+so the client can retry at a version we know. Fault rules (`fault_rules.py`), when any
+exist, are applied to the decoded request before its handler runs (`fault_inject.py`);
+metrics (`metrics.py`), when on, count it.
 """
 
 from __future__ import annotations
