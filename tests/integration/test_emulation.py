@@ -87,9 +87,17 @@ def test_confluent_produces_and_consumes_through_an_emulated_2_8(broker: TestBro
 
 
 def test_a_produce_above_2_8_s_max_closes_the_connection(broker: TestBroker) -> None:
+    from odradek.wire._generated.produce import ProduceRequest
+
     host, port = broker.bootstrap.split(":")
-    # Produce v10 header (v2, flexible) with an empty body: the broker never decodes it.
-    frame = struct.pack(">hhih", 0, 10, 1, 1) + b"t" + b"\x00"
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(struct.pack(">i", len(frame)) + frame)
-        assert sock.recv(4) == b""  # closed, unanswered
+    body = b"".join(bytes(p) for p in ProduceRequest(acks=1, timeout_ms=1000).encode(10))
+
+    def send(version: int) -> bytes:
+        # request header v2 (flexible versions): key, version, correlation id, client id, tags
+        frame = struct.pack(">hhih", 0, version, 1, 1) + b"t" + b"\x00" + body
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(struct.pack(">i", len(frame)) + frame)
+            return sock.recv(4)
+
+    assert len(send(9)) == 4  # 2.8's max: answered (the same body is valid at v9 and v10)
+    assert send(10) == b""  # 3.0's Produce v10: closed, unanswered, as a 2.8 broker does
