@@ -4,6 +4,7 @@ ApiVersions ranges), and clients still produce and consume through it."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import struct
 from collections.abc import Iterator
@@ -63,6 +64,29 @@ def test_kafka_python_detects_2_8(broker: TestBroker) -> None:
         client.close()
     assert version[:2] == (2, 8), version
     assert tuple(produce) == (3, 9)
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def test_librdkafka_sees_2_8_s_ranges(broker: TestBroker) -> None:
+    lines = _Lines()
+    logger = logging.getLogger(f"rdkafka-{unique_name('l')}")
+    logger.addHandler(lines)
+    logger.setLevel(logging.DEBUG)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "api.version.request": True,
+                         "debug": "feature"}, logger=logger)
+    producer.list_topics(timeout=30)
+    producer.poll(0.5)
+    seen = " ".join(lines.lines)
+    assert "ApiKey Produce (0) Versions 3..9" in seen, seen[-2000:]
+    assert "ApiKey Fetch (1) Versions 4..12" in seen
 
 
 def test_confluent_produces_and_consumes_through_an_emulated_2_8(broker: TestBroker) -> None:
