@@ -96,3 +96,9 @@ def test_a_version_above_the_emulated_max_is_answered_as_kafka_does(tmp_path: Pa
     # ConsumerGroupHeartbeat does not exist in 2.8.
     with pytest.raises(CloseConnection, match="unsupported api 68"):
         _send_raw(broker, ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, b"")
+
+
+def test_the_4_4_table_is_what_the_tool_extracts_from_the_specs() -> None:
+    from tools.kafka_releases import from_dir
+
+    assert from_dir(SPECS) == RELEASES["4.4"]
