@@ -2,7 +2,9 @@
 
 An injected error goes where the api carries errors, as a Kafka broker would put it: every
 partition of a Produce, Fetch, ListOffsets or OffsetCommit; every topic of a Metadata (the
-topics asked for, or none: an all-topics Metadata then lists no topic); the top-level
+topics asked for, or none: an all-topics Metadata then lists no topic); every key of a
+batched FindCoordinator (v4+), every group of a batched OffsetFetch (v8+) or DescribeGroups
+(and every partition as well as the top level of an OffsetFetch v0-7); the top-level
 `error_code` of every other api that has one. The request is not handled, so nothing is
 written or committed. Apis with no error field at all accept only delay, drop and close.
 """
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("odradek.faults")
 
 _TOPIC_APIS = (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.OFFSET_COMMIT,
-               ApiKey.METADATA)
+               ApiKey.METADATA, ApiKey.DESCRIBE_GROUPS)
 
 
 def can_error(api_key: int) -> bool:
@@ -76,8 +78,8 @@ def targets(api_key: int, body: Any, cluster: Cluster) -> Callable[[], Iterable[
     return pairs
 
 
-def error_response(api_key: int, body: Any, error_code: int) -> Any:
-    """The api's response carrying `error_code` in each place it has one."""
+def error_response(api_key: int, version: int, body: Any, error_code: int) -> Any:
+    """The api's response carrying `error_code` in each place it has one at `version`."""
     _, response_cls = api_classes(api_key)
     resp = response_cls()
     if api_key == ApiKey.PRODUCE:
@@ -118,6 +120,26 @@ def error_response(api_key: int, body: Any, error_code: int) -> Any:
             for t in body.topics or ()]
         if "error_code" in response_cls.__slots__:
             resp.error_code = 0
+    elif api_key == ApiKey.FIND_COORDINATOR and version >= 4:  # batched (KIP-699)
+        resp.coordinators = [response_cls.Coordinator(key=k, node_id=-1, host="", port=-1,
+                                                      error_code=error_code)
+                             for k in body.coordinator_keys]
+    elif api_key == ApiKey.FIND_COORDINATOR:
+        resp.error_code, resp.node_id, resp.host, resp.port = error_code, -1, "", -1
+    elif api_key == ApiKey.OFFSET_FETCH and version >= 8:  # per group (KIP-709)
+        resp.groups = [response_cls.OffsetFetchResponseGroup(group_id=g.group_id,
+                                                             error_code=error_code)
+                       for g in body.groups]
+    elif api_key == ApiKey.OFFSET_FETCH:  # v0-1 have only partition errors; v2-7 both
+        resp.error_code = error_code
+        resp.topics = [response_cls.OffsetFetchResponseTopic(
+            name=t.name, partitions=[response_cls.OffsetFetchResponsePartition(
+                partition_index=i, committed_offset=-1, error_code=error_code)
+                for i in t.partition_indexes])
+            for t in body.topics or ()]
+    elif api_key == ApiKey.DESCRIBE_GROUPS:
+        resp.groups = [response_cls.DescribedGroup(error_code=error_code, group_id=g)
+                       for g in body.groups]
     else:
         resp.error_code = error_code
     return resp
@@ -156,4 +178,5 @@ async def apply(rules: FaultRules, ctx: RequestContext, request: IncomingRequest
     version = request.api_version
     return response_frame(request.correlation_id,
                           response_header_version(request.api_key, version),
-                          error_response(request.api_key, body, rule.error_code).encode(version))
+                          error_response(request.api_key, version, body,
+                                         rule.error_code).encode(version))

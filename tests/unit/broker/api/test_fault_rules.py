@@ -159,6 +159,29 @@ def test_metadata_topics_and_top_level_errors(tmp_path: Path) -> None:
     assert resp.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
+def test_batched_apis_get_the_error_per_key_or_group(tmp_path: Path) -> None:
+    broker = open_broker(tmp_path)
+    fc_cls, _ = api_classes(ApiKey.FIND_COORDINATOR)
+    broker.faults.add({"api": "FindCoordinator", "error": "COORDINATOR_NOT_AVAILABLE"})
+    resp = _send(broker, ApiKey.FIND_COORDINATOR, 4, fc_cls(coordinator_keys=["a", "b"]))
+    assert [(c.key, c.error_code) for c in resp.coordinators] == [
+        ("a", ErrorCode.COORDINATOR_NOT_AVAILABLE), ("b", ErrorCode.COORDINATOR_NOT_AVAILABLE)]
+    of_cls, _ = api_classes(ApiKey.OFFSET_FETCH)
+    broker.faults.add({"api": "OffsetFetch", "error": "COORDINATOR_LOAD_IN_PROGRESS"})
+    resp = _send(broker, ApiKey.OFFSET_FETCH, 8, of_cls(groups=[
+        of_cls.OffsetFetchRequestGroup(group_id="g")]))
+    assert [(g.group_id, g.error_code) for g in resp.groups] == [
+        ("g", ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)]
+    resp = _send(broker, ApiKey.OFFSET_FETCH, 1, of_cls(group_id="g", topics=[
+        of_cls.OffsetFetchRequestTopic(name="t", partition_indexes=[0, 1])]))
+    assert [p.error_code for t in resp.topics for p in t.partitions] == [
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS] * 2
+    dg_cls, _ = api_classes(ApiKey.DESCRIBE_GROUPS)
+    broker.faults.add({"api": "DescribeGroups", "error": "NOT_COORDINATOR"})
+    resp = _send(broker, ApiKey.DESCRIBE_GROUPS, 5, dg_cls(groups=["g"]))
+    assert [(g.group_id, g.error_code) for g in resp.groups] == [("g", ErrorCode.NOT_COORDINATOR)]
+
+
 def test_drop_close_and_delay(tmp_path: Path) -> None:
     broker = open_broker(tmp_path)
     fc_cls, _ = api_classes(ApiKey.FIND_COORDINATOR)
