@@ -6,7 +6,8 @@ topics asked for, or none: an all-topics Metadata then lists no topic); every ke
 batched FindCoordinator (v4+), every group of a batched OffsetFetch (v8+) or DescribeGroups
 (and every partition as well as the top level of an OffsetFetch v0-7); the top-level
 `error_code` of every other api that has one. The request is not handled, so nothing is
-written or committed. Apis with no error field at all accept only delay, drop and close.
+written or committed. Other apis whose errors are only per item (CreateTopics, DeleteTopics,
+DescribeConfigs, OffsetForLeaderEpoch, ...) accept only delay, drop and close for now.
 """
 
 from __future__ import annotations

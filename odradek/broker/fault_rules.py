@@ -203,8 +203,8 @@ class FaultRules:
             if error_code == 0:
                 raise FaultSpecError("NONE is not an error to inject")
             if not self._can_error(api_key):
-                raise FaultSpecError(f"api {API_SPECS[api_key].name} has no error code to "
-                                     "inject; use delay, drop or close")
+                raise FaultSpecError(f"errors cannot be injected into {API_SPECS[api_key].name} "
+                                     "yet; use delay, drop or close")
         delay_ms = _int(spec, "delay_ms", 0) or 0
         if action is Action.DELAY and "delay_ms" not in spec:
             raise FaultSpecError("a delay rule needs delay_ms")

@@ -102,8 +102,10 @@ def test_apis_without_an_error_field_take_only_other_actions() -> None:
     rules = FaultRules(can_error)
     # The engine asks the check it was given: with none allowed, only other actions pass.
     assert FaultRules(lambda key: False).add({"api": "Produce", "action": "drop"})
-    with pytest.raises(FaultSpecError, match="has no error code"):
+    with pytest.raises(FaultSpecError, match="errors cannot be injected into Produce yet"):
         FaultRules(lambda key: False).add({"api": "Produce", "error": 6})
+    with pytest.raises(FaultSpecError, match="into CreateTopics"):
+        rules.add({"api": "CreateTopics", "error": "INVALID_TOPIC_EXCEPTION"})
     assert rules.add({"api": "FindCoordinator", "error": "COORDINATOR_NOT_AVAILABLE"})
 
 
