@@ -284,7 +284,7 @@ BROKER: dict[str, tuple[str, ...]] = {
     "emulate.kafka.version": (
         f"{API}/test_emulation.py::test_api_versions_of_an_emulated_2_8_broker",
         f"{API}/test_emulation.py::test_a_version_above_the_emulated_max_is_answered_as_kafka_does",
-        "tests/integration/test_emulation.py::test_kafka_python_detects_2_8",
+        "tests/integration/test_kafka_emulation.py::test_kafka_python_detects_2_8",
     ),
 }
 
