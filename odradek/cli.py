@@ -51,6 +51,9 @@ def build_parser(*, admin: bool = True) -> argparse.ArgumentParser:
     )
     serve.add_argument("--log-json", action="store_true", help="log JSON objects, one per line")
     serve.add_argument("--log-level", default="info", choices=LEVELS, help="default: info")
+    serve.add_argument("--emulate-kafka", default=None, metavar="RELEASE",
+                       help="advertise and serve the api versions and features of that Apache "
+                            "Kafka release: 2.8, 3.0-3.8 or 4.4 (setting emulate.kafka.version)")
     serve.set_defaults(func=_serve)
 
     if admin:
@@ -67,7 +70,10 @@ def _config_error(exc: ConfigError) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     try:
-        config = load_config(args.config, args.override, os.environ)
+        overrides = list(args.override)
+        if args.emulate_kafka is not None:
+            overrides.append(f"emulate.kafka.version={args.emulate_kafka}")
+        config = load_config(args.config, overrides, os.environ)
     except ConfigError as exc:
         return _config_error(exc)
     configure_logging(json=args.log_json, level=args.log_level)

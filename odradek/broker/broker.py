@@ -13,9 +13,10 @@ request a `RequestContext` with narrow typed fields. Nothing else holds broker-w
 
 from __future__ import annotations
 
+import importlib.util
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -23,13 +24,17 @@ import anyio.abc
 import anyio.lowlevel
 import structlog
 
+from odradek.broker import emulation
 from odradek.broker.cluster import Cluster, Topic
 from odradek.broker.connection import IncomingRequest
 from odradek.broker.context import ClientInfo, GroupRuntime, RequestContext, TxnRuntime
 from odradek.broker.coordinators.producer_ids import PRODUCER_ID_BLOCK_FILE, ProducerIdAllocator
 from odradek.broker.coordinators.runtime import CoordinatorRuntime, InternalTopic
+from odradek.broker.fault_inject import can_error
+from odradek.broker.fault_rules import FaultRules
 from odradek.broker.features import FeatureLevelError, Features
 from odradek.broker.fetch_sessions import FetchSessionCache
+from odradek.broker.metrics import Metrics, Sources
 from odradek.broker.partitions import LocalPartitions
 from odradek.broker.storage.cleaner import LogCleaner
 from odradek.broker.storage.manager import LogManager
@@ -129,11 +134,25 @@ class Broker:
         self._check_logs()
         self.partitions = LocalPartitions(self.cluster, self.logs)
         self.advertised: list[Listener] = config.advertised_for({})
+        release = config.get_str("emulate.kafka.version")
+        self.api_ranges = emulation.api_ranges(release)  # what ApiVersions and dispatch serve
         try:
             self.features = Features.finalize(
                 self.now_ms(), transaction_version=config.get_int("transaction.version"))
         except FeatureLevelError as e:
             raise ConfigError(str(e), "transaction.version") from None
+        if not emulation.finalizes_features(release):
+            self.features = Features({}, self.features.epoch)
+        self.faults = FaultRules(can_error)  # injected faults (issue #16): none until set
+        self.metrics: Metrics | None = None
+        if config.get_bool("admin.http.metrics"):
+            if config.get_int("admin.http.port") < 0:
+                raise ConfigError("admin.http.metrics needs the admin endpoint: set "
+                                  "admin.http.port", "admin.http.metrics")
+            if importlib.util.find_spec("prometheus_client") is None:
+                raise ConfigError("admin.http.metrics needs prometheus-client: pip install "
+                                  "'odradek[metrics]'", "admin.http.metrics")
+            self.metrics = Metrics(self._topic_name)
         self.groups: GroupRuntime = self._group_runtime()
         self.transactions: TxnRuntime = self._transaction_runtime()
         self.cleaner: LogCleaner | None = None  # built when the cleaner task starts
@@ -292,12 +311,30 @@ class Broker:
         first = self.advertised[0]
         return first.host, first.port
 
+    def metric_sources(self, connections: Callable[[], int]) -> Sources:
+        """What a metrics scrape reads of this broker (`metrics.py`)."""
+
+        def high_watermark(topic: str, partition: int) -> int | None:
+            plog = self.partitions.log(topic, partition)
+            return None if plog is None else plog.high_watermark
+
+        return Sources(groups=lambda: self.groups.shard.groups,
+                       transactions=lambda: self.transactions.shard.txns,
+                       high_watermark=high_watermark,
+                       partition_count=lambda: len(self.partitions.logs()),
+                       connections=connections,
+                       faults_injected=lambda: self.faults.injected)
+
+    def _topic_name(self, topic_id: uuid.UUID) -> str | None:
+        topic = self.cluster.by_id.get(topic_id)
+        return None if topic is None else topic.name
+
     def context(self, client: ClientInfo, request: IncomingRequest) -> RequestContext:
         return RequestContext(
             config=self.config, node=self, clock=self, cluster=self.cluster,
             partitions=self.partitions, groups=self.groups, transactions=self.transactions,
-            features=self.features, fetch_sessions=self.fetch_sessions,
-            client=client, api_key=request.api_key, api_version=request.api_version,
+            features=self.features, fetch_sessions=self.fetch_sessions, faults=self.faults,
+            api_ranges=self.api_ranges, metrics=self.metrics, client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id)
 
     @staticmethod

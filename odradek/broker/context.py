@@ -7,13 +7,16 @@ a type a test can build or fake.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from odradek.broker.cluster import Cluster
 from odradek.broker.coordinators.runtime import CoordinatorRuntime
+from odradek.broker.fault_rules import FaultRules
 from odradek.broker.features import Features
 from odradek.broker.fetch_sessions import FetchSessionCache
+from odradek.broker.metrics import Metrics
 from odradek.broker.partitions import Partitions
 from odradek.config import BrokerConfig
 from odradek.coordinator.common import Clock
@@ -61,6 +64,9 @@ class RequestContext:
     transactions: TxnRuntime
     features: Features
     fetch_sessions: FetchSessionCache
+    faults: FaultRules
+    api_ranges: Mapping[int, tuple[int, int]]  # served versions (`emulation.py`)
+    metrics: Metrics | None  # None unless `admin.http.metrics`
     # the request
     client: ClientInfo
     api_key: int

@@ -1,21 +1,25 @@
 """Dispatch: version check, body decode, the handler, response encode.
 
-The registry (`registry.py`) says which apis and versions are served; handler modules are
-imported on first use. A request for an api or version not served is a protocol violation
-(the connection is closed, as Kafka does), except ApiVersions, which KIP-511 answers in v0
-form with the supported list so the client can retry at a version we know.
+The registry (`registry.py`) says which apis and versions are served (`ctx.api_ranges`: an
+emulated Kafka release's, `emulation.py`); handler modules are imported on first use. A
+request for an api or version not served is a protocol violation (the connection is closed,
+as Kafka does), except ApiVersions, which KIP-511 answers in v0 form with the supported list
+so the client can retry at a version we know. Fault rules (`fault_rules.py`), when any
+exist, are applied to the decoded request before its handler runs (`fault_inject.py`);
+metrics (`metrics.py`), when on, count it.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Awaitable, Callable
+from time import perf_counter_ns
 from typing import Any
 
 from odradek.broker.api.api_versions import unsupported_version_response
 from odradek.broker.connection import CloseConnection, IncomingRequest, response_frame
 from odradek.broker.context import RequestContext
-from odradek.broker.registry import HANDLERS, supported_range
+from odradek.broker.registry import HANDLERS
 from odradek.wire import API_SPECS, ApiKey, ProtocolError
 from odradek.wire.headers import response_header_version
 from odradek.wire.primitives import Buffer
@@ -38,11 +42,11 @@ def handler_for(api_key: int) -> Handler:
 async def dispatch(ctx: RequestContext, request: IncomingRequest) -> list[Buffer] | None:
     """Decode, check the version, run the handler, encode. None means: send nothing."""
     key, version = request.api_key, request.api_version
-    supported = supported_range(key)
+    supported = ctx.api_ranges.get(key)  # the registry's, or an emulated release's
     if supported is None or not supported[0] <= version <= supported[1]:
         if key == ApiKey.API_VERSIONS:
             return response_frame(request.correlation_id, 0,
-                                  unsupported_version_response().encode(0))
+                                  unsupported_version_response(ctx.api_ranges).encode(0))
         what = "unsupported api" if supported is None else f"unsupported version {version} of api"
         name = API_SPECS[key].name if key in API_SPECS else "unknown"
         raise CloseConnection(f"{what} {key} ({name})")
@@ -51,7 +55,19 @@ async def dispatch(ctx: RequestContext, request: IncomingRequest) -> list[Buffer
         body, _end = request_cls.decode(request.frame, version, request.body_pos)
     except ProtocolError as e:
         raise CloseConnection(str(e)) from None
-    response = await handler_for(key)(ctx, body)
+    if ctx.faults.active:  # fault injection (issue #16): this one check when no rule exists
+        from odradek.broker import fault_inject
+
+        faulted = await fault_inject.apply(ctx.faults, ctx, request, body)
+        if faulted is not fault_inject.PROCEED:
+            return faulted  # type: ignore[return-value]
+    metrics = ctx.metrics
+    if metrics is not None:  # `admin.http.metrics`; off: this one check
+        started = perf_counter_ns()
+        response = await handler_for(key)(ctx, body)
+        metrics.record(key, version, body, response, perf_counter_ns() - started)
+    else:
+        response = await handler_for(key)(ctx, body)
     if response is None:
         return None
     return response_frame(request.correlation_id, response_header_version(key, version),

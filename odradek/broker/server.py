@@ -50,7 +50,8 @@ import signal
 import socket
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -65,9 +66,12 @@ from odradek.broker.context import ClientInfo
 from odradek.broker.dispatch import dispatch
 from odradek.broker.storage import faults
 from odradek.broker.storage.dir_lock import DirLock, LogDirLockedError, lock_log_dirs
-from odradek.config import BrokerConfig, Listener
+from odradek.config import BrokerConfig, ConfigError, Listener
 from odradek.wire import ProtocolError
 from odradek.wire.primitives import Buffer
+
+if TYPE_CHECKING:
+    from odradek.broker.admin_http import AdminHttp
 
 log = structlog.get_logger("odradek.server")
 
@@ -352,6 +356,8 @@ def _bind_all(listeners: Sequence[Listener]) -> list[tuple[socket.socket, Listen
 def _open_broker(config: BrokerConfig) -> Broker:
     try:
         return Broker(config)
+    except ConfigError:  # settings only checkable once the broker is built: one line
+        raise
     except MetadataError as exc:
         raise StartupError(StartupFailure.METADATA,
                            f"{exc}; restore the file from a backup, or move the log dir away "
@@ -417,6 +423,12 @@ async def serve(config: BrokerConfig) -> None:
         log.warning("TEST HOOK: injected I/O faults are on", control=os.environ[faults.ENV])
     bound = _bind_all(config.listeners)
     try:
+        admin_sock = _bind_admin(config)
+    except BaseException:
+        for sock, _ in bound:
+            sock.close()
+        raise
+    try:
         locks = _lock(config)
         try:
             before, limit = raise_descriptor_limit()
@@ -431,7 +443,7 @@ async def serve(config: BrokerConfig) -> None:
                      **({"raised_from": before} if limit != before else {}),
                      segments_may_hold=broker.logs.handles.capacity)
             try:
-                await _run(broker, bound)
+                await _run(broker, bound, admin_sock)
             finally:
                 broker.close()
                 log.info("stopped")
@@ -441,9 +453,12 @@ async def serve(config: BrokerConfig) -> None:
     finally:
         for sock, _ in bound:
             sock.close()
+        if admin_sock is not None:
+            admin_sock.close()
 
 
-async def _run(broker: Broker, bound: list[tuple[socket.socket, Listener]]) -> None:
+async def _run(broker: Broker, bound: list[tuple[socket.socket, Listener]],
+               admin_sock: socket.socket | None) -> None:
     server = Server(broker)
     broker.set_bound_ports({lst.name: lst.port for _, lst in bound})
     async with anyio.create_task_group() as tg:
@@ -452,7 +467,46 @@ async def _run(broker: Broker, bound: list[tuple[socket.socket, Listener]]) -> N
         max_idle_ms = broker.config.get_int("connections.max.idle.ms")
         if max_idle_ms >= 0:  # negative: never, as in Kafka
             tg.start_soon(server.reap_idle, max_idle_ms)
+        admin = await _start_admin_http(broker, admin_sock, tg, lambda: server.connections)
         for sock, lst in bound:
             tg.start_soon(server.accept_loop, sock, lst, tg)
             log.info("listening", listener=lst.name, host=lst.host, port=lst.port,
                      cluster_id=broker.cluster.cluster_id, node_id=broker.node_id)
+        if admin is not None:
+            admin.ready = True
+
+
+def _bind_admin(config: BrokerConfig) -> socket.socket | None:
+    """The admin HTTP endpoint's socket (`admin_http.py`), bound before anything starts, like
+    the listeners; None when `admin.http.port` is -1."""
+    port = config.get_int("admin.http.port")
+    if port < 0:
+        return None
+    host = config.get_str("admin.http.host")
+    try:
+        sock = socket.create_server((host, port), backlog=64)
+    except OSError as exc:
+        raise StartupError(StartupFailure.LISTENER,
+                           f"cannot listen on http://{host}:{port} for the admin endpoint: "
+                           f"{exc.strerror or exc}; set another `admin.http.port`") from None
+    sock.setblocking(False)
+    return sock
+
+
+async def _start_admin_http(broker: Broker, sock: socket.socket | None, tg: anyio.abc.TaskGroup,
+                            connections: Callable[[], int]) -> AdminHttp | None:
+    if sock is None:
+        return None
+    from odradek.broker.admin_http import AdminHttp, serve_admin
+
+    metrics = broker.metrics
+    scrape = None
+    if metrics is not None:
+        sources = broker.metric_sources(connections)
+
+        def scrape() -> tuple[int, str, bytes]:
+            return 200, "text/plain; version=0.0.4", metrics.render(sources)
+
+    app = AdminHttp(broker.faults, scrape)
+    await tg.start(serve_admin, app, sock)
+    return app

@@ -1,5 +1,5 @@
-"""The admin subcommands of `odradek`: topic, produce, consume, group, txn, cluster
-(docs/cli.md).
+"""The admin subcommands of `odradek`: topic, produce, consume, group, txn, cluster, and
+`fault` for Odradek brokers (docs/cli.md).
 
 This module only declares their arguments (argparse, nothing else imported), so `odradek
 serve` pays nothing for them; a subcommand's code (`odradek.commands.handlers`, the client
@@ -220,8 +220,61 @@ def add_admin_parsers(commands: Any) -> None:
     p.add_argument("shell", choices=["bash"])
     p.set_defaults(func=_completion)
 
+    _add_fault_parsers(commands)
+
     cluster = commands.add_parser("cluster", help="the cluster's id, brokers and features")
     csub = cluster.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
     p = csub.add_parser("info", parents=[common],
                         help="cluster id, controller, brokers, features, api versions")
     p.set_defaults(func=_lazy("cluster_info"))
+
+
+def _fault(args: argparse.Namespace) -> int:
+    module = importlib.import_module("odradek.commands.faults")
+    result: int = module.run(args)
+    return result
+
+
+def _probability(value: str) -> float:
+    try:
+        p = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0.0 < p <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not in (0, 1]")
+    return p
+
+
+def _add_fault_parsers(commands: Any) -> None:
+    """`fault add|list|clear`: an Odradek broker's fault rules, over its admin HTTP port."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--admin-url", "-a", required=True, metavar="URL",
+                        help="the broker's admin endpoint, http://127.0.0.1:PORT "
+                             "(its admin.http.port setting)")
+    common.add_argument("--json", action="store_true", help="print JSON for scripts")
+    common.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
+    fault = commands.add_parser(
+        "fault", help="inject errors, delays, drops, closes (Odradek brokers only)",
+        description="Fault injection on a running Odradek broker (docs/cli.md).")
+    fsub = fault.add_subparsers(dest="fault_command", metavar="ACTION", required=True)
+    p = fsub.add_parser("add", parents=[common], help="add a fault rule")
+    p.add_argument("api", help="Kafka's api name (Produce, Fetch, FindCoordinator, ...) or key")
+    p.add_argument("--action", choices=["error", "delay", "drop", "close"], default=None,
+                   help="default: error when --error is given")
+    p.add_argument("--error", "-e", default=None, metavar="NAME",
+                   help="Kafka's error name or code, e.g. NOT_LEADER_OR_FOLLOWER")
+    p.add_argument("--delay-ms", type=_nonnegative, default=None, metavar="MS")
+    p.add_argument("--count", "-n", type=_positive, default=None,
+                   help="fault the next N matching requests (default: all)")
+    p.add_argument("--probability", type=_probability, default=None, metavar="P",
+                   help="fault this fraction of matching requests (0-1]")
+    p.add_argument("--seed", type=int, default=None, help="for --probability's draws")
+    p.add_argument("--topic", "-t", default=None)
+    p.add_argument("--partition", "-p", type=_nonnegative, default=None)
+    p.add_argument("--client-id", default=None)
+    p.set_defaults(func=_fault)
+    p = fsub.add_parser("list", parents=[common], help="the rules and what they injected")
+    p.set_defaults(func=_fault)
+    p = fsub.add_parser("clear", parents=[common], help="remove every rule (or one: --id)")
+    p.add_argument("--id", dest="rule_id", type=_positive, default=None)
+    p.set_defaults(func=_fault)

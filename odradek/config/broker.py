@@ -110,6 +110,19 @@ _ODRADEK_VALIDATORS: Mapping[str, Validator] = {
         "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
 }
 
+# The releases `tools/kafka_releases.py` found specs for (odradek/broker/kafka_releases.py;
+# a unit test keeps the two lists equal: config imports nothing of the broker).
+EMULATED_RELEASES = ("2.8", "3.0", "3.1", "3.2", "3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "4.4")
+
+
+
+def _emulated_release(value: ConfigValue) -> str | None:
+    if value in ("", None, *EMULATED_RELEASES):
+        return None
+    return (f"Kafka releases that can be emulated: {', '.join(EMULATED_RELEASES)} (3.9 and "
+            "4.0-4.3 have no specs here)")
+
+
 # Odradek's own settings (not Kafka's, so never described). transaction.version: the finalized
 # transaction.version feature level (Kafka sets it once with `kafka-storage format --feature
 # transaction.version=N`): 2 (Kafka 4.x's default) lets clients use transactions v2 (KIP-890),
@@ -117,6 +130,20 @@ _ODRADEK_VALIDATORS: Mapping[str, Validator] = {
 _ODRADEK_ONLY: tuple[ConfigDef, ...] = (
     ConfigDef("transaction.version", ConfigType.SHORT, 2, between(0, 2), internal=True,
               why="Odradek's stand-in for the finalized feature level"),
+    # The admin HTTP server (issue #16): fault rules, /health, /ready and, with the `metrics`
+    # extra, /metrics. Off (-1) unless set; 0 picks a free port (logged). Loopback by default.
+    ConfigDef("admin.http.port", ConfigType.INT, -1, between(-1, 65535), internal=True,
+              why="Odradek's admin HTTP endpoint"),
+    ConfigDef("admin.http.host", ConfigType.STRING, "127.0.0.1", internal=True,
+              why="Odradek's admin HTTP endpoint"),
+    # GET /metrics on that endpoint (Prometheus; the `metrics` extra): counting costs nothing
+    # while off.
+    ConfigDef("admin.http.metrics", ConfigType.BOOLEAN, False, internal=True,
+              why="Odradek's Prometheus metrics"),
+    # `--emulate-kafka`: ApiVersions and the finalized features of that Apache Kafka release
+    # (odradek/broker/emulation.py); "" is this broker's own (4.4's) ranges.
+    ConfigDef("emulate.kafka.version", ConfigType.STRING, "", _emulated_release,
+              internal=True, why="Odradek's Kafka release emulation"),
 )
 
 

@@ -29,6 +29,7 @@ from odradek.testing.process import BrokerProcess, BrokerStartError
 
 if TYPE_CHECKING:
     from odradek.client import Admin
+    from odradek.client.faults import FaultAdmin
 
 __all__ = [
     "TEST_DEFAULTS",
@@ -46,6 +47,8 @@ TEST_DEFAULTS: Mapping[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.num.partitions": "1",
     "transaction.state.log.num.partitions": "1",
+    # The admin HTTP endpoint on a free loopback port: `TestBroker.faults` talks to it.
+    "admin.http.port": "0",
 }
 
 _NOT_NAME = re.compile(r"[^a-zA-Z0-9._-]+")
@@ -65,11 +68,36 @@ class TestBroker:
     __test__ = False  # not a test class, whatever pytest's name pattern says
 
     def __init__(self, bootstrap: str, process: BrokerProcess | None = None,
-                 data_dir: Path | None = None) -> None:
+                 data_dir: Path | None = None, admin_url: str | None = None) -> None:
         self.bootstrap = bootstrap
         self.process = process
         self.data_dir = data_dir
         self._admin: Admin | None = None
+        self._admin_url = admin_url
+
+    @property
+    def admin_url(self) -> str | None:
+        """The broker's admin HTTP endpoint (`http://127.0.0.1:PORT`), if it has one."""
+        if self._admin_url is None and self.process is not None:
+            self._admin_url = self.process.admin_url
+        return self._admin_url
+
+    @property
+    def faults(self) -> FaultAdmin:
+        """The broker's fault rules: `broker.faults.add("Produce",
+        error="NOT_LEADER_OR_FOLLOWER", count=2)`, `.list()`, `.clear()` (docs/testing.md)."""
+        from odradek.client.faults import FaultAdmin
+
+        url = self.admin_url
+        if url is None:
+            raise RuntimeError("this broker has no admin HTTP endpoint: start it with "
+                               "admin.http.port set (running_broker sets 0)")
+        return FaultAdmin(url)
+
+    def inject_fault(self, api: str | int, action: str | None = None,
+                     **spec: object) -> dict[str, object]:
+        """Shorthand for `faults.add(...)`."""
+        return self.faults.add(api, action, **spec)
 
     @property
     def external(self) -> bool:
@@ -115,13 +143,15 @@ class TestBroker:
 @contextmanager
 def running_broker(overrides: Mapping[str, str] | None = None, *,
                    data_dir: Path | None = None, bootstrap: str | None = None,
-                   start_timeout: float = 30.0) -> Iterator[TestBroker]:
+                   start_timeout: float = 30.0,
+                   admin_url: str | None = None) -> Iterator[TestBroker]:
     """Start `odradek serve` (TEST_DEFAULTS, then `overrides`) on a free port with
     `data_dir` (default: a temporary directory, removed afterwards), yield it, then stop it
     with SIGTERM; a broker that does not exit cleanly raises on exit. With `bootstrap`, use
-    that already-running broker and start nothing."""
+    that already-running broker and start nothing (`admin_url`: its admin HTTP endpoint,
+    for `faults`)."""
     if bootstrap is not None:
-        broker = TestBroker(bootstrap)
+        broker = TestBroker(bootstrap, admin_url=admin_url)
         try:
             yield broker
         finally:

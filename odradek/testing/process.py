@@ -40,6 +40,9 @@ LISTENING = re.compile(
 )
 
 
+_ADMIN_URL = re.compile(r'admin http endpoint.*\burl(?:=|": )"?(http://[^\s"]+)')
+
+
 class BrokerStartError(RuntimeError):
     """The broker exited or did not announce `listening` in time; holds its stderr."""
 
@@ -85,6 +88,18 @@ class BrokerProcess:
     @property
     def pid(self) -> int | None:
         return None if self.proc is None else self.proc.pid
+
+    @property
+    def admin_url(self) -> str | None:
+        """The admin HTTP endpoint the broker logged at its last start, if it has one."""
+        with self._cond:
+            for line in reversed(self._lines):
+                m = _ADMIN_URL.search(line)
+                if m:
+                    return m.group(1)
+                if line.startswith("----- start:"):
+                    return None
+        return None
 
     def settings(self) -> dict[str, str]:
         """The `--override`s the broker is started with."""

@@ -15,6 +15,9 @@ Fixtures (docs/testing.md has examples):
                                    (partitions=3, configs={...})` to change), deleted after
     kafka_topic_factory   function make(partitions=1, configs=None, name=None) -> topic name
     kafka_group_id        function a consumer group id no other test uses
+    odradek_faults        function the broker's fault rules (odradek.client.faults.FaultAdmin):
+                                   .add("Produce", error="NOT_LEADER_OR_FOLLOWER", count=2),
+                                   .list(), .clear(); every rule is cleared after the test
     confluent_producer / confluent_consumer / confluent_admin            (confluent-kafka)
     kafka_python_producer / kafka_python_consumer / kafka_python_admin   (kafka-python)
     aiokafka_producer_factory / aiokafka_consumer_factory (aiokafka: make(**config) -> an
@@ -124,6 +127,20 @@ def odradek_broker(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPat
 def kafka_bootstrap(odradek_broker: TestBroker) -> str:
     """The broker's bootstrap address, `127.0.0.1:PORT`."""
     return odradek_broker.bootstrap
+
+
+@pytest.fixture
+def odradek_faults(odradek_broker: TestBroker) -> Iterator[Any]:
+    """Fault injection on the session broker; the rules are cleared after the test. Skips
+    the test for an external broker with no admin endpoint known."""
+    if odradek_broker.admin_url is None:
+        pytest.skip("the broker has no admin HTTP endpoint (admin.http.port) for faults")
+    faults = odradek_broker.faults
+    faults.clear()
+    try:
+        yield faults
+    finally:
+        faults.clear()
 
 
 # -- per-test names and topics -------------------------------------------------------------------

@@ -18,12 +18,15 @@
   Java 4.x producers use transactions v2), ZkMigrationReady false (KRaft only).
   group.version is not finalized until KIP-848 groups are served.
 - The unsupported-version answer (v0 form) carries no features, as Kafka's.
+- `emulate.kafka.version` (`broker/emulation.py`): the list and the features are that Apache
+  Kafka release's (as far as they are implemented here).
 - Not implemented: throttling.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from odradek.broker.context import RequestContext
 from odradek.broker.registry import advertised
@@ -33,13 +36,20 @@ from odradek.wire._generated.api_versions import ApiVersionsRequest, ApiVersions
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-def _api_list() -> list[ApiVersionsResponse.ApiVersion]:
+def _api_list(ranges: Mapping[int, tuple[int, int]] | None
+              ) -> list[ApiVersionsResponse.ApiVersion]:
+    items = (advertised() if ranges is None
+             else ((key, low, high) for key, (low, high) in sorted(ranges.items())))
     return [ApiVersionsResponse.ApiVersion(api_key=key, min_version=low, max_version=high)
-            for key, low, high in advertised()]
+            for key, low, high in items]
 
 
-def unsupported_version_response() -> ApiVersionsResponse:
-    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=_api_list())
+def unsupported_version_response(ranges: Mapping[int, tuple[int, int]] | None = None
+                                 ) -> ApiVersionsResponse:
+    """The v0-form answer; `ranges`: the served ones (an emulated release's), else the
+    registry's."""
+    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION,
+                               api_keys=_api_list(ranges))
 
 
 def _with_features(resp: ApiVersionsResponse, ctx: RequestContext) -> ApiVersionsResponse:
@@ -81,5 +91,5 @@ async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersion
         error = _target_error(ctx, request)
         if error is not None:
             return ApiVersionsResponse(error_code=error)
-    return _with_features(ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=_api_list()),
-                          ctx)
+    return _with_features(ApiVersionsResponse(error_code=ErrorCode.NONE,
+                                              api_keys=_api_list(ctx.api_ranges)), ctx)

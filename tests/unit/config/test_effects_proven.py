@@ -38,6 +38,7 @@ PRODUCE_CONFIGS = f"{API}/test_produce_topic_configs.py"
 CLEANER = f"{STORAGE}/test_cleaner.py"
 LOG = f"{STORAGE}/test_storage_log.py"
 RESOURCES = "tests/integration/test_resources.py"
+FAULTS = "tests/integration/test_fault_injection.py"
 
 TOPIC: dict[str, tuple[str, ...]] = {
     "cleanup.policy": (
@@ -268,6 +269,22 @@ BROKER: dict[str, tuple[str, ...]] = {
     # Odradek's own (internal, never described): the finalized transaction.version level
     "transaction.version": (
         f"{API}/test_api_versions.py::test_transaction_version_1_is_selected_by_the_broker_setting",
+    ),
+    # Odradek's own: the admin HTTP endpoint (fault rules, health; issue #16)
+    "admin.http.port": (
+        f"{FAULTS}::test_the_admin_endpoint_is_opt_in_and_binds_where_told",
+        f"{FAULTS}::test_health_and_ready",
+    ),
+    "admin.http.host": (f"{FAULTS}::test_the_admin_endpoint_is_opt_in_and_binds_where_told",),
+    "admin.http.metrics": (
+        "tests/integration/test_metrics.py::test_counts_after_produce_and_consume",
+        "tests/integration/test_metrics.py::test_metrics_are_opt_in",
+    ),
+    # Odradek's own: Kafka release emulation (issue #16)
+    "emulate.kafka.version": (
+        f"{API}/test_emulation.py::test_api_versions_of_an_emulated_2_8_broker",
+        f"{API}/test_emulation.py::test_a_version_above_the_emulated_max_is_answered_as_kafka_does",
+        "tests/integration/test_kafka_emulation.py::test_kafka_python_detects_2_8",
     ),
 }
 

@@ -1,0 +1,55 @@
+"""Kafka release emulation (issue #16): `emulate.kafka.version` / `odradek serve
+--emulate-kafka 2.8` makes this broker advertise and serve what a broker of that Apache Kafka
+release would, as far as Odradek implements it.
+
+- The apis and version ranges are those of the release (`kafka_releases.py`, extracted from
+  Kafka's own specs by `tools/kafka_releases.py`) intersected with Odradek's registry: an api
+  the release lacks is not advertised, and a request for it, or for a version above the
+  release's max, closes the connection, as Kafka does for a version it does not know
+  (ApiVersions itself gets the v0 UNSUPPORTED_VERSION answer with the list, KIP-511). Where
+  the release serves older versions than Odradek (Produce v0-2, Fetch v0-3: the legacy
+  message format), Odradek's own floor stays.
+- Finalized features: a release before 4.0 finalizes none (transaction.version 0: clients use
+  the classic transaction protocol; group.version 0: no KIP-848 consumer groups, whose apis
+  are left out, as a 3.7 or 3.8 broker leaves out its preview of them unless told to serve
+  it); 4.4 has Odradek's defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from odradek.broker.kafka_releases import RELEASES
+from odradek.broker.registry import advertised
+from odradek.wire import ApiKey
+
+# KIP-848's apis: in the specs of 3.7 and 3.8 as an early-access preview that a broker serves
+# only when told to (group.coordinator.rebalance.protocols); generally available in 4.0.
+_KIP_848 = frozenset({ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE})
+
+Ranges = Mapping[int, tuple[int, int]]
+
+
+def api_ranges(release: str) -> Ranges:
+    """api key -> the (min, max) versions served; `release` "" is Odradek's own ranges."""
+    ours = {key: (low, high) for key, low, high in advertised()}
+    if not release:
+        return MappingProxyType(ours)
+    theirs = RELEASES[release]
+    old = not finalizes_features(release)
+    out: dict[int, tuple[int, int]] = {}
+    for key, (low, high) in ours.items():
+        rng = theirs.get(key)
+        if rng is None or (old and key in _KIP_848):
+            continue
+        lo, hi = max(low, rng[0]), min(high, rng[1])
+        if lo <= hi:
+            out[key] = (lo, hi)
+    return MappingProxyType(out)
+
+
+def finalizes_features(release: str) -> bool:
+    """Does a broker of `release` finalize feature levels clients act on (transaction.version,
+    group.version)? Those arrived with Kafka 4.0's defaults."""
+    return not release or tuple(int(p) for p in release.split(".")) >= (4, 0)
