@@ -23,6 +23,7 @@ import anyio.abc
 import anyio.lowlevel
 import structlog
 
+from odradek.broker.acls import build_authorizer
 from odradek.broker.cluster import Cluster, Topic
 from odradek.broker.connection import IncomingRequest
 from odradek.broker.context import ClientInfo, GroupRuntime, RequestContext, TxnRuntime
@@ -139,6 +140,7 @@ class Broker:
         self.cleaner: LogCleaner | None = None  # built when the cleaner task starts
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots"))
+        self.authorizer = build_authorizer(config)
 
     # -- the coordinators -----------------------------------------------------------------------
 
@@ -297,7 +299,7 @@ class Broker:
             config=self.config, node=self, clock=self, cluster=self.cluster,
             partitions=self.partitions, groups=self.groups, transactions=self.transactions,
             features=self.features, fetch_sessions=self.fetch_sessions,
-            client=client, api_key=request.api_key, api_version=request.api_version,
+            authorizer=self.authorizer, client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id)
 
     @staticmethod

@@ -16,6 +16,7 @@ from odradek.broker.features import Features
 from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.partitions import Partitions
 from odradek.config import BrokerConfig
+from odradek.coordinator.acl.authorizer import Authorizer
 from odradek.coordinator.common import Clock
 from odradek.coordinator.group.coordinator import GroupCoordinator
 from odradek.coordinator.txn.coordinator import TransactionCoordinator
@@ -61,6 +62,8 @@ class RequestContext:
     transactions: TxnRuntime
     features: Features
     fetch_sessions: FetchSessionCache
+    # None when `authorizer.class.name` is empty: every check is skipped (api/_auth.py)
+    authorizer: Authorizer | None = None
     # the request
     client: ClientInfo
     api_key: int
