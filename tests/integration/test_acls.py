@@ -5,6 +5,8 @@ lets the test admin act on resources no ACL names (the cluster), as it would on 
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -104,3 +106,35 @@ def test_read_denied_and_acls_survive_kill_9(start_broker: StartBroker, tmp_path
         ResourceType.TOPIC, topic, ResourcePatternType.MATCH, None, None, AclOperation.ANY,
         AclPermissionType.ANY)], request_timeout=10)
     assert [len(f.result(10)) for f in deleted.values()] == [2]
+
+
+CLASSPATH = Path(__file__).resolve().parents[2] / "compat_tests/java/target/cp-clients-4.4.txt"
+
+
+@pytest.mark.skipif(not CLASSPATH.exists() or shutil.which("java") is None,
+                    reason="Kafka 4.4 tools not built (bash compat_tests/setup.sh)")
+def test_kafka_acls_tool_adds_lists_and_removes(start_broker: StartBroker,
+                                                tmp_path: Path) -> None:
+    """Kafka's own kafka-acls.sh (org.apache.kafka.tools.AclCommand) against Odradek."""
+    broker = start_broker(tmp_path / "data", SETTINGS)
+
+    def acls(*args: str) -> str:
+        done = subprocess.run(
+            ["java", "-cp", CLASSPATH.read_text().strip(), "org.apache.kafka.tools.AclCommand",
+             "--bootstrap-server", broker.bootstrap, *args],
+            capture_output=True, text=True, timeout=120, check=True)
+        return done.stdout
+
+    acls("--add", "--allow-principal", "User:alice", "--operation", "Read", "--operation",
+         "Write", "--topic", "orders", "--resource-pattern-type", "prefixed")
+    acls("--add", "--deny-principal", "User:bob", "--operation", "All", "--group", "g1")
+    listed = acls("--list", "--topic", "orders-2024", "--resource-pattern-type", "match")
+    assert "name=orders, patternType=PREFIXED" in listed
+    assert "principal=User:alice, host=*, operation=READ, permissionType=ALLOW" in listed
+    assert "g1" not in listed
+    acls("--remove", "--force", "--allow-principal", "User:alice", "--operation", "Read",
+         "--topic", "orders", "--resource-pattern-type", "prefixed")
+    after = acls("--list")
+    assert "operation=READ" not in after
+    assert "operation=WRITE, permissionType=ALLOW" in after
+    assert "principal=User:bob, host=*, operation=ALL, permissionType=DENY" in after
