@@ -35,11 +35,13 @@ from odradek.wire._generated.find_coordinator import FindCoordinatorRequest
 from odradek.wire._generated.heartbeat import HeartbeatRequest
 from odradek.wire._generated.init_producer_id import InitProducerIdRequest
 from odradek.wire._generated.join_group import JoinGroupRequest
+from odradek.wire._generated.list_offsets import ListOffsetsRequest
 from odradek.wire._generated.metadata import MetadataRequest
 from odradek.wire._generated.offset_commit import OffsetCommitRequest
 from odradek.wire._generated.offset_fetch import OffsetFetchRequest
 from odradek.wire._generated.produce import ProduceRequest
 from odradek.wire._generated.sync_group import SyncGroupRequest
+from odradek.wire._generated.txn_offset_commit import TxnOffsetCommitRequest
 from odradek.wire.records import build_batch
 
 ALICE, BOB = "User:alice", "User:bob"
@@ -173,6 +175,31 @@ def test_transaction_apis_need_txn_id_write(broker: Broker) -> None:
     grant(broker, X, "tx", Op.WRITE)
     assert call(broker, ApiKey.ADD_OFFSETS_TO_TXN, 3, add, principal=ALICE).error_code == \
         ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+def test_txn_offset_commit_and_list_offsets(broker: Broker) -> None:
+    TO = TxnOffsetCommitRequest
+    req = TO(transactional_id="tx", group_id="g", producer_id=1, producer_epoch=0, topics=[
+        TO.TxnOffsetCommitRequestTopic(name="t", partitions=[
+            TO.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1)])])
+
+    def code() -> int:
+        r = call(broker, ApiKey.TXN_OFFSET_COMMIT, 3, req, principal=ALICE)
+        return int(r.topics[0].partitions[0].error_code)
+    assert code() == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    grant(broker, X, "tx", Op.WRITE)
+    assert code() == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    grant(broker, G, "g", Op.READ)
+    assert code() == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    grant(broker, T, "t", Op.READ)
+    assert code() not in (ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.NONE)  # no txn
+    LO = ListOffsetsRequest
+    lo = LO(replica_id=-1, topics=[LO.ListOffsetsTopic(name="t", partitions=[
+        LO.ListOffsetsPartition(partition_index=0, timestamp=-1)])])
+    r = call(broker, ApiKey.LIST_OFFSETS, 5, lo, principal=BOB)
+    assert r.topics[0].partitions[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    r = call(broker, ApiKey.LIST_OFFSETS, 5, lo, principal=ALICE)
+    assert r.topics[0].partitions[0].error_code == ErrorCode.NONE
 
 
 def test_find_coordinator_needs_describe(broker: Broker) -> None:
