@@ -27,14 +27,17 @@ from odradek.wire._generated.add_offsets_to_txn import AddOffsetsToTxnRequest
 from odradek.wire._generated.create_acls import CreateAclsRequest
 from odradek.wire._generated.create_topics import CreateTopicsRequest
 from odradek.wire._generated.delete_acls import DeleteAclsRequest
+from odradek.wire._generated.delete_groups import DeleteGroupsRequest
 from odradek.wire._generated.delete_topics import DeleteTopicsRequest
 from odradek.wire._generated.describe_acls import DescribeAclsRequest
+from odradek.wire._generated.describe_groups import DescribeGroupsRequest
 from odradek.wire._generated.end_txn import EndTxnRequest
 from odradek.wire._generated.fetch import FetchRequest
 from odradek.wire._generated.find_coordinator import FindCoordinatorRequest
 from odradek.wire._generated.heartbeat import HeartbeatRequest
 from odradek.wire._generated.init_producer_id import InitProducerIdRequest
 from odradek.wire._generated.join_group import JoinGroupRequest
+from odradek.wire._generated.list_groups import ListGroupsRequest
 from odradek.wire._generated.list_offsets import ListOffsetsRequest
 from odradek.wire._generated.metadata import MetadataRequest
 from odradek.wire._generated.offset_commit import OffsetCommitRequest
@@ -200,6 +203,35 @@ def test_txn_offset_commit_and_list_offsets(broker: Broker) -> None:
     assert r.topics[0].partitions[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     r = call(broker, ApiKey.LIST_OFFSETS, 5, lo, principal=ALICE)
     assert r.topics[0].partitions[0].error_code == ErrorCode.NONE
+
+
+def test_describe_list_and_delete_groups(broker: Broker) -> None:
+    grant(broker, G, "g", Op.READ)
+    grant(broker, G, "h", Op.READ, principal=BOB)
+    for group in ("g", "h"):  # two groups with committed offsets (offset-only, Empty)
+        OC = OffsetCommitRequest
+        call(broker, ApiKey.OFFSET_COMMIT, 8, OC(
+            group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
+                OC.OffsetCommitRequestTopic(name="t", partitions=[
+                    OC.OffsetCommitRequestPartition(partition_index=0, committed_offset=1)])]),
+            principal="User:admin")
+    listed = call(broker, ApiKey.LIST_GROUPS, 4, ListGroupsRequest(), principal=ALICE)
+    assert [g.group_id for g in listed.groups] == ["g"]
+    grant(broker, C, "kafka-cluster", Op.DESCRIBE)
+    listed = call(broker, ApiKey.LIST_GROUPS, 4, ListGroupsRequest(), principal=ALICE)
+    assert sorted(g.group_id for g in listed.groups) == ["g", "h"]
+    d = call(broker, ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(
+        groups=["g", "h"], include_authorized_operations=True), principal=ALICE)
+    assert [g.error_code for g in d.groups] == [ErrorCode.NONE,
+                                                ErrorCode.GROUP_AUTHORIZATION_FAILED]
+    assert d.groups[0].authorized_operations == (1 << Op.READ) | (1 << Op.DESCRIBE)
+    r = call(broker, ApiKey.DELETE_GROUPS, 2, DeleteGroupsRequest(groups_names=["g"]),
+             principal=ALICE)
+    assert r.results[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    grant(broker, G, "g", Op.DELETE)
+    r = call(broker, ApiKey.DELETE_GROUPS, 2, DeleteGroupsRequest(groups_names=["g"]),
+             principal=ALICE)
+    assert r.results[0].error_code == ErrorCode.NONE
 
 
 def test_find_coordinator_needs_describe(broker: Broker) -> None:
