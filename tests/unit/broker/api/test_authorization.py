@@ -24,17 +24,20 @@ from odradek.coordinator.acl.authorizer import (
 )
 from odradek.wire import ApiKey, ErrorCode
 from odradek.wire._generated.add_offsets_to_txn import AddOffsetsToTxnRequest
+from odradek.wire._generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from odradek.wire._generated.create_acls import CreateAclsRequest
 from odradek.wire._generated.create_topics import CreateTopicsRequest
 from odradek.wire._generated.delete_acls import DeleteAclsRequest
 from odradek.wire._generated.delete_groups import DeleteGroupsRequest
 from odradek.wire._generated.delete_topics import DeleteTopicsRequest
 from odradek.wire._generated.describe_acls import DescribeAclsRequest
+from odradek.wire._generated.describe_configs import DescribeConfigsRequest
 from odradek.wire._generated.describe_groups import DescribeGroupsRequest
 from odradek.wire._generated.end_txn import EndTxnRequest
 from odradek.wire._generated.fetch import FetchRequest
 from odradek.wire._generated.find_coordinator import FindCoordinatorRequest
 from odradek.wire._generated.heartbeat import HeartbeatRequest
+from odradek.wire._generated.incremental_alter_configs import IncrementalAlterConfigsRequest
 from odradek.wire._generated.init_producer_id import InitProducerIdRequest
 from odradek.wire._generated.join_group import JoinGroupRequest
 from odradek.wire._generated.list_groups import ListGroupsRequest
@@ -232,6 +235,38 @@ def test_describe_list_and_delete_groups(broker: Broker) -> None:
     r = call(broker, ApiKey.DELETE_GROUPS, 2, DeleteGroupsRequest(groups_names=["g"]),
              principal=ALICE)
     assert r.results[0].error_code == ErrorCode.NONE
+
+
+def test_configs_need_describe_and_alter_configs(broker: Broker) -> None:
+    DC = DescribeConfigsRequest
+    req = DC(resources=[DC.DescribeConfigsResource(resource_type=2, resource_name="t",
+                                                   configuration_keys=None),
+                        DC.DescribeConfigsResource(resource_type=4, resource_name="1",
+                                                   configuration_keys=None)])
+    r = call(broker, ApiKey.DESCRIBE_CONFIGS, 4, req, principal=ALICE)
+    assert [x.error_code for x in r.results] == [ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                                 ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+    grant(broker, T, "t", Op.ALTER_CONFIGS)  # implies DESCRIBE_CONFIGS
+    r = call(broker, ApiKey.DESCRIBE_CONFIGS, 4, req, principal=ALICE)
+    assert r.results[0].error_code == ErrorCode.NONE and r.results[0].configs
+    IA = IncrementalAlterConfigsRequest
+    alter = IA(resources=[IA.AlterConfigsResource(resource_type=2, resource_name="t", configs=[
+        IA.AlterableConfig(name="retention.ms", config_operation=0, value="1000")])])
+    r = call(broker, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, alter, principal=BOB)
+    assert r.responses[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    r = call(broker, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, alter, principal=ALICE)
+    assert r.responses[0].error_code == ErrorCode.NONE
+
+
+def test_consumer_group_heartbeat_needs_group_read(broker: Broker) -> None:
+    req = ConsumerGroupHeartbeatRequest(group_id="cg", member_id="m" * 22, member_epoch=0,
+                                        rebalance_timeout_ms=30_000,
+                                        subscribed_topic_names=["t"], topic_partitions=[])
+    r = call(broker, ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, req, principal=ALICE)
+    assert r.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    grant(broker, G, "cg", Op.READ)
+    r = call(broker, ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, req, principal=ALICE)
+    assert r.error_code != ErrorCode.GROUP_AUTHORIZATION_FAILED
 
 
 def test_find_coordinator_needs_describe(broker: Broker) -> None:
