@@ -82,8 +82,11 @@ def _serve(args: argparse.Namespace) -> int:
     import structlog
 
     log = structlog.get_logger("odradek.cli")
+    from odradek.broker.acls import AUTHORIZER_SETTINGS
+
     for key in sorted(config.unknown):
-        log.warning("unknown config ignored", key=key)
+        if key not in AUTHORIZER_SETTINGS:  # the authorizer's own settings (broker/acls.py)
+            log.warning("unknown config ignored", key=key)
     from odradek.wire.records import record_walker  # "python": the C extension was not built
 
     if args.config is not None:

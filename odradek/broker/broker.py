@@ -25,6 +25,7 @@ import anyio.lowlevel
 import structlog
 
 from odradek.broker import emulation
+from odradek.broker.acls import build_authorizer
 from odradek.broker.cluster import Cluster, Topic
 from odradek.broker.connection import IncomingRequest
 from odradek.broker.context import ClientInfo, GroupRuntime, RequestContext, TxnRuntime
@@ -158,6 +159,7 @@ class Broker:
         self.cleaner: LogCleaner | None = None  # built when the cleaner task starts
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots"))
+        self.authorizer = build_authorizer(config)
 
     # -- the coordinators -----------------------------------------------------------------------
 
@@ -334,7 +336,8 @@ class Broker:
             config=self.config, node=self, clock=self, cluster=self.cluster,
             partitions=self.partitions, groups=self.groups, transactions=self.transactions,
             features=self.features, fetch_sessions=self.fetch_sessions, faults=self.faults,
-            api_ranges=self.api_ranges, metrics=self.metrics, client=client, api_key=request.api_key, api_version=request.api_version,
+            api_ranges=self.api_ranges, metrics=self.metrics, authorizer=self.authorizer,
+            client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id)
 
     @staticmethod

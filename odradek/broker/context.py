@@ -19,6 +19,7 @@ from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.metrics import Metrics
 from odradek.broker.partitions import Partitions
 from odradek.config import BrokerConfig
+from odradek.coordinator.acl.authorizer import Authorizer
 from odradek.coordinator.common import Clock
 from odradek.coordinator.group.coordinator import GroupCoordinator
 from odradek.coordinator.txn.coordinator import TransactionCoordinator
@@ -67,6 +68,8 @@ class RequestContext:
     faults: FaultRules
     api_ranges: Mapping[int, tuple[int, int]]  # served versions (`emulation.py`)
     metrics: Metrics | None  # None unless `admin.http.metrics`
+    # None when `authorizer.class.name` is empty: every check is skipped (api/_auth.py)
+    authorizer: Authorizer | None = None
     # the request
     client: ClientInfo
     api_key: int

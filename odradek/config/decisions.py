@@ -34,7 +34,7 @@ BROKER: Mapping[str, Decision] = {
     "alter.config.policy.class.name": (NS_STOP, "Java plugin classes cannot be loaded"),
     "alter.log.dirs.replication.quota.window.num": (NE, "no quotas are enforced, so there are no quota windows"),
     "alter.log.dirs.replication.quota.window.size.seconds": (NE, "no quotas are enforced, so there are no quota windows"),
-    "authorizer.class.name": (NS_STOP, "no authorizer: every client may do everything"),
+    "authorizer.class.name": IM,
     "auto.create.topics.enable": IM,
     "auto.leader.rebalance.enable": (NE, "one replica per partition: no replication, no leader changes"),
     "background.threads": (NE, "one process: no KRaft quorum, replication or thread pools"),

@@ -36,7 +36,6 @@ def test_unsupported_broker_settings_warn_once_and_no_effect_ones_stay_silent(
 
 
 @pytest.mark.parametrize("setting", ["ssl.keystore.location=/k.jks", "broker.rack=r1",
-                                     "authorizer.class.name=x.Authorizer",
                                      "min.insync.replicas=2"])
 def test_unsupported_settings_that_change_what_clients_see_stop_the_start(setting: str) -> None:
     name, _, value = setting.partition("=")

@@ -8,6 +8,7 @@ INVALID_PRODUCER_EPOCH to v0-1 clients, as Kafka does. Not implemented: ACLs.
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, group_allowed, txn_allowed
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.records import OFFSETS_TOPIC
 from odradek.wire import ErrorCode
@@ -18,6 +19,10 @@ from odradek.wire._generated.add_offsets_to_txn import (
 
 
 async def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
+    if not txn_allowed(ctx, Op.WRITE, request.transactional_id):
+        return AddOffsetsToTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not group_allowed(ctx, Op.READ, request.group_id):
+        return AddOffsetsToTxnResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not ctx.groups.ensure_topic():
         return AddOffsetsToTxnResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     offsets_tp = (OFFSETS_TOPIC, ctx.groups.shard.partition_for(request.group_id))

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, topic_allowed, txn_allowed
 from odradek.broker.cluster import INTERNAL_TOPICS
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
@@ -45,7 +46,14 @@ async def _one(ctx: RequestContext, txn_id: str, producer_id: int, producer_epoc
          ) -> dict[TopicPartition, ErrorCode]:
     wanted = [(t.name, p) for t in topics for p in t.partitions]
     refused: dict[TopicPartition, ErrorCode] = {}
+    if ctx.authorizer is not None and ctx.api_version < 4:  # v4+ is broker-to-broker
+        if not txn_allowed(ctx, Op.WRITE, txn_id):
+            return dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        refused = {(t, p): ErrorCode.TOPIC_AUTHORIZATION_FAILED for t, p in wanted
+                   if not topic_allowed(ctx, Op.WRITE, t)}
     for topic, partition in wanted:
+        if (topic, partition) in refused:
+            continue
         if topic in INTERNAL_TOPICS and ctx.api_version < 4:
             refused[(topic, partition)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         elif not ctx.cluster.has_partition(topic, partition):

@@ -12,7 +12,9 @@
 - Each resource at most once, each key at most once, no null values (INVALID_REQUEST, as
   Kafka's broker-side checks). BROKER_LOGGER and unknown types: INVALID_REQUEST.
 - validate_only runs every check and changes nothing.
-Not implemented: group and client-metrics configs, alter-config policies, authorization.
+Authorization (when an authorizer is on): TOPIC / CLUSTER ALTER_CONFIGS per resource
+(TOPIC_ / CLUSTER_AUTHORIZATION_FAILED).
+Not implemented: group and client-metrics configs, alter-config policies.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections import Counter
 
 import structlog
 
+from odradek.broker.api._auth import Op, config_resource_error
 from odradek.broker.api._common import (
     ApiError,
     ResourceType,
@@ -75,6 +78,10 @@ async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConf
         try:
             if seen[(resource.resource_type, resource.resource_name)] > 1:
                 raise ApiError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+            denied = config_resource_error(ctx, resource.resource_type, resource.resource_name,
+                                           Op.ALTER_CONFIGS)
+            if denied is not None:
+                raise ApiError(denied)
             _alter(ctx, resource, request.validate_only)
         except ApiError as e:
             out.error_code, out.error_message = e.code, e.message

@@ -35,6 +35,8 @@
   "consumer" upgrades it to a consumer group, its classic members kept (they go on with
   JoinGroup/SyncGroup/Heartbeat); when the last consumer-protocol member leaves or is fenced
   and only classic members remain, the group is downgraded to a classic group and rebalances.
+- Authorization (when an authorizer is on): GROUP READ, else GROUP_AUTHORIZATION_FAILED.
+  Not checked yet: DESCRIBE on the subscribed topics (Kafka answers TOPIC_AUTHORIZATION_FAILED).
 - Not implemented yet: the downgrade when a classic static member replaces the last
   consumer-protocol static member, rack-aware assignment, per-group configs (a group's own regex refresh interval), ACLs (Kafka keeps
   only the topics the member may DESCRIBE), quotas.
@@ -42,9 +44,11 @@
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, group_allowed
 from odradek.broker.api.join_group import client_host
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.consumer.coordinator import HeartbeatRequest
+from odradek.wire import ErrorCode
 from odradek.wire._generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -56,6 +60,9 @@ Resp = ConsumerGroupHeartbeatResponse
 async def handle(ctx: RequestContext,
                  request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
     v = ctx.api_version
+    if not group_allowed(ctx, Op.READ, request.group_id):
+        return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                              member_epoch=-1, heartbeat_interval_ms=0)
     req = HeartbeatRequest(
         group_id=request.group_id,
         member_id=request.member_id,

@@ -35,6 +35,7 @@ from collections import Counter
 import anyio.lowlevel
 import structlog
 
+from odradek.broker.api._auth import Op, cluster_allowed, topic_allowed
 from odradek.broker.api._common import MAX_PARTITIONS_PER_REQUEST, ApiError
 from odradek.broker.cluster import ClusterError, NewTopic
 from odradek.broker.context import RequestContext
@@ -165,6 +166,7 @@ async def _handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTo
     results: list[Resp.CreatableTopicResult | NewTopic] = []
     accepted: list[NewTopic] = []
     answered: set[str] = set()
+    may_create = None if ctx.authorizer is None else cluster_allowed(ctx, Op.CREATE)
     try:
         for i, topic in enumerate(request.topics):
             if i % YIELD_EVERY_TOPICS == YIELD_EVERY_TOPICS - 1:
@@ -180,6 +182,12 @@ async def _handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTo
                 results.append(_error(topic.name, ErrorCode.INVALID_REQUEST,
                                       f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is "
                                       "prohibited."))
+                continue
+            if may_create is not None and not may_create and not topic_allowed(
+                    ctx, Op.CREATE, topic.name):
+                # Kafka: CLUSTER CREATE, or CREATE on the topic
+                results.append(_error(topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                      "Authorization failed."))
                 continue
             try:
                 want = _check_one(ctx, topic, budget)

@@ -28,6 +28,7 @@ from collections import Counter
 
 import structlog
 
+from odradek.broker.api._auth import Op, topic_allowed
 from odradek.broker.cluster import ClusterError, Topic
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
@@ -93,6 +94,9 @@ async def _handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTo
             elif topic is None:
                 results.append(_error(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                       "This server does not host this topic-partition."))
+            elif not topic_allowed(ctx, Op.DELETE, name):
+                results.append(_error(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                      "Authorization failed."))
             elif topic.topic_id in clashing:
                 results.append(_error(name, topic.topic_id, ErrorCode.INVALID_REQUEST,
                                       "The provided topic name maps to an ID that was already "
@@ -110,6 +114,9 @@ async def _handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTo
             elif found is None:
                 results.append(_error(None, tid, ErrorCode.UNKNOWN_TOPIC_ID,
                                       "This server does not host this topic ID."))
+            elif not topic_allowed(ctx, Op.DELETE, found.name):
+                results.append(_error(None, tid, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                      "Authorization failed."))
             elif tid in clashing:
                 results.append(_error(found.name, tid, ErrorCode.INVALID_REQUEST,
                                       "The provided topic name maps to an ID that was already "

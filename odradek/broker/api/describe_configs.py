@@ -16,11 +16,15 @@
   applies; for those it accepts but does not apply, or that mean nothing for one single-node
   process, it says so (the list is in docs/configuration.md). Kafka's own doc strings are
   not shipped.
-Not implemented: dynamic broker configs, group and client-metrics configs, authorization.
+Authorization (when an authorizer is on): TOPIC DESCRIBE_CONFIGS for a topic
+(TOPIC_AUTHORIZATION_FAILED), CLUSTER DESCRIBE_CONFIGS for a broker or broker logger
+(CLUSTER_AUTHORIZATION_FAILED), per resource.
+Not implemented: dynamic broker configs, group and client-metrics configs.
 """
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, config_resource_error
 from odradek.broker.api._common import ApiError, ResourceType, check_broker_name
 from odradek.broker.cluster import topic_name_error
 from odradek.broker.context import RequestContext
@@ -34,6 +38,9 @@ Resource = DescribeConfigsRequest.DescribeConfigsResource
 
 def _entries(ctx: RequestContext, resource: Resource, synonyms: bool) -> list[ConfigEntry]:
     kind, name = resource.resource_type, resource.resource_name
+    denied = config_resource_error(ctx, kind, name, Op.DESCRIBE_CONFIGS)
+    if denied is not None:
+        raise ApiError(denied)
     if kind == ResourceType.TOPIC:
         reason = topic_name_error(name)
         if reason:

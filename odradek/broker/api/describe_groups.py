@@ -6,7 +6,8 @@
   no error at v0-5; v6 (KIP-1043) says GROUP_ID_NOT_FOUND with "Group <id> not found." (still
   state "Dead", as Kafka 4.4 answers).
 - v3+ authorized operations: INT32_MIN unless requested; when requested, every group
-  operation is allowed (there is no authorizer).
+  operation without an authorizer, else the caller's allowed ones.
+- Authorization (when an authorizer is on): GROUP DESCRIBE, else GROUP_AUTHORIZATION_FAILED.
 - A KIP-848 consumer group is described as Kafka 4 does at v0-5: state "Dead", no error, no
   members (ConsumerGroupDescribe describes it); v6: GROUP_ID_NOT_FOUND with "Group <id> is
   not a classic group.".
@@ -15,6 +16,7 @@
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, Res, authorized_operations, group_allowed
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.state import GroupState
 from odradek.wire import ErrorCode
@@ -33,6 +35,12 @@ async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> Describ
     await ctx.groups.ready()
     described = []
     for group_id in request.groups:
+        if ctx.authorizer is not None and not group_allowed(ctx, Op.DESCRIBE, group_id):
+            described.append(Resp.DescribedGroup(
+                error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id,
+                group_state="", protocol_type="", protocol_data="",
+                authorized_operations=AUTHORIZED_OPS_NOT_REQUESTED))
+            continue
         d = ctx.groups.shard.describe_group(group_id)
         error, message = d.error, None
         if ctx.api_version >= 6 and error == ErrorCode.NONE:
@@ -49,5 +57,6 @@ async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> Describ
                 client_id=m.client_id, client_host=m.client_host,
                 member_metadata=m.metadata, member_assignment=m.assignment)
                 for m in d.members],
-            authorized_operations=ops))
+            authorized_operations=ops if ctx.authorizer is None or ops == AUTHORIZED_OPS_NOT_REQUESTED
+            else authorized_operations(ctx, Res.GROUP, group_id, ops)))
     return DescribeGroupsResponse(groups=described)

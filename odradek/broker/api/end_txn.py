@@ -17,12 +17,16 @@ normally in the log before the answer leaves; a failed marker is retried by the 
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, txn_allowed
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.end_txn import EndTxnRequest, EndTxnResponse
 
 
 async def handle(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
+    if not txn_allowed(ctx, Op.WRITE, request.transactional_id):
+        return EndTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                              producer_id=-1, producer_epoch=-1)
     client_tv = 2 if ctx.api_version >= 5 else 0  # Kafka's transactionVersionForEndTxn
     result = await ctx.transactions.wait(lambda t: t.end_transaction(
         request.transactional_id, request.producer_id, request.producer_epoch,

@@ -6,6 +6,8 @@
   moving, its log dir failing or its topic being deleted wakes it, appends elsewhere do not;
   never by sleeping. An append at any point of the poll is read by that poll (see
   `broker/partitions.py`). A fetch naming no partition is answered at once, as Kafka does.
+- Authorization (when an authorizer is on): each topic needs TOPIC READ, else its
+  partitions answer TOPIC_AUTHORIZATION_FAILED at once (also for a session's partitions).
 - Bytes: `max_bytes` for the response (capped by the broker's `fetch.max.bytes`, as Kafka)
   and `partition_max_bytes` per partition, with KIP-74's rule that the first batch of the
   first non-empty partition is returned whole even when it is larger. Whole batches only,
@@ -56,6 +58,7 @@ from typing import Protocol
 
 import structlog
 
+from odradek.broker.api._auth import Op, topic_allowed
 from odradek.broker.cluster import LEADER_EPOCH, Cluster
 from odradek.broker.context import RequestContext
 from odradek.broker.fetch_sessions import (
@@ -114,6 +117,11 @@ def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
         missing = (ErrorCode.UNKNOWN_TOPIC_ID if name is None
                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         parts: list[tuple[FetchRequest.FetchPartition, PartitionLog | None, ErrorCode]] = []
+        if (ctx.authorizer is not None and name is not None
+                and not topic_allowed(ctx, Op.READ, name)):
+            parts = [(p, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions]
+            out.append((topic, name, parts))
+            continue
         for p in topic.partitions:
             plog = ctx.partitions.log(name, p.partition) if name is not None else None
             if plog is None:
@@ -267,12 +275,15 @@ def _read_session(ctx: RequestContext, session: FetchSession, read_committed: bo
     uses_ids = session.uses_topic_ids
     logs = ctx.partitions
     cluster = ctx.cluster
+    auth = ctx.authorizer
     topic_ok: dict[str, bool] = {}  # v13+: the name still belongs to the session's topic id
     for cp in session.partitions.values():
         name = cp.topic
         plog = None
         if name is None:  # an id not known when cached, nor since
             error = ErrorCode.UNKNOWN_TOPIC_ID
+        elif auth is not None and not topic_allowed(ctx, Op.READ, name):
+            error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         else:
             plog = logs.log(name, cp.partition)
             if plog is None:

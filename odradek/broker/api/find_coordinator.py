@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, group_allowed, txn_allowed
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.find_coordinator import (
@@ -24,7 +25,11 @@ KEY_GROUP = 0
 KEY_TRANSACTION = 1
 
 
-def _lookup(ctx: RequestContext, key_type: int) -> ErrorCode:
+def _lookup(ctx: RequestContext, key_type: int, key: str) -> ErrorCode:
+    if key_type == KEY_GROUP and not group_allowed(ctx, Op.DESCRIBE, key):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if key_type == KEY_TRANSACTION and not txn_allowed(ctx, Op.DESCRIBE, key):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     if key_type == KEY_GROUP:
         ok = ctx.groups.ensure_topic()
         return ErrorCode.NONE if ok else ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -38,7 +43,7 @@ async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCo
     node = ctx.node.node_id
     key_type = request.key_type if ctx.api_version >= 1 else KEY_GROUP
     if ctx.api_version < 4:
-        error = _lookup(ctx, key_type)
+        error = _lookup(ctx, key_type, request.key)
         if error != ErrorCode.NONE:
             return FindCoordinatorResponse(error_code=error, error_message=error.name,
                                            node_id=-1, host="", port=-1)
@@ -46,7 +51,7 @@ async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCo
                                        node_id=node, host=host, port=port)
     coordinators = []
     for key in request.coordinator_keys:
-        error = _lookup(ctx, key_type)
+        error = _lookup(ctx, key_type, key)
         ok = error == ErrorCode.NONE
         coordinators.append(FindCoordinatorResponse.Coordinator(
             key=key, node_id=node if ok else -1, host=host if ok else "",

@@ -14,11 +14,15 @@
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, group_allowed
 from odradek.broker.context import RequestContext
+from odradek.wire import ErrorCode
 from odradek.wire._generated.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 
 async def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    if not group_allowed(ctx, Op.READ, request.group_id):
+        return HeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     instance_id = request.group_instance_id if ctx.api_version >= 3 else None
     error = await ctx.groups.write(lambda g: g.heartbeat(
         request.group_id, request.member_id, instance_id, request.generation_id))

@@ -16,8 +16,9 @@
   DELETE, known operation ids only (INVALID_REQUEST otherwise, as Kafka's broker-side checks).
   BROKER_LOGGER (log levels) and other resource types: INVALID_REQUEST.
 - validate_only runs every check and changes nothing.
-Not implemented: logger levels, group and client-metrics configs, alter-config policies,
-authorization.
+Authorization (when an authorizer is on): TOPIC / CLUSTER ALTER_CONFIGS per resource
+(TOPIC_ / CLUSTER_AUTHORIZATION_FAILED).
+Not implemented: logger levels, group and client-metrics configs, alter-config policies.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from collections.abc import Mapping
 
 import structlog
 
+from odradek.broker.api._auth import Op as AclOp
+from odradek.broker.api._auth import config_resource_error
 from odradek.broker.api._common import (
     ApiError,
     ResourceType,
@@ -149,6 +152,10 @@ async def handle(ctx: RequestContext,
         try:
             if seen[(resource.resource_type, resource.resource_name)] > 1:
                 raise ApiError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+            denied = config_resource_error(ctx, resource.resource_type, resource.resource_name,
+                                           AclOp.ALTER_CONFIGS)
+            if denied is not None:
+                raise ApiError(denied)
             _alter(ctx, resource, request.validate_only)
         except ApiError as e:
             out.error_code, out.error_message = e.code, e.message

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, idempotent_write_allowed, txn_allowed
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
@@ -25,6 +26,15 @@ async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitPro
         return InitProducerIdResponse(error_code=ErrorCode.INVALID_REQUEST, producer_id=-1,
                                       producer_epoch=-1)
     expected = None if pid == -1 else (pid, epoch)
+    if ctx.authorizer is not None:
+        tid = request.transactional_id
+        if tid is not None and not txn_allowed(ctx, Op.WRITE, tid):
+            return InitProducerIdResponse(
+                error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1,
+                producer_epoch=-1)
+        if tid is None and not idempotent_write_allowed(ctx):
+            return InitProducerIdResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                          producer_id=-1, producer_epoch=-1)
     result = await ctx.transactions.wait(lambda t: t.init_producer_id(
         request.transactional_id, request.transaction_timeout_ms, expected))
     error = result.error

@@ -22,8 +22,10 @@
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, group_allowed
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.coordinator import JoinRequest
+from odradek.wire import ErrorCode
 from odradek.wire._generated.join_group import JoinGroupRequest, JoinGroupResponse
 
 
@@ -35,6 +37,10 @@ def client_host(address: str) -> str:
 
 async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     v = ctx.api_version
+    if not group_allowed(ctx, Op.READ, request.group_id):
+        return JoinGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                 generation_id=-1, member_id="",
+                                 protocol_name=None if v >= 7 else "")
     instance_id = request.group_instance_id if v >= 5 else None
     join = JoinRequest(
         group_id=request.group_id,

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, group_allowed
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.model import LeavingMember
 from odradek.wire import ErrorCode
@@ -19,6 +20,8 @@ from odradek.wire._generated.leave_group import LeaveGroupRequest, LeaveGroupRes
 
 async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     v = ctx.api_version
+    if not group_allowed(ctx, Op.READ, request.group_id):
+        return LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if v < 3:
         leaving = [LeavingMember(request.member_id)]
     else:

@@ -12,6 +12,7 @@ Per partition, by the requested timestamp:
 - -5 LATEST_TIERED (v9+) and -6 EARLIEST_PENDING_UPLOAD (v11+, KIP-1023: the first offset
   not yet copied to remote storage): no tiered storage, so offset -1, timestamp -1, epoch -1,
   no error (Kafka 4.4's answer for a topic without remote storage).
+- Authorization (when an authorizer is on): TOPIC DESCRIBE, else TOPIC_AUTHORIZATION_FAILED.
 - v10's timeout_ms bounds remote-storage lookups only: nothing here waits, so it is unused.
 - t >= 0: the first record with timestamp >= t, found through the time index, with its
   timestamp and the leader epoch of its batch; none (or only beyond the last fetchable
@@ -32,6 +33,7 @@ from collections import Counter
 
 import structlog
 
+from odradek.broker.api._auth import Op, topic_allowed
 from odradek.broker.api._common import (
     NO_EPOCH,
     NO_OFFSET,
@@ -136,6 +138,9 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
             if counts[key] > 1:
                 parts.append(Part(partition_index=want.partition_index,
                                   error_code=ErrorCode.INVALID_REQUEST))
+            elif ctx.authorizer is not None and not topic_allowed(ctx, Op.DESCRIBE, t.name):
+                parts.append(Part(partition_index=want.partition_index,
+                                  error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             else:
                 parts.append(_partition(ctx, request, t.name, want))
     return ListOffsetsResponse(topics=[Resp.ListOffsetsTopicResponse(name=n, partitions=ps)

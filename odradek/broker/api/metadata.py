@@ -16,9 +16,14 @@
   error entry of an internal name is flagged is_internal, as Kafka flags it.
 - v13: the top-level error_code is NONE (Kafka sets it only to ask a client to
   re-bootstrap, KIP-1102, which one node never needs).
-- authorized operations: INT32_MIN unless requested; when requested, all operations are
-  reported allowed (there is no authorizer), also on the error entries of unknown or illegal
-  names (not on those of unknown topic ids), as from Kafka. Not implemented: racks, ACLs.
+- authorized operations: INT32_MIN unless requested; when requested without an authorizer,
+  all operations are reported allowed, also on the error entries of unknown or illegal names
+  (not on those of unknown topic ids), as from Kafka; with one, each topic's and the
+  cluster's allowed operations.
+- Authorization (when an authorizer is on): listing all topics leaves out those the caller
+  may not DESCRIBE; a named one it may not describe is TOPIC_AUTHORIZATION_FAILED (by id:
+  with a null name); auto-creation needs CLUSTER or TOPIC CREATE, else
+  TOPIC_AUTHORIZATION_FAILED. Not implemented: racks.
 - A partition whose log dir failed (see storage/manager.py) is answered as Kafka answers a
   partition without a live replica: LEADER_NOT_AVAILABLE, leader -1, this node in
   offline_replicas.
@@ -30,6 +35,13 @@ import uuid
 
 import structlog
 
+from odradek.broker.api._auth import (
+    Op,
+    Res,
+    authorized_operations,
+    cluster_allowed,
+    topic_allowed,
+)
 from odradek.broker.cluster import (
     INTERNAL_TOPICS,
     LEADER_EPOCH,
@@ -38,6 +50,7 @@ from odradek.broker.cluster import (
     topic_name_error,
 )
 from odradek.broker.context import RequestContext
+from odradek.coordinator.acl.authorizer import CLUSTER_NAME
 from odradek.wire import ErrorCode
 from odradek.wire._generated.metadata import MetadataRequest, MetadataResponse
 from odradek.wire.primitives import ZERO_UUID
@@ -108,29 +121,58 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                             for want in request.topics or []):
         return _invalid_request(request)
     host, port = ctx.node.advertised_endpoint(ctx.client.listener)
-    topic_ops = (TOPIC_OPS_ALL if version >= 8 and request.include_topic_authorized_operations
-                 else AUTHORIZED_OPS_NOT_REQUESTED)
-    cluster_ops = (CLUSTER_OPS_ALL if 8 <= version <= 10 and request.include_cluster_authorized_operations
+    want_topic_ops = version >= 8 and request.include_topic_authorized_operations
+    topic_ops = TOPIC_OPS_ALL if want_topic_ops else AUTHORIZED_OPS_NOT_REQUESTED
+    cluster_ops = (authorized_operations(ctx, Res.CLUSTER, CLUSTER_NAME, CLUSTER_OPS_ALL)
+                   if 8 <= version <= 10 and request.include_cluster_authorized_operations
                    else AUTHORIZED_OPS_NOT_REQUESTED)
     allow_create = version < 4 or request.allow_auto_topic_creation
+    auth = ctx.authorizer
+    if auth is None:
+        def entry(t: Topic) -> Resp.MetadataResponseTopic:
+            return _topic_entry(ctx, t, topic_ops)
+    else:
+        def entry(t: Topic) -> Resp.MetadataResponseTopic:
+            ops = (authorized_operations(ctx, Res.TOPIC, t.name, TOPIC_OPS_ALL)
+                   if want_topic_ops else topic_ops)
+            return _topic_entry(ctx, t, ops)
     wanted = request.topics
     topics: list[Resp.MetadataResponseTopic] = []
     ids = list(dict.fromkeys(want.topic_id for want in wanted or [] if want.topic_id != ZERO_UUID))
     if wanted is None or (version == 0 and not wanted):
-        topics = [_topic_entry(ctx, t, topic_ops) for t in ctx.cluster]
+        # With an authorizer, topics the caller may not DESCRIBE are left out.
+        topics = [entry(t) for t in ctx.cluster
+                  if auth is None or topic_allowed(ctx, Op.DESCRIBE, t.name)]
     elif ids:
         by_id = {tid: ctx.cluster.by_id.get(tid) for tid in ids}
         topics = [_error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, tid)
                   for tid, known in by_id.items() if known is None]
-        topics += [_topic_entry(ctx, known, topic_ops) for known in by_id.values() if known is not None]
+        for tid, known in by_id.items():
+            if known is None:
+                continue
+            if auth is not None and not topic_allowed(ctx, Op.DESCRIBE, known.name):
+                topics.append(_error_entry(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, tid))
+            else:
+                topics.append(entry(known))
     else:
         for want in wanted:
             name = want.name
             if name is None:  # and no id (Kafka fails with UNKNOWN_SERVER_ERROR, an NPE)
                 topics.append(_error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, want.topic_id))
                 continue
+            if auth is not None and not topic_allowed(ctx, Op.DESCRIBE, name):
+                topics.append(_error_entry(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             topic = ctx.cluster.get(name)
             if topic is None:
+                if (allow_create and auth is not None
+                        and ctx.config.get_bool("auto.create.topics.enable")
+                        and name not in INTERNAL_TOPICS and not topic_name_error(name)
+                        and not cluster_allowed(ctx, Op.CREATE)
+                        and not topic_allowed(ctx, Op.CREATE, name)):
+                    # Kafka: auto-creation needs CLUSTER or TOPIC CREATE
+                    topics.append(_error_entry(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                    continue
                 created = _auto_create(ctx, name) if allow_create else (
                     ErrorCode.INVALID_TOPIC_EXCEPTION if topic_name_error(name)
                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -138,7 +180,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                     topics.append(_error_entry(name, created, ops=topic_ops))
                     continue
                 topic = created
-            topics.append(_topic_entry(ctx, topic, topic_ops))
+            topics.append(entry(topic))
     return MetadataResponse(
         brokers=[Resp.MetadataResponseBroker(node_id=ctx.node.node_id, host=host, port=port)],
         cluster_id=ctx.cluster.cluster_id,

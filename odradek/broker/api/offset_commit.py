@@ -30,6 +30,7 @@
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, group_allowed, topic_allowed
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.model import TopicPartition
 from odradek.coordinator.group.records import OffsetAndMetadata
@@ -53,6 +54,11 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
     by_id = v >= 10
     names: list[str | None] = []  # per request topic: its name, None for an unknown id
+    # authorization (off: None): GROUP READ for all, else TOPIC READ per topic (Kafka's order)
+    denied: ErrorCode | None = None
+    if ctx.authorizer is not None:
+        denied = (ErrorCode.NONE if group_allowed(ctx, Op.READ, request.group_id)
+                  else ErrorCode.GROUP_AUTHORIZATION_FAILED)
     for topic in request.topics:
         if by_id:
             found = ctx.cluster.by_id.get(topic.topic_id)
@@ -62,6 +68,12 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
         names.append(name)
         if name is None:
             continue
+        if denied is not None:
+            code = denied or (None if topic_allowed(ctx, Op.READ, name)
+                              else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            if code is not None:
+                errors.update({(name, p.partition_index): code for p in topic.partitions})
+                continue
         for p in topic.partitions:
             tp = (name, p.partition_index)
             if not ctx.cluster.has_partition(name, p.partition_index):

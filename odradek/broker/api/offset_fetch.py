@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import uuid
 
+from odradek.broker.api._auth import Op, group_allowed
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.model import FetchedOffset, TopicPartition
 from odradek.wire import ErrorCode
@@ -50,6 +51,8 @@ async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetc
     v = ctx.api_version
     require_stable = v >= 7 and request.require_stable
     if v < 8:
+        if not group_allowed(ctx, Op.DESCRIBE, request.group_id):
+            return OffsetFetchResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
         topics = (None if request.topics is None and v >= 2
                   else [(t.name, t.partition_indexes) for t in request.topics or []])
         wanted = _wanted(topics)
@@ -69,6 +72,10 @@ async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetc
         return OffsetFetchResponse(topics=out_topics, error_code=error)
     out_groups = []
     for group in request.groups:
+        if not group_allowed(ctx, Op.DESCRIBE, group.group_id):
+            out_groups.append(Resp.OffsetFetchResponseGroup(
+                group_id=group.group_id, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            continue
         unknown_ids: list[tuple[uuid.UUID, list[int]]] = []
         if group.topics is None:
             topics = None

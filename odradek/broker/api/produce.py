@@ -43,6 +43,10 @@
   unavailability (and CONCURRENT_TRANSACTIONS before v12) is NOT_ENOUGH_REPLICAS, which
   clients retry. This keeps a zombie producer from opening a transaction that no marker
   would ever close.
+- Authorization (when an authorizer is on, `_auth.py`): a transactional id needs
+  TRANSACTIONAL_ID WRITE, else every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+  each topic needs TOPIC WRITE, else its partitions are TOPIC_AUTHORIZATION_FAILED (before
+  the existence check, as Kafka, so a denied principal cannot probe topic names).
 - v13 names topics by id (KIP-516): an unknown id is UNKNOWN_TOPIC_ID.
 - Topic configs applied as Kafka's LogValidator does (`_validation.py`): on CreateTime
   topics, `message.timestamp.before.max.ms` / `after.max.ms` (after: one hour by default,
@@ -67,6 +71,7 @@ from __future__ import annotations
 import anyio
 import structlog
 
+from odradek.broker.api._auth import Op, topic_allowed, txn_allowed
 from odradek.broker.api._validation import check_timestamps, corrected_max_timestamp, recompress
 from odradek.broker.cluster import INTERNAL_TOPICS, LEADER_EPOCH
 from odradek.broker.connection import CloseConnection
@@ -332,7 +337,19 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             names.append(topic.name)
             topics.append((topic.name, topic))
     checked: dict[tuple[str, int], tuple[PartitionLog, memoryview, RecordBatch]] = {}
+    denied: set[str] = set()
+    if ctx.authorizer is not None:  # off: no cost beyond this test
+        if request.transactional_id is not None and not txn_allowed(
+                ctx, Op.WRITE, request.transactional_id):
+            answers = _failed(topics, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            denied = {name for name, _ in topics}
+        else:
+            denied = {name for name, _ in topics if not topic_allowed(ctx, Op.WRITE, name)}
+            answers.update(_failed([t for t in topics if t[0] in denied],
+                                   ErrorCode.TOPIC_AUTHORIZATION_FAILED))
     for name, topic in topics:
+        if name in denied:
+            continue
         for data in topic.partition_data:
             if request.acks not in (-1, 0, 1):
                 answers[(name, data.index)] = PartitionResponse(
@@ -347,7 +364,8 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
                      for _, _, b in checked.values() if b.is_transactional}
     if transactional and request.transactional_id is None:
         # Kafka: transactional records need a transactional id (its authorization).
-        answers = _failed(topics, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        answers.update(_failed([t for t in topics if t[0] not in denied],
+                               ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
         checked = {}
     elif len(transactional) > 1:
         answers = _failed(topics, ErrorCode.INVALID_PRODUCER_ID_MAPPING)

@@ -15,13 +15,17 @@
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, group_allowed
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.coordinator import SyncRequest
+from odradek.wire import ErrorCode
 from odradek.wire._generated.sync_group import SyncGroupRequest, SyncGroupResponse
 
 
 async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
     v = ctx.api_version
+    if not group_allowed(ctx, Op.READ, request.group_id):
+        return SyncGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b"")
     sync = SyncRequest(
         group_id=request.group_id,
         generation_id=request.generation_id,

@@ -11,6 +11,9 @@
   added to the transaction instead (the AddOffsetsToTxn the client no longer sends), with
   the same errors; CONCURRENT_TRANSACTIONS (the previous transaction completing) is returned
   for the client to retry.
+- Authorization (when an authorizer is on): TRANSACTIONAL_ID WRITE, then GROUP READ, for
+  every partition (TRANSACTIONAL_ID_ / GROUP_AUTHORIZATION_FAILED), then TOPIC READ per topic
+  (TOPIC_AUTHORIZATION_FAILED).
 - v6 names topics by id (KIP-1319): an unknown id is UNKNOWN_TOPIC_ID.
 - v3+ may name the group member (generation, member id, instance id), checked as for
   OffsetCommit; unknown topics or partitions: UNKNOWN_TOPIC_OR_PARTITION per partition.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import uuid
 
+from odradek.broker.api._auth import Op, group_allowed, topic_allowed, txn_allowed
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.model import TopicPartition
 from odradek.coordinator.group.records import OFFSETS_TOPIC, OffsetAndMetadata
@@ -53,6 +57,14 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
     ids: dict[str, uuid.UUID] | None = {} if v >= 6 else None
+    # authorization (off: None): TRANSACTIONAL_ID WRITE and GROUP READ for all (Kafka's order),
+    # else TOPIC READ per topic
+    denied: ErrorCode | None = None
+    if ctx.authorizer is not None:
+        denied = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                  if not txn_allowed(ctx, Op.WRITE, request.transactional_id)
+                  else ErrorCode.GROUP_AUTHORIZATION_FAILED
+                  if not group_allowed(ctx, Op.READ, request.group_id) else ErrorCode.NONE)
     for topic in request.topics:
         name = topic.name
         if ids is not None:
@@ -63,6 +75,12 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
             if found is None:
                 errors.update({(name, p.partition_index): ErrorCode.UNKNOWN_TOPIC_ID
                                for p in topic.partitions})
+                continue
+        if denied is not None:
+            code = denied or (None if topic_allowed(ctx, Op.READ, name)
+                              else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            if code is not None:
+                errors.update({(name, p.partition_index): code for p in topic.partitions})
                 continue
         for p in topic.partitions:
             tp = (name, p.partition_index)

@@ -128,6 +128,10 @@ BROKER: dict[str, tuple[str, ...]] = {
         f"{STORAGE}/test_storage_manager.py::test_new_partitions_go_to_the_emptiest_log_dir",
     ),
     # -- topics and requests
+    "authorizer.class.name": (
+        f"{API}/test_authorization.py::test_produce_needs_topic_write_and_txn_id_write",
+        f"{API}/test_authorization.py::test_acl_apis_need_cluster_alter_describe_and_persist",
+    ),
     "auto.create.topics.enable": (f"{API}/test_metadata.py::test_unknown_topics_and_auto_creation",),
     "default.replication.factor": (
         f"{EFFECTS}::test_default_replication_factor_is_used_for_rf_minus_1",),

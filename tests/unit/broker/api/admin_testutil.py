@@ -35,24 +35,25 @@ def roundtrip(message: Any, version: int) -> Any:
 
 
 def call(broker: Broker, api_key: int, version: int, request: Any,
-         *, listener: str = "PLAINTEXT") -> Any:
+         *, listener: str = "PLAINTEXT", principal: str = "User:ANONYMOUS") -> Any:
     """Run the registered handler for `api_key` at `version`, through the codec both ways."""
 
     async def run() -> Any:
-        return await acall(broker, api_key, version, request, listener=listener)
+        return await acall(broker, api_key, version, request, listener=listener,
+                           principal=principal)
 
     return anyio.run(run)
 
 
 async def acall(broker: Broker, api_key: int, version: int, request: Any,
-                *, listener: str = "PLAINTEXT") -> Any:
+                *, listener: str = "PLAINTEXT", principal: str = "User:ANONYMOUS") -> Any:
     """`call` on a running event loop (e.g. a long-polling Fetch beside an append)."""
     entry = HANDLERS[api_key]
     assert entry.min_version <= version <= entry.max_version, (api_key, version)
     request_cls, response_cls = api_classes(api_key)
     assert isinstance(request, request_cls)
     decoded = roundtrip(request, version)
-    ctx = broker.context(ClientInfo("127.0.0.1", listener),
+    ctx = broker.context(ClientInfo("127.0.0.1:50000", listener, principal=principal),
                          IncomingRequest(api_key, version, 7, "test-client", bytearray(), 0))
     handle = importlib.import_module(f"odradek.broker.api.{entry.module}").handle
     response = await handle(ctx, decoded)

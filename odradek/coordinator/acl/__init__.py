@@ -1,0 +1,1 @@
+"""ACL bindings and the authorizer that decides with them (issue #13)."""

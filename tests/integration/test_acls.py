@@ -1,0 +1,140 @@
+"""ACLs end to end with confluent-kafka (issue #13): ACLs made with the AdminClient deny a
+producer, a consumer, a group and a transactional id with the client's own error, and
+survive kill -9. The clients are PLAINTEXT, so User:ANONYMOUS; allow.everyone.if.no.acl.found
+lets the test admin act on resources no ACL names (the cluster), as it would on Kafka."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ResourcePatternType,
+    ResourceType,
+)
+from it_support import StartBroker, admin, create_topic, topic_name
+
+SETTINGS = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "allow.everyone.if.no.acl.found": "true"}
+ANON = "User:ANONYMOUS"
+
+
+def deny(rt: ResourceType, name: str, op: AclOperation) -> AclBinding:
+    return AclBinding(rt, name, ResourcePatternType.LITERAL, ANON, "*", op,
+                      AclPermissionType.DENY)
+
+
+def add(bootstrap: str, *acls: AclBinding) -> None:
+    client = admin(bootstrap)  # kept alive until the futures are done
+    for f in client.create_acls(list(acls), request_timeout=10).values():
+        f.result(10)
+
+
+def test_denied_produce_consume_group_and_transactional_id(start_broker: StartBroker,
+                                                           tmp_path: Path) -> None:
+    broker = start_broker(tmp_path / "data", SETTINGS)
+    bs = broker.bootstrap
+    topic, group = topic_name("acl"), topic_name("g")
+    create_topic(bs, topic)
+    add(bs, deny(ResourceType.TOPIC, topic, AclOperation.WRITE),
+        deny(ResourceType.GROUP, group, AclOperation.READ),
+        deny(ResourceType.TRANSACTIONAL_ID, "tx-denied", AclOperation.WRITE))
+
+    errors: list[KafkaError] = []
+    p = Producer({"bootstrap.servers": bs, "enable.idempotence": False, "retries": 0})
+    p.produce(topic, b"v", on_delivery=lambda err, _msg: errors.append(err))
+    p.flush(15)
+    assert [e.code() for e in errors] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    try:
+        seen = None
+        for _ in range(30):
+            msg = c.poll(0.5)
+            if msg is not None and msg.error() is not None:
+                seen = msg.error().code()
+                break
+        assert seen == KafkaError.GROUP_AUTHORIZATION_FAILED
+    finally:
+        c.close()
+
+    t = Producer({"bootstrap.servers": bs, "transactional.id": "tx-denied"})
+    with pytest.raises(KafkaException) as exc:
+        t.init_transactions(15)
+    assert exc.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+def test_read_denied_and_acls_survive_kill_9(start_broker: StartBroker, tmp_path: Path) -> None:
+    broker = start_broker(tmp_path / "data", SETTINGS)
+    bs = broker.bootstrap
+    topic = topic_name("acl")
+    create_topic(bs, topic)
+    # Any ACL on the topic turns allow.everyone off for it: DESCRIBE must be granted.
+    add(bs, deny(ResourceType.TOPIC, topic, AclOperation.READ),
+        AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, ANON, "*",
+                   AclOperation.DESCRIBE, AclPermissionType.ALLOW))
+    broker.restart(hard=True)  # kill -9
+    bs = broker.bootstrap
+    client = admin(bs)
+    listed = client.describe_acls(AclBindingFilter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+        AclPermissionType.ANY), request_timeout=10).result(10)
+    assert sorted((a.name, a.operation.name) for a in listed) == [
+        (topic, "DESCRIBE"), (topic, "READ")]
+    c = Consumer({"bootstrap.servers": bs, "group.id": topic_name("g"),
+                  "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition(topic, 0, 0)])
+    try:
+        seen = None
+        for _ in range(30):
+            msg = c.poll(0.5)
+            if msg is not None and msg.error() is not None:
+                seen = msg.error().code()
+                break
+        assert seen == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    finally:
+        c.close()
+    deleted = client.delete_acls([AclBindingFilter(
+        ResourceType.TOPIC, topic, ResourcePatternType.MATCH, None, None, AclOperation.ANY,
+        AclPermissionType.ANY)], request_timeout=10)
+    assert [len(f.result(10)) for f in deleted.values()] == [2]
+
+
+CLASSPATH = Path(__file__).resolve().parents[2] / "compat_tests/java/target/cp-clients-4.4.txt"
+
+
+@pytest.mark.skipif(not CLASSPATH.exists() or shutil.which("java") is None,
+                    reason="Kafka 4.4 tools not built (bash compat_tests/setup.sh)")
+def test_kafka_acls_tool_adds_lists_and_removes(start_broker: StartBroker,
+                                                tmp_path: Path) -> None:
+    """Kafka's own kafka-acls.sh (org.apache.kafka.tools.AclCommand) against Odradek."""
+    broker = start_broker(tmp_path / "data", SETTINGS)
+
+    def acls(*args: str) -> str:
+        done = subprocess.run(
+            ["java", "-cp", CLASSPATH.read_text().strip(), "org.apache.kafka.tools.AclCommand",
+             "--bootstrap-server", broker.bootstrap, *args],
+            capture_output=True, text=True, timeout=120, check=True)
+        return done.stdout
+
+    acls("--add", "--allow-principal", "User:alice", "--operation", "Read", "--operation",
+         "Write", "--topic", "orders", "--resource-pattern-type", "prefixed")
+    acls("--add", "--deny-principal", "User:bob", "--operation", "All", "--group", "g1")
+    listed = acls("--list", "--topic", "orders-2024", "--resource-pattern-type", "match")
+    assert "name=orders, patternType=PREFIXED" in listed
+    assert "principal=User:alice, host=*, operation=READ, permissionType=ALLOW" in listed
+    assert "g1" not in listed
+    acls("--remove", "--force", "--allow-principal", "User:alice", "--operation", "Read",
+         "--topic", "orders", "--resource-pattern-type", "prefixed")
+    after = acls("--list")
+    assert "operation=READ" not in after
+    assert "operation=WRITE, permissionType=ALLOW" in after
+    assert "principal=User:bob, host=*, operation=ALL, permissionType=DENY" in after
