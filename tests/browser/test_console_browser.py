@@ -9,6 +9,7 @@ Skipped, with the reason, when /usr/bin/chromium is absent; `./test browser` ins
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -92,6 +93,8 @@ def setup() -> Iterator[Setup]:
             console.close()
             consumer.close()
             producers[1].abort_transaction(30)
+            producers.clear()  # librdkafka handles gone before the broker: no reconnect noise
+            gc.collect()
 
 
 @pytest.fixture(scope="module")
