@@ -198,7 +198,7 @@ def test_group_lag_and_live_update(page: Any, setup: Setup) -> None:
     ends = {p: int(o) for p, o in _ends(setup).items()}
     expected = sum(ends[p] - c for p, c in COMMITTED.items())
     assert int(_text(page, "#total-lag")) == expected
-    assert int(_text(page, f"#offsets tr[data-partition='0'] .lag")) == ends[0] - COMMITTED[0]
+    assert int(_text(page, "#offsets tr[data-partition='0'] .lag")) == ends[0] - COMMITTED[0]
     assert _text(page, "#group-state") == "Stable"
     assert page.locator("#members tr").count() == 2  # header + the live consumer
     produce(setup.broker.admin(), TOPIC, [OutRecord(value=b"more", partition=0)] * 3,
