@@ -137,7 +137,8 @@ def test_topics_and_partitions_with_offsets(page: Any, setup: Setup) -> None:
         assert _text(page, f"{row} .hw") == str(PER_PARTITION)
         assert _text(page, f"{row} .log-start") == "0"
         assert _text(page, f"{row} .size").endswith("B")
-    page.goto(setup.base + "/#/topic/txns")
+    page.goto(setup.base + "/#/topic/txns")  # a hash change: wait for the new view, not the old
+    page.wait_for_selector("h2:text-is('Topic txns')")
     page.wait_for_selector("#partitions tr[data-partition='0']")
     # the open transaction holds the LSO back at its first record
     hw = int(_text(page, "#partitions tr[data-partition='0'] .hw"))
@@ -226,6 +227,7 @@ def test_brokers_and_configs(page: Any, setup: Setup) -> None:
     page.wait_for_selector("table.configs")
     assert page.locator("table.configs td", has_text="log.retention.hours").count() >= 1
     page.goto(setup.base + f"/#/topicconfigs/{TOPIC}")
+    page.wait_for_selector(f"h2:has-text('Configs of topic {TOPIC}')")
     page.wait_for_selector("table.configs td:text-is('retention.ms')")
 
 

@@ -191,3 +191,28 @@ def test_configs(broker: TestBroker, api: Api) -> None:
     node = api.get("/api/cluster")["brokers"][0]["node_id"]
     broker_configs = {c["name"] for c in api.get(f"/api/brokers/{node}/configs")["configs"]}
     assert "log.dirs" in broker_configs or "log.dir" in broker_configs
+
+
+def test_cli_bad_input_is_one_line_and_an_exit_code(broker: TestBroker,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    from odradek.cli import main
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    assert main(["console", "-b", f"127.0.0.1:{dead}", "--timeout", "2"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("odradek console: cannot reach the broker") and err.count("\n") == 1
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["console", "-b", broker.bootstrap, "--port", str(port)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"odradek console: cannot listen on 127.0.0.1:{port}")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    with pytest.raises(SystemExit) as exit_:
+        main(["console", "--port", "70000"])
+    assert exit_.value.code == 2
