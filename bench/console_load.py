@@ -94,7 +94,9 @@ def main() -> None:
             for hash_, ready in [("#/topic/big", "#partitions tr[data-partition='99']"),
                                  ("#/topic/big?start=1900", "#partitions tr[data-partition='1999']"),
                                  ("#/messages/big?partition=7", "#messages tr.record"),
-                                 ("#/group/bench-group", "#offsets tr[data-partition='1999']")]:
+                                 ("#/group/bench-group", "#offsets tr[data-partition='99']"),
+                                 ("#/group/bench-group?start=1900",
+                                  "#offsets tr[data-partition='1999']")]:
                 loads = []
                 for _ in range(3):
                     page.goto("about:blank")

@@ -94,6 +94,7 @@ class Console:
         self.timeout = timeout
         self.admin = Admin(bootstrap, timeout=timeout, client_id="odradek-console")
         self._lock = threading.Lock()
+        self._history_lock = threading.Lock()  # the sampler appends while pages read
         self.history: dict[str, deque[tuple[int, int]]] = {}
         self._sample_seconds = sample_seconds
         self._stop = threading.Event()
@@ -144,16 +145,24 @@ class Console:
             self._stop.wait(self._sample_seconds)
 
     def sample_lag(self) -> None:
-        """Add one (time ms, total lag) point to each group's history."""
+        """Add one (time ms, total lag) point to each group's history. The client is taken
+        per group, not for the whole sample, so page requests interleave with it."""
         with self._client() as admin:
-            now = int(time.time() * 1000)
-            for g in list_groups(admin):
+            listed = list_groups(admin)
+        for g in listed:
+            with self._client() as admin:
                 try:
                     offsets = group_lag(admin, describe_group(admin, g.group_id))
                 except KafkaError:
                     continue
-                total = sum(o.lag for o in offsets if o.lag is not None)
-                self.history.setdefault(g.group_id, deque(maxlen=HISTORY)).append((now, total))
+            total = sum(o.lag for o in offsets if o.lag is not None)
+            with self._history_lock:
+                points = self.history.setdefault(g.group_id, deque(maxlen=HISTORY))
+                points.append((int(time.time() * 1000), total))
+
+    def _history(self, group_id: str) -> list[tuple[int, int]]:
+        with self._history_lock:
+            return list(self.history.get(group_id, ()))
 
     def _topic(self, admin: Admin, name: str) -> TopicInfo:
         found = [t for t in admin.topics([name]) if t.name == name]
@@ -286,7 +295,7 @@ class Console:
             listed = list_groups(admin)
         out = []
         for g in listed:
-            points = self.history.get(g.group_id)
+            points = self._history(g.group_id)
             out.append({"group_id": g.group_id, "state": g.state, "type": g.group_type,
                         "protocol_type": g.protocol_type,
                         "lag": points[-1][1] if points else None})
@@ -306,7 +315,7 @@ class Console:
                              "assignment": m.assignment} for m in d.members],
                 "offsets": [o.__dict__ for o in offsets],
                 "lag": sum(o.lag for o in offsets if o.lag is not None),
-                "history": [list(p) for p in self.history.get(group_id, ())]}
+                "history": [list(p) for p in self._history(group_id)]}
 
     def transactions(self) -> JSON:
         with self._client() as admin:

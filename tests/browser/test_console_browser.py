@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from odradek.client.data import OutRecord, produce
+from odradek.client.groups import commit_offsets
 from odradek.console.api import Console
 from odradek.console.server import make_server
 from odradek.testing import TestBroker, running_broker
@@ -51,6 +52,7 @@ def _seed(broker: TestBroker) -> tuple[Any, list[Any]]:
     admin = broker.admin()
     broker.create_topic(TOPIC, partitions=3)
     broker.create_topic("wide", partitions=250)
+    commit_offsets(admin, "wide-group", {("wide", q): 0 for q in range(250)})
     produce(admin, TOPIC, [OutRecord(value=f'{{"n": {i}, "p": {p}}}'.encode(),
                                      key=f"key-{i}".encode(), partition=p,
                                      headers=(("source", b"seed"),))
@@ -154,6 +156,12 @@ def test_partitions_table_pages(page: Any, setup: Setup) -> None:
     page.click("#next")
     page.wait_for_selector("#partitions tr[data-partition='150']")
     assert page.locator("#partitions tr[data-partition='99']").count() == 0
+    page.goto(setup.base + "/#/group/wide-group")  # a group's offsets are paged too
+    page.wait_for_selector("#offsets tr[data-partition='99']")
+    assert page.locator("#offsets tr[data-partition]").count() == 100
+    page.click("#next")
+    page.wait_for_selector("#offsets tr[data-partition='199']")
+    assert page.locator("#offsets tr[data-partition='99']").count() == 0
 
 
 def test_message_browser_search_formats_and_paging(page: Any, setup: Setup) -> None:

@@ -68,7 +68,8 @@ async function render(live) {
 function schedule() {
   clearTimeout(timer);
   const fn = VIEWS[route().name];
-  if (fn && fn.live) timer = setTimeout(async () => { await render(true); schedule(); }, POLL_MS);
+  // a hidden tab asks nothing of the broker; it redraws when shown again
+  if (fn && fn.live) timer = setTimeout(async () => { if (!document.hidden) await render(true); schedule(); }, POLL_MS);
 }
 
 // ---- topics ---------------------------------------------------------------------------------
@@ -259,7 +260,15 @@ async function groupView(r) {
   const g = await api(`/api/groups/${enc(r.arg)}`);
   const members = g.members.map(m => `<tr><td>${esc(m.member_id)}</td><td>${esc(m.client_id)}</td><td>${esc(m.client_host)}</td>
     <td>${Object.entries(m.assignment).map(([t, ps]) => `${esc(t)}: ${ps.join(",")}`).join("<br>")}</td></tr>`).join("");
-  const offsets = g.offsets.map(o => `<tr data-topic="${esc(o.topic)}" data-partition="${o.partition}"><td>${esc(o.topic)}</td><td class="num">${o.partition}</td>
+  // the offsets table is paged like the partitions table: a group may hold thousands
+  const start = Number(r.params.get("start") || 0);
+  const shown = g.offsets.slice(start, start + PAGE);
+  const last = start + shown.length;
+  const base = `#/group/${enc(g.group_id)}?start=`;
+  const pager = g.offsets.length <= PAGE ? "" : `<div class="pager">partitions ${start + 1}-${last} of ${g.offsets.length}
+    ${start > 0 ? `<a id="prev" href="${base}${Math.max(0, start - PAGE)}">previous</a>` : ""}
+    ${last < g.offsets.length ? `<a id="next" href="${base}${last}">next</a>` : ""}</div>`;
+  const offsets = shown.map(o => `<tr data-topic="${esc(o.topic)}" data-partition="${o.partition}"><td>${esc(o.topic)}</td><td class="num">${o.partition}</td>
     <td class="num committed">${o.committed >= 0 ? o.committed : ""}</td><td class="num end">${o.end}</td>
     <td class="num lag">${o.lag ?? ""}</td><td>${esc(o.member ?? "")}</td></tr>`).join("");
   return `<h2>Group ${esc(g.group_id)}</h2>
@@ -268,7 +277,7 @@ async function groupView(r) {
     ${sparkline(g.history)}
     <h3>Members (${g.members.length})</h3>
     <table id="members"><tr><th>Member</th><th>Client</th><th>Host</th><th>Assignment</th></tr>${members}</table>
-    <h3>Offsets</h3>
+    <h3>Offsets</h3>${pager}
     <table id="offsets"><tr><th>Topic</th><th class="num">Partition</th><th class="num">Committed</th>
       <th class="num">End</th><th class="num">Lag</th><th>Member</th></tr>${offsets}</table>`;
 }
@@ -312,5 +321,6 @@ const VIEWS = {
   brokers: {render: brokersView},
 };
 
+document.addEventListener("visibilitychange", () => { if (!document.hidden) render(true); });
 window.addEventListener("hashchange", async () => { await render(false); schedule(); });
 render(false).then(schedule);
