@@ -18,13 +18,14 @@ from odradek.client.data import OutRecord, produce
 from odradek.client.groups import commit_offsets
 from odradek.console.api import Console
 from odradek.console.server import make_server
-from odradek.testing import TestBroker, running_broker, unique_name
+from odradek.testing import TestBroker, unique_name
 
 
 @pytest.fixture(scope="module")
-def broker() -> Iterator[TestBroker]:
-    with running_broker() as b:
-        yield b
+def broker(odradek_broker: TestBroker) -> TestBroker:
+    """The plugin's session broker (running_broker()); `--odradek-bootstrap HOST:PORT` runs
+    these tests against another Kafka-compatible broker, e.g. Apache Kafka."""
+    return odradek_broker
 
 
 class Api:
