@@ -181,7 +181,7 @@ async function messagesView(r) {
     <div class="pager">
       ${doc.prev_offset !== null ? `<a id="prev" href="${link(doc.prev_offset)}">previous</a>` : ""}
       <span>offsets ${doc.offset}-${doc.next_offset - 1} (${doc.records.length} records)</span>
-      ${doc.next_offset < doc.high_watermark ? `<a id="next" href="${link(doc.next_offset)}">next</a>` : ""}
+      ${doc.next_offset < (p.get("isolation") === "committed" ? doc.last_stable : doc.high_watermark) ? `<a id="next" href="${link(doc.next_offset)}">next</a>` : ""}
     </div>
     <table id="messages"><tr><th class="num">Offset</th><th>Timestamp</th><th>Key</th><th>Value</th><th>Headers</th></tr>${rows}</table>
     <h3>Produce a message</h3>
