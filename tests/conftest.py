@@ -4,6 +4,7 @@
     unit         tests/unit (all the rest)    Python only
     integration  tests/integration            real brokers driven by stock clients; kcat
     compat       tests/compat                 the compatibility matrix; kcat and the drivers
+    browser      tests/browser                the web console in chromium (Playwright)
 
 Each test gets its tier's marker (`-m "not compat"` works). `--tier NAME`, which `./test`
 passes, runs one tier: folders of other tiers are not collected at all, and anything else that
@@ -25,6 +26,7 @@ TIERS: dict[str, Path] = {
     "unit": TESTS / "unit",
     "integration": TESTS / "integration",
     "compat": TESTS / "compat",
+    "browser": TESTS / "browser",
 }
 
 
@@ -46,7 +48,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--tier",
         choices=list(TIERS),
         default=None,
-        help="run only this tier of ./test (lint, unit, integration, compat)",
+        help="run only this tier of ./test (lint, unit, integration, compat, browser)",
     )
 
 

@@ -32,6 +32,8 @@ EARLIEST = -2  # ListOffsets' timestamps for the log start and end
 LATEST = -1
 _PRODUCE_MAX = 12  # v13 names topics by id only
 _FETCH_MAX = 12  # v13+ likewise
+_PRODUCE_RETRY = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
+                            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
 
 @dataclass(frozen=True)
@@ -136,11 +138,22 @@ def produce(admin: Admin, topic: str, records: Sequence[OutRecord], *, acks: int
         request = ProduceRequest(acks=acks, timeout_ms=int(timeout * 1000), topic_data=[
             ProduceRequest.TopicProduceData(name=topic, topic_id=info.topic_id, partition_data=[
                 ProduceRequest.PartitionProduceData(index=part, records=batch)])])
-        conn = admin.connection_to(leaders[part])
         if acks == 0:
             raise ClientError("acks=0 is not supported by this client")
-        response, _ = conn.call(request, ProduceResponse, max_version=_PRODUCE_MAX)
-        (result,) = [p for t in response.responses for p in t.partition_responses]
+        deadline = time.monotonic() + timeout
+        while True:
+            conn = admin.connection_to(leaders[part])
+            response, _ = conn.call(request, ProduceResponse, max_version=_PRODUCE_MAX)
+            (result,) = [p for t in response.responses for p in t.partition_responses]
+            # Kafka answers these for a moment after it created a topic (the leader learns
+            # of its partitions after Metadata shows them) or after leadership moved: ask
+            # for the leader again and resend; nothing was written.
+            if result.error_code in _PRODUCE_RETRY and time.monotonic() < deadline:
+                time.sleep(0.05)
+                leaders = {p.partition: p.leader for p in _topic_ready(
+                    admin, topic, create=False, timeout=timeout).partitions}
+                continue
+            break
         if result.error_code != ErrorCode.NONE:
             raise KafkaError(result.error_code, f"produce to {topic}-{part}",
                              result.error_message)

@@ -1,5 +1,6 @@
-"""The admin subcommands of `odradek`: topic, produce, consume, group, txn, cluster, and
-`fault` for Odradek brokers (docs/cli.md).
+"""The admin subcommands of `odradek`: topic, produce, consume, group, txn, cluster
+(docs/cli.md), `fault` for Odradek brokers (docs/cli.md), and console, the web console
+(docs/console.md).
 
 This module only declares their arguments (argparse, nothing else imported), so `odradek
 serve` pays nothing for them; a subcommand's code (`odradek.commands.handlers`, the client
@@ -43,6 +44,19 @@ def _completion(args: argparse.Namespace) -> int:
     completion = importlib.import_module("odradek.commands.completion")
     print(completion.bash_script(cli.build_parser()), end="")
     return EXIT_OK
+
+
+def _console(args: argparse.Namespace) -> int:
+    console = importlib.import_module("odradek.console")
+    result: int = console.run(args)
+    return result
+
+
+def _port(value: str) -> int:
+    n = _nonnegative(value)
+    if n > 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port (0-65535)")
+    return n
 
 
 def _common() -> argparse.ArgumentParser:
@@ -227,6 +241,19 @@ def add_admin_parsers(commands: Any) -> None:
     p = csub.add_parser("info", parents=[common],
                         help="cluster id, controller, brokers, features, api versions")
     p.set_defaults(func=_lazy("cluster_info"))
+
+    p = commands.add_parser(
+        "console", help="run the web console for a cluster (docs/console.md)",
+        description="Serve a web console (topics, messages, groups and lag, transactions, "
+                    "configs) for any Kafka-compatible cluster, as its own process.")
+    p.add_argument("--bootstrap-server", "-b", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
+                   help=f"any Kafka-compatible broker (default {DEFAULT_BOOTSTRAP})")
+    p.add_argument("--port", type=_port, default=9021, help="HTTP port (default 9021; 0: any)")
+    p.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS",
+                   help="address to listen on (default 127.0.0.1, loopback only)")
+    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="for connecting and each request to the broker (default 10)")
+    p.set_defaults(func=_console)
 
 
 def _fault(args: argparse.Namespace) -> int:

@@ -142,7 +142,8 @@ def test_bash_completion_offers_the_parsers_commands_options_and_choices(
     script = capsys.readouterr().out
     assert script.startswith("# bash completion for odradek")
     assert _complete(script, "odradek ") == sorted(
-        ["serve", "topic", "produce", "consume", "group", "txn", "completion", "cluster", "fault"])
+        ["serve", "topic", "produce", "consume", "group", "txn", "completion", "cluster",
+         "fault", "console"])
     assert _complete(script, "odradek top") == ["topic"]
     assert _complete(script, "odradek fault ") == ["add", "clear", "list"]
     assert _complete(script, "odradek topic ") == sorted(
