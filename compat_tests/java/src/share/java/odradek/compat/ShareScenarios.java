@@ -1,0 +1,261 @@
+package odradek.compat;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.*;
+import java.util.concurrent.*;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/** KIP-932 share-group scenarios (KafkaShareConsumer exists from kafka-clients 4.0 on): compiled
+ *  against 4.4 only and called by Driver by reflection, so Driver still compiles against 3.9. */
+public final class ShareScenarios {
+    final String bootstrap;
+    final String prefix;
+    final long deadline;
+
+    ShareScenarios(String bootstrap, String prefix, double timeoutS) {
+        this.bootstrap = bootstrap;
+        this.prefix = prefix;
+        this.deadline = System.nanoTime() + (long) (timeoutS * 1e9);
+    }
+
+    /** Entry point for Driver: the scenario's reason on success; throws on failure. */
+    public static String run(String scenario, String bootstrap, String prefix, double timeoutS) throws Exception {
+        ShareScenarios s = new ShareScenarios(bootstrap, prefix + "-" + scenario, timeoutS);
+        switch (scenario) {
+            case "share-group-split": return s.split();
+            case "share-group-redelivery": return s.redelivery();
+            case "share-group-archive": return s.archive();
+            default: throw new IllegalArgumentException("unknown share scenario " + scenario);
+        }
+    }
+
+    public static void main(String[] argv) throws Exception {
+        System.out.println(run(argv[0], argv[1], "manual" + UUID.randomUUID().toString().substring(0, 4), 60));
+    }
+
+    static void check(boolean cond, String msg) { if (!cond) throw new IllegalStateException(msg); }
+    static byte[] b(String s) { return s.getBytes(StandardCharsets.UTF_8); }
+    static String s(byte[] b) { return b == null ? null : new String(b, StandardCharsets.UTF_8); }
+    boolean late() { return System.nanoTime() > deadline; }
+    String suffix() { return UUID.randomUUID().toString().substring(0, 6); }
+
+    Admin admin() {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        return Admin.create(p);
+    }
+
+    String newTopic() throws Exception {
+        String t = prefix + "-" + suffix();
+        try (Admin a = admin()) {
+            a.createTopics(List.of(new NewTopic(t, 1, (short) 1))).all().get(20, TimeUnit.SECONDS);
+        }
+        return t;
+    }
+
+    KafkaProducer<byte[], byte[]> producer() {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("key.serializer", ByteArraySerializer.class.getName());
+        p.put("value.serializer", ByteArraySerializer.class.getName());
+        p.put("acks", "all");
+        p.put("linger.ms", "5");
+        return new KafkaProducer<>(p);
+    }
+
+    KafkaShareConsumer<byte[], byte[]> shareConsumer(String group, Map<String, String> extra) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("group.id", group);
+        p.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        p.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        p.putAll(extra);
+        return new KafkaShareConsumer<>(p);
+    }
+
+    /** share.auto.offset.reset is `latest`: records produced before the group's share-partition
+     *  is initialised are never delivered. Produce probe records until one of the group's
+     *  consumers got one, so the real records come after the start offset on any broker. */
+    void primeGroup(KafkaProducer<byte[], byte[]> prod, String topic, Set<String> seen) throws Exception {
+        int n = 0;
+        while (seen.stream().noneMatch(v -> v.startsWith("probe-"))) {
+            check(!late(), "timed out waiting for the share group to deliver a probe record");
+            prod.send(new ProducerRecord<>(topic, 0, null, b("probe-" + n++))).get();
+            Thread.sleep(300);
+        }
+    }
+
+    // (a) three consumers on one single-partition topic: disjoint records, all of them once.
+    String split() throws Exception {
+        String topic = newTopic();
+        String group = prefix + "-g-" + suffix();
+        int total = 300;
+        List<Map<String, Integer>> got = new ArrayList<>();
+        Set<String> seen = ConcurrentHashMap.newKeySet();
+        AtomicBoolean stop = new AtomicBoolean();
+        ExecutorService pool = Executors.newFixedThreadPool(3);
+        List<Future<?>> fs = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            Map<String, Integer> mine = new ConcurrentHashMap<>();
+            got.add(mine);
+            fs.add(pool.submit(() -> {
+                try (KafkaShareConsumer<byte[], byte[]> c = shareConsumer(group, Map.of("max.poll.records", "20"))) {
+                    c.subscribe(List.of(topic));
+                    while (!stop.get()) {
+                        for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+                            String v = s(r.value());
+                            seen.add(v);
+                            if (!v.startsWith("probe-")) mine.merge(v, 1, Integer::sum);
+                        }
+                        c.commitSync();  // implicit acknowledgement: every record accepted
+                    }
+                }
+                return null;
+            }));
+        }
+        try (KafkaProducer<byte[], byte[]> prod = producer()) {
+            primeGroup(prod, topic, seen);
+            for (int i = 0; i < total; i++) prod.send(new ProducerRecord<>(topic, 0, null, b("r-" + i)));
+            prod.flush();
+        }
+        while (got.stream().mapToInt(Map::size).sum() < total && !late()) Thread.sleep(100);
+        Thread.sleep(1500);  // anything delivered twice would show up now
+        stop.set(true);
+        for (Future<?> f : fs) f.get(30, TimeUnit.SECONDS);
+        pool.shutdownNow();
+        Map<String, Integer> all = new HashMap<>();
+        List<Integer> sizes = new ArrayList<>();
+        for (Map<String, Integer> m : got) {
+            sizes.add(m.size());
+            for (Map.Entry<String, Integer> e : m.entrySet()) all.merge(e.getKey(), e.getValue(), Integer::sum);
+        }
+        List<String> twice = new ArrayList<>();
+        for (Map.Entry<String, Integer> e : all.entrySet()) if (e.getValue() > 1) twice.add(e.getKey());
+        check(twice.isEmpty(), "delivered more than once: " + twice.subList(0, Math.min(5, twice.size())) + " (" + twice.size() + ")");
+        check(all.size() == total, "got " + all.size() + " distinct records of " + total + " (per consumer " + sizes + ")");
+        int busy = (int) sizes.stream().filter(n -> n > 0).count();
+        return total + " records, each delivered once, split " + sizes + " over 3 share consumers (" + busy + " got records)";
+    }
+
+    // (b) a consumer that dies with records in flight: the others get them after the lock
+    // duration, with delivery count 2.
+    String redelivery() throws Exception {
+        String topic = newTopic();
+        String group = prefix + "-g-" + suffix();
+        int total = 20;
+        Set<String> seen = ConcurrentHashMap.newKeySet();
+        Map<String, Short> counts = new ConcurrentHashMap<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        // The doomed consumer acquires records in explicit mode and never acknowledges them; it
+        // is abandoned without close (as a process killed), so only the lock frees them.
+        Properties dp = new Properties();
+        KafkaShareConsumer<byte[], byte[]> doomed = shareConsumer(group, Map.of(
+            "share.acknowledgement.mode", "explicit", "max.poll.records", String.valueOf(total)));
+        doomed.subscribe(List.of(topic));
+        Set<String> held = new HashSet<>();
+        try (KafkaProducer<byte[], byte[]> prod = producer()) {
+            int n = 0;
+            while (true) {
+                check(!late(), "timed out waiting for the first consumer to acquire records");
+                prod.send(new ProducerRecord<>(topic, 0, null, b("probe-" + n++))).get();
+                ConsumerRecords<byte[], byte[]> rs = doomed.poll(Duration.ofMillis(300));
+                boolean probe = false;
+                for (ConsumerRecord<byte[], byte[]> r : rs) {
+                    if (s(r.value()).startsWith("probe-")) { probe = true; doomed.acknowledge(r, AcknowledgeType.ACCEPT); }
+                }
+                if (probe) { doomed.commitSync(); break; }
+            }
+            for (int i = 0; i < total; i++) prod.send(new ProducerRecord<>(topic, 0, null, b("r-" + i)));
+            prod.flush();
+        }
+        long t0 = System.nanoTime();
+        while (held.size() < total) {
+            check(!late(), "the first consumer acquired only " + held.size() + " of " + total);
+            for (ConsumerRecord<byte[], byte[]> r : doomed.poll(Duration.ofMillis(200)))
+                if (!s(r.value()).startsWith("probe-")) held.add(s(r.value()));
+        }
+        // Killed: it sends nothing more (no acknowledgement, no leave); its heartbeats stop as
+        // its thread is not polled, and the wakeup is only to end the client's IO later.
+        long killedAt = System.nanoTime();
+        Future<?> f = pool.submit(() -> {
+            try (KafkaShareConsumer<byte[], byte[]> c = shareConsumer(group, Map.of())) {
+                c.subscribe(List.of(topic));
+                while (!stop.get()) {
+                    for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+                        String v = s(r.value());
+                        if (v.startsWith("r-")) { seen.add(v); counts.put(v, r.deliveryCount().orElse((short) -1)); }
+                    }
+                    c.commitSync();
+                }
+            }
+            return null;
+        });
+        while (seen.size() < total && !late()) Thread.sleep(100);
+        double after = (System.nanoTime() - killedAt) / 1e9;
+        stop.set(true);
+        f.get(30, TimeUnit.SECONDS);
+        pool.shutdownNow();
+        check(seen.size() == total, "the other consumer got " + seen.size() + " of the " + total + " in-flight records");
+        Set<Short> dc = new TreeSet<>(counts.values());
+        check(dc.equals(Set.of((short) 2)), "delivery counts " + dc + ", want [2]");
+        return "the killed consumer held " + total + " records; the other got all " + total + " after " + String.format("%.1f", after) + " s with delivery count 2";
+    }
+
+    // (c) a rejected record and a poison record released until the delivery limit: both archived.
+    String archive() throws Exception {
+        String topic = newTopic();
+        String group = prefix + "-g-" + suffix();
+        Map<String, Integer> deliveries = new HashMap<>();
+        try (KafkaShareConsumer<byte[], byte[]> c = shareConsumer(group, Map.of("share.acknowledgement.mode", "explicit"));
+             KafkaProducer<byte[], byte[]> prod = producer()) {
+            c.subscribe(List.of(topic));
+            int n = 0;
+            boolean primed = false;
+            while (!primed) {
+                check(!late(), "timed out waiting for a probe record");
+                prod.send(new ProducerRecord<>(topic, 0, null, b("probe-" + n++))).get();
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(300))) {
+                    c.acknowledge(r, AcknowledgeType.ACCEPT);
+                    primed = true;
+                }
+                c.commitSync();
+            }
+            prod.send(new ProducerRecord<>(topic, 0, null, b("reject-me"))).get();
+            prod.send(new ProducerRecord<>(topic, 0, null, b("poison"))).get();
+            prod.send(new ProducerRecord<>(topic, 0, null, b("good"))).get();
+            long quiet = 0;
+            while (!late()) {
+                ConsumerRecords<byte[], byte[]> rs = c.poll(Duration.ofMillis(300));
+                for (ConsumerRecord<byte[], byte[]> r : rs) {
+                    String v = s(r.value());
+                    deliveries.merge(v, 1, Integer::sum);
+                    if (v.equals("reject-me")) c.acknowledge(r, AcknowledgeType.REJECT);
+                    else if (v.equals("poison")) c.acknowledge(r, AcknowledgeType.RELEASE);
+                    else c.acknowledge(r, AcknowledgeType.ACCEPT);
+                }
+                c.commitSync();
+                if (rs.isEmpty() && deliveries.containsKey("good") && deliveries.getOrDefault("poison", 0) >= 5) {
+                    if (++quiet >= 5) break;  // 1.5 s of nothing after the limit
+                } else quiet = 0;
+            }
+        }
+        check(deliveries.getOrDefault("reject-me", 0) == 1, "the rejected record was delivered " + deliveries.get("reject-me") + " times, want 1");
+        check(deliveries.getOrDefault("poison", 0) == 5, "the released record was delivered " + deliveries.get("poison") + " times, want 5 (group.share.delivery.count.limit)");
+        check(deliveries.getOrDefault("good", 0) == 1, "the accepted record was delivered " + deliveries.get("good") + " times, want 1");
+        return "rejected record delivered once, released record 5 times (the delivery limit), then both archived and never delivered again";
+    }
+}
