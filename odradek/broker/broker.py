@@ -54,6 +54,7 @@ from odradek.coordinator.group.consumer.coordinator import ConsumerConfig
 from odradek.coordinator.group.coordinator import JOIN_SETTLE_MS, GroupConfig, GroupCoordinator
 from odradek.coordinator.group.records import OFFSETS_TOPIC
 from odradek.coordinator.share.coordinator import ShareCoordinator
+from odradek.broker.api._share import connection_id as share_connection_id
 from odradek.coordinator.share.group import ShareGroupConfig
 from odradek.coordinator.share.offset_reset import parse_offset_reset
 from odradek.coordinator.share.partition import SharePartitionConfig
@@ -345,6 +346,12 @@ class Broker:
             share=self.share, features=self.features, fetch_sessions=self.fetch_sessions,
             client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id)
+
+    def connection_closed(self, client: ClientInfo) -> None:
+        """A client's connection ended: its share sessions go, and the records they held
+        are released at once (as Kafka 4.1+)."""
+        conn = share_connection_id(client)
+        self.share.call_loaded(lambda s: s.close_connection(conn, self.now_ms()))
 
     @staticmethod
     def now_ms() -> int:

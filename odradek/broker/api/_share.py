@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from odradek.broker.api.share_group_heartbeat import log_info
-from odradek.broker.context import RequestContext
+from odradek.broker.context import ClientInfo, RequestContext
 from odradek.broker.storage.errors import OffsetOutOfRangeError
 from odradek.coordinator.share.coordinator import ShareCoordinator
 from odradek.coordinator.share.partition import AckBatch, AcquiredRecords, AcquireMode
@@ -30,9 +30,9 @@ class Read:
     acquired: list[AcquiredRecords] = field(default_factory=list)
 
 
-def connection_id(ctx: RequestContext) -> str:
+def connection_id(client: ClientInfo) -> str:
     """A share session's connection (ClientInfo is one object per connection)."""
-    return f"{ctx.client.address}#{id(ctx.client)}"
+    return f"{client.address}#{id(client)}"
 
 
 def check_ids(group_id: str | None, member_id: str | None) -> str | None:

@@ -73,7 +73,7 @@ async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchR
                 (b.first_offset, b.last_offset, b.acknowledge_types)
                 for b in p.acknowledgement_batches)
             for t in request.topics for p in t.partitions if p.acknowledgement_batches}
-    conn = connection_id(ctx)
+    conn = connection_id(ctx.client)
     fc = await ctx.share.write(lambda s: s.sessions.fetch(gid, mid, epoch, wanted, forgotten,
                                                           bool(acks), now, conn))
     if fc.error != ErrorCode.NONE or fc.session is None:

@@ -1,6 +1,10 @@
 package odradek.compat;
 
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.*;
@@ -43,6 +47,7 @@ public final class ShareScenarios {
     }
 
     public static void main(String[] argv) throws Exception {
+        if (argv[0].equals("hold")) { hold(argv[1], argv[2], argv[3], Integer.parseInt(argv[4])); return; }
         System.out.println(run(argv[0], argv[1], "manual" + UUID.randomUUID().toString().substring(0, 4), 60));
     }
 
@@ -150,69 +155,88 @@ public final class ShareScenarios {
         return total + " records, each delivered once, split " + sizes + " over 3 share consumers (" + busy + " got records)";
     }
 
-    // (b) a consumer that dies with records in flight: the others get them after the lock
-    // duration, with delivery count 2.
+    // (b) a consumer killed (SIGKILL, another JVM) with records in flight: another member of
+    // the group gets them, with delivery count 2 (Kafka 4.1+ releases them when the dead
+    // consumer's connection closes; at the latest when their acquisition lock expires).
     String redelivery() throws Exception {
         String topic = newTopic();
         String group = prefix + "-g-" + suffix();
         int total = 20;
         Set<String> seen = ConcurrentHashMap.newKeySet();
         Map<String, Short> counts = new ConcurrentHashMap<>();
-        AtomicBoolean stop = new AtomicBoolean();
-        ExecutorService pool = Executors.newFixedThreadPool(2);
-        // The doomed consumer acquires records in explicit mode and never acknowledges them; it
-        // is abandoned without close (as a process killed), so only the lock frees them.
-        Properties dp = new Properties();
-        KafkaShareConsumer<byte[], byte[]> doomed = shareConsumer(group, Map.of(
-            "share.acknowledgement.mode", "explicit", "max.poll.records", String.valueOf(total)));
-        doomed.subscribe(List.of(topic));
-        Set<String> held = new HashSet<>();
+        ProcessBuilder pb = new ProcessBuilder(
+            Paths.get(System.getProperty("java.home"), "bin", "java").toString(),
+            "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-cp", System.getProperty("java.class.path"), ShareScenarios.class.getName(),
+            "hold", bootstrap, topic, group, String.valueOf(total));
+        pb.redirectError(ProcessBuilder.Redirect.DISCARD);
+        Process child = pb.start();
+        BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+        BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+        Thread reader = new Thread(() -> {
+            try { for (String l; (l = out.readLine()) != null; ) lines.add(l); } catch (IOException e) { /* ended */ }
+        });
+        reader.setDaemon(true);
+        reader.start();
+        long killedAt;
         try (KafkaProducer<byte[], byte[]> prod = producer()) {
             int n = 0;
-            while (true) {
-                check(!late(), "timed out waiting for the first consumer to acquire records");
+            while (!lines.contains("PRIMED")) {
+                check(!late() && child.isAlive(), "the first consumer never got a probe record");
                 prod.send(new ProducerRecord<>(topic, 0, null, b("probe-" + n++))).get();
-                ConsumerRecords<byte[], byte[]> rs = doomed.poll(Duration.ofMillis(300));
-                boolean probe = false;
-                for (ConsumerRecord<byte[], byte[]> r : rs) {
-                    if (s(r.value()).startsWith("probe-")) { probe = true; doomed.acknowledge(r, AcknowledgeType.ACCEPT); }
-                }
-                if (probe) { doomed.commitSync(); break; }
+                Thread.sleep(300);
             }
             for (int i = 0; i < total; i++) prod.send(new ProducerRecord<>(topic, 0, null, b("r-" + i)));
             prod.flush();
-        }
-        long t0 = System.nanoTime();
-        while (held.size() < total) {
-            check(!late(), "the first consumer acquired only " + held.size() + " of " + total);
-            for (ConsumerRecord<byte[], byte[]> r : doomed.poll(Duration.ofMillis(200)))
-                if (!s(r.value()).startsWith("probe-")) held.add(s(r.value()));
-        }
-        // Killed: it sends nothing more (no acknowledgement, no leave); its heartbeats stop as
-        // its thread is not polled, and the wakeup is only to end the client's IO later.
-        long killedAt = System.nanoTime();
-        Future<?> f = pool.submit(() -> {
-            try (KafkaShareConsumer<byte[], byte[]> c = shareConsumer(group, Map.of())) {
-                c.subscribe(List.of(topic));
-                while (!stop.get()) {
-                    for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
-                        String v = s(r.value());
-                        if (v.startsWith("r-")) { seen.add(v); counts.put(v, r.deliveryCount().orElse((short) -1)); }
-                    }
-                    c.commitSync();
-                }
+            while (!lines.contains("HELD")) {
+                check(!late() && child.isAlive(), "the first consumer did not acquire the " + total + " records");
+                Thread.sleep(50);
             }
-            return null;
-        });
-        while (seen.size() < total && !late()) Thread.sleep(100);
+        } finally {
+            child.destroyForcibly();  // SIGKILL: no acknowledgement, no leave, no close
+            killedAt = System.nanoTime();
+        }
+        child.waitFor(10, TimeUnit.SECONDS);
+        try (KafkaShareConsumer<byte[], byte[]> c = shareConsumer(group, Map.of())) {
+            c.subscribe(List.of(topic));
+            while (seen.size() < total && !late()) {
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+                    String v = s(r.value());
+                    if (v.startsWith("r-")) { seen.add(v); counts.put(v, r.deliveryCount().orElse((short) -1)); }
+                }
+                c.commitSync();
+            }
+        }
         double after = (System.nanoTime() - killedAt) / 1e9;
-        stop.set(true);
-        f.get(30, TimeUnit.SECONDS);
-        pool.shutdownNow();
         check(seen.size() == total, "the other consumer got " + seen.size() + " of the " + total + " in-flight records");
         Set<Short> dc = new TreeSet<>(counts.values());
         check(dc.equals(Set.of((short) 2)), "delivery counts " + dc + ", want [2]");
-        return "the killed consumer held " + total + " records; the other got all " + total + " after " + String.format("%.1f", after) + " s with delivery count 2";
+        return "a consumer killed holding " + total + " records; another got all " + total
+            + " with delivery count 2, " + String.format("%.1f", after) + " s after the kill";
+    }
+
+    /** The child of `redelivery`: acquire `n` records and never acknowledge them. */
+    static void hold(String bootstrap, String topic, String group, int n) throws Exception {
+        ShareScenarios s = new ShareScenarios(bootstrap, "hold", 60);
+        try (KafkaShareConsumer<byte[], byte[]> c = s.shareConsumer(group, Map.of(
+                "share.acknowledgement.mode", "explicit", "max.poll.records", String.valueOf(n)))) {
+            c.subscribe(List.of(topic));
+            Set<String> held = new HashSet<>();
+            boolean primed = false;
+            while (held.size() < n) {
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+                    String v = s(r.value());
+                    if (v.startsWith("probe-")) {
+                        c.acknowledge(r, AcknowledgeType.ACCEPT);
+                        if (!primed) { primed = true; System.out.println("PRIMED"); System.out.flush(); }
+                    } else held.add(v);
+                }
+                if (held.isEmpty()) c.commitSync();
+            }
+            System.out.println("HELD");
+            System.out.flush();
+            Thread.sleep(600_000);
+        }
     }
 
     // (c) a rejected record and a poison record released until the delivery limit: both archived.
