@@ -138,6 +138,28 @@ BROKER_SCENARIOS: dict[str, str] = {
     ),
 }
 
+# KIP-932 share groups (KafkaShareConsumer, kafka-clients 4.0+: the java-4.4 driver only).
+# share.auto.offset.reset is `latest`: each scenario first produces probe records until a
+# member of the group got one, so its records come after the share-partition's start offset.
+SHARE_SCENARIOS: dict[str, str] = {
+    "share-group-split": (
+        "three share consumers of one group on a 1-partition topic, implicit acknowledgement "
+        "(max.poll.records 20, commitSync after every poll): 300 records, each delivered to "
+        "exactly one of them, all 300 delivered, nothing redelivered within 1.5 s after"
+    ),
+    "share-group-redelivery": (
+        "a share consumer in another JVM acquires 20 records in explicit mode without "
+        "acknowledging them and is killed (SIGKILL); a new member of the group then gets all "
+        "20, each with delivery count 2 (released when the dead connection closed, at the "
+        "latest when the acquisition lock expires)"
+    ),
+    "share-group-archive": (
+        "explicit acknowledgement: a record REJECTed is delivered once; a record RELEASEd every "
+        "time is delivered 5 times (group.share.delivery.count.limit) and then archived; an "
+        "ACCEPTed one once; none is delivered again in the 1.5 s after"
+    ),
+}
+
 APP_SCENARIOS: dict[str, str] = {
     "streams-eos": (
         "Kafka Streams, processing.guarantee=exactly_once_v2, record cache off: 600 records "
@@ -167,5 +189,6 @@ APP_SCENARIOS: dict[str, str] = {
 ALL_SCENARIOS: dict[str, str] = {
     **SCENARIOS, **CONSUMER_PROTOCOL_SCENARIOS, **MIGRATION_SCENARIOS, **FETCH_SESSION_SCENARIOS, **CLI_SCENARIOS,
     **BROKER_SCENARIOS,
+    **SHARE_SCENARIOS,
     **APP_SCENARIOS,
 }
