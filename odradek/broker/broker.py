@@ -23,6 +23,7 @@ import anyio.abc
 import anyio.lowlevel
 import structlog
 
+from odradek.broker.api._share import connection_id as share_connection_id
 from odradek.broker.cluster import Cluster, Topic
 from odradek.broker.connection import IncomingRequest
 from odradek.broker.context import (
@@ -54,7 +55,6 @@ from odradek.coordinator.group.consumer.coordinator import ConsumerConfig
 from odradek.coordinator.group.coordinator import JOIN_SETTLE_MS, GroupConfig, GroupCoordinator
 from odradek.coordinator.group.records import OFFSETS_TOPIC
 from odradek.coordinator.share.coordinator import ShareCoordinator
-from odradek.broker.api._share import connection_id as share_connection_id
 from odradek.coordinator.share.group import ShareGroupConfig
 from odradek.coordinator.share.offset_reset import parse_offset_reset
 from odradek.coordinator.share.partition import SharePartitionConfig

@@ -75,6 +75,12 @@ from odradek.coordinator.group.records import (
     parse_offset_value,
     partition_for,
 )
+from odradek.coordinator.group.state import (
+    COMMIT_ANSWER,
+    HEARTBEAT_ANSWER,
+    SYNC_ANSWER,
+    GroupState,
+)
 from odradek.coordinator.share import records as share_records
 from odradek.coordinator.share.group import (
     Outcome as ShareOutcome,
@@ -83,12 +89,6 @@ from odradek.coordinator.share.group import (
     ShareGroupConfig,
     ShareGroups,
     ShareHeartbeatRequest,
-)
-from odradek.coordinator.group.state import (
-    COMMIT_ANSWER,
-    HEARTBEAT_ANSWER,
-    SYNC_ANSWER,
-    GroupState,
 )
 from odradek.wire import ErrorCode, ProtocolError
 from odradek.wire._generated.data import ConsumerProtocolAssignment, ConsumerProtocolSubscription
