@@ -6,7 +6,7 @@
   coordinator can write; if that fails the key gets COORDINATOR_NOT_AVAILABLE. Key type 1
   (transaction) is answered without touching `__transaction_state` (its coordinator creates
   it). Key type 2 (share, v6+: a "group:topicId:partition" key, asked by brokers for
-  KIP-932's share coordinator) creates `__share_group_state` as Kafka's does. Unknown key
+  KIP-932's share coordinator; another form is INVALID_REQUEST) creates `__share_group_state` as Kafka's does. Unknown key
   types: INVALID_REQUEST.
 - v0-3 look up one `key`; v4+ look up the batched `coordinator_keys`, each with its own error.
 - v1-3 carry Kafka's error message ("NONE" on success, as Kafka sends). Not implemented yet:
@@ -14,6 +14,9 @@
 """
 
 from __future__ import annotations
+
+import base64
+import binascii
 
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
@@ -27,13 +30,26 @@ KEY_TRANSACTION = 1
 KEY_SHARE = 2
 
 
-def _lookup(ctx: RequestContext, key_type: int) -> ErrorCode:
+def _share_key_ok(key: str) -> bool:
+    """Kafka's SharePartitionKey form: group, a base64 topic id and a partition number."""
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0] or not parts[2].isdigit():
+        return False
+    try:
+        return len(base64.urlsafe_b64decode(parts[1] + "==")) == 16
+    except (ValueError, binascii.Error):
+        return False
+
+
+def _lookup(ctx: RequestContext, key_type: int, key: str) -> ErrorCode:
     if key_type == KEY_GROUP:
         ok = ctx.groups.ensure_topic()
         return ErrorCode.NONE if ok else ErrorCode.COORDINATOR_NOT_AVAILABLE
     if key_type == KEY_TRANSACTION:
         return ErrorCode.NONE
     if key_type == KEY_SHARE:
+        if not _share_key_ok(key):
+            return ErrorCode.INVALID_REQUEST
         ok = ctx.share.ensure_topic()
         return ErrorCode.NONE if ok else ErrorCode.COORDINATOR_NOT_AVAILABLE
     return ErrorCode.INVALID_REQUEST
@@ -44,7 +60,7 @@ async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCo
     node = ctx.node.node_id
     key_type = request.key_type if ctx.api_version >= 1 else KEY_GROUP
     if ctx.api_version < 4:
-        error = _lookup(ctx, key_type)
+        error = _lookup(ctx, key_type, request.key)
         if error != ErrorCode.NONE:
             return FindCoordinatorResponse(error_code=error, error_message=error.name,
                                            node_id=-1, host="", port=-1)
@@ -52,7 +68,7 @@ async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCo
                                        node_id=node, host=host, port=port)
     coordinators = []
     for key in request.coordinator_keys:
-        error = _lookup(ctx, key_type)
+        error = _lookup(ctx, key_type, key)
         ok = error == ErrorCode.NONE
         coordinators.append(FindCoordinatorResponse.Coordinator(
             key=key, node_id=node if ok else -1, host=host if ok else "",
