@@ -233,7 +233,11 @@ class Broker:
         def member_removed(gid: str, mid: str) -> None:
             runtime.call_loaded(lambda s: s.release_member(gid, mid, self.now_ms()))
 
+        def group_deleted(gid: str, _topics: set[uuid.UUID]) -> None:
+            runtime.call_loaded(lambda s: s.delete_group(gid))
+
         self.groups.shard.on_share_member_removed = member_removed
+        self.groups.shard.on_share_group_deleted = group_deleted
         return runtime
 
     def _transaction_runtime(self) -> TxnRuntime:

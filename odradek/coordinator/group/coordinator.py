@@ -224,6 +224,9 @@ class GroupCoordinator(MigrationOps):
         # Told of every share member that left or timed out (the broker releases the
         # records it holds in every share-partition).
         self.on_share_member_removed: Callable[[str, str], None] = lambda _g, _m: None
+        # Told of a deleted share group and its topics (the broker deletes their state).
+        self.on_share_group_deleted: Callable[[str, set[uuid.UUID]], None] = (
+            lambda _g, _t: None)
 
     # -- runtime interface ----------------------------------------------------------------------
 
@@ -1175,7 +1178,14 @@ class GroupCoordinator(MigrationOps):
         wanted_states = {s.lower().strip() for s in states}
         wanted_types = {t.lower().strip() for t in types}
         out = []
-        for g in self.groups.values():
+        share = [GroupOverview(gid, "share", g.state.value, "share")
+                 for gid, g in self.share.groups.items()]
+        for g in [*self.groups.values(), *share]:
+            if isinstance(g, GroupOverview):
+                if ((not wanted_states or g.state.lower() in wanted_states)
+                        and (not wanted_types or g.group_type in wanted_types)):
+                    out.append(g)
+                continue
             if g.is_(D):
                 continue
             if g.consumer is not None:
@@ -1196,7 +1206,9 @@ class GroupCoordinator(MigrationOps):
         eligible: list[Group] = []
         for gid in group_ids:
             group = self.groups.get(gid)
-            if group is None or group.is_(D):
+            if (group is None or group.is_(D)) and gid in self.share.groups:
+                results[gid] = self._delete_share_group(gid)
+            elif group is None or group.is_(D):
                 results[gid] = ErrorCode.GROUP_ID_NOT_FOUND
             elif group.consumer is not None and not group.consumer.is_empty:
                 results[gid] = ErrorCode.NON_EMPTY_GROUP
@@ -1210,6 +1222,31 @@ class GroupCoordinator(MigrationOps):
             for group in eligible:
                 results[group.group_id] = ErrorCode.NONE
         return results
+
+    def _delete_share_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups of an empty share group: tombstones for its records, and its
+        share-partition states go (`on_share_group_deleted`, Kafka's DeleteShareGroupState)."""
+        group = self.share.groups[group_id]
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        r = share_records
+        tombstones = [r.tombstone(r.STATE_PARTITION_METADATA, group_id),
+                      r.tombstone(r.TARGET_METADATA, group_id),
+                      r.tombstone(r.GROUP_METADATA, group_id)]
+        snapshot = group.copy()
+        topics = {t for t, _ in group.state_partitions.initialized.items()} | {
+            t for t, _ in group.state_partitions.initializing.items()}
+        del self.share.groups[group_id]
+
+        def appended(error: ErrorCode, _offset: int) -> None:
+            if error != ErrorCode.NONE:
+                self.share.restore(group_id, snapshot)
+            else:
+                self.on_share_group_deleted(group_id, topics)
+
+        self.outbox.write(Write(OFFSETS_TOPIC, self.partition_for(group_id), tombstones,
+                                appended))
+        return ErrorCode.NONE
 
     def _add_group(self, group_id: str, now: int) -> Group:
         group = Group(group_id, E, now)

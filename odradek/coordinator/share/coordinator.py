@@ -199,6 +199,19 @@ class ShareCoordinator:
         for session in self.sessions.remove_connection(connection_id):
             self.release_member(session.group_id, session.member_id, now)
 
+    def delete_group(self, group_id: str) -> None:
+        """A share group was deleted: its share-partitions and their persisted states go
+        (DeleteShareGroupState: tombstones for both record keys)."""
+        for key in [k for k in self.partitions.partitions if k.group_id == group_id]:
+            self.partitions.restore(key, None)
+        for key in [k for k in self.store.states if k.group_id == group_id]:
+            result = self.store.delete_state(key)
+            if result.records:
+                self.outbox.write(Write(SHARE_STATE_TOPIC, self.partition_for(key),
+                                        result.records, lambda _e, _o: None))
+        for session in [s for s in self.sessions.sessions.values() if s.group_id == group_id]:
+            self.sessions.remove(session.group_id, session.member_id)
+
     # -- persistence ----------------------------------------------------------------------------
 
     def _persist(self, updates: list[tuple[SharePartitionKey, StateUpdate]],

@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from admin_testutil import call, open_broker, produce
 
@@ -243,4 +244,36 @@ def test_delivery_limit_archives_and_state_survives_a_reopen(tmp_path: Path,
     join(again)
     # Offset 3 was acquired, never acknowledged: back with its count; 0-2 are done.
     assert acquired(fetch(again, 0)) == [(3, 3, 1)]
+    again.close()
+
+
+def test_list_describe_and_delete_a_share_group(tmp_path: Path, clock: FakeClock) -> None:
+    from odradek.wire._generated.delete_groups import DeleteGroupsRequest
+    from odradek.wire._generated.describe_groups import DescribeGroupsRequest
+    from odradek.wire._generated.list_groups import ListGroupsRequest
+
+    broker = _open(tmp_path, clock)
+    join(broker)
+    produce(broker, "t", 0, [1])
+    assert acquired(fetch(broker, 0)) == [(0, 0, 1)]
+    listed = call(broker, ApiKey.LIST_GROUPS, 5, ListGroupsRequest(types_filter=["share"]))
+    assert [(g.group_id, g.protocol_type, g.group_state, g.group_type)
+            for g in listed.groups] == [("g", "share", "Stable", "share")]
+    assert call(broker, ApiKey.LIST_GROUPS, 5,
+                ListGroupsRequest(types_filter=["consumer"])).groups == []
+    d = call(broker, ApiKey.DESCRIBE_GROUPS, 6, DescribeGroupsRequest(groups=["g"]))
+    assert (d.groups[0].error_code, d.groups[0].error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND, "Group g is not a classic group.")
+    r = call(broker, ApiKey.DELETE_GROUPS, 2, DeleteGroupsRequest(groups_names=["g", "nope"]))
+    assert [(x.group_id, x.error_code) for x in r.results] == [
+        ("g", ErrorCode.NON_EMPTY_GROUP), ("nope", ErrorCode.GROUP_ID_NOT_FOUND)]
+    assert hb(broker, "m1", -1).error_code == ErrorCode.NONE
+    r = call(broker, ApiKey.DELETE_GROUPS, 2, DeleteGroupsRequest(groups_names=["g"]))
+    assert [(x.group_id, x.error_code) for x in r.results] == [("g", ErrorCode.NONE)]
+    broker.close()
+    again = _open(tmp_path, clock)
+    d2 = call(again, ApiKey.SHARE_GROUP_DESCRIBE, 1, ShareGroupDescribeRequest(group_ids=["g"]))
+    assert d2.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    anyio.run(again.share.ready)
+    assert not again.share.shard.store.states  # the share-partition state went too
     again.close()
