@@ -1178,14 +1178,11 @@ class GroupCoordinator(MigrationOps):
         wanted_states = {s.lower().strip() for s in states}
         wanted_types = {t.lower().strip() for t in types}
         out = []
-        share = [GroupOverview(gid, "share", g.state.value, "share")
-                 for gid, g in self.share.groups.items()]
-        for g in [*self.groups.values(), *share]:
-            if isinstance(g, GroupOverview):
-                if ((not wanted_states or g.state.lower() in wanted_states)
-                        and (not wanted_types or g.group_type in wanted_types)):
-                    out.append(g)
-                continue
+        for gid, sg in self.share.groups.items():
+            if ((not wanted_states or sg.state.value.lower() in wanted_states)
+                    and (not wanted_types or "share" in wanted_types)):
+                out.append(GroupOverview(gid, "share", sg.state.value, "share"))
+        for g in self.groups.values():
             if g.is_(D):
                 continue
             if g.consumer is not None:
