@@ -46,9 +46,9 @@ def broker(tmp_path: Path, clock: FakeClock) -> Broker:
     return _open(tmp_path, clock)
 
 
-def _open(tmp_path: Path, clock: FakeClock) -> Broker:
+def _open(tmp_path: Path, clock: FakeClock, **settings: str) -> Broker:
     b = open_broker(tmp_path, **{"offsets.topic.num.partitions": "2",
-                                 "share.coordinator.state.topic.num.partitions": "2"})
+                                 "share.coordinator.state.topic.num.partitions": "2", **settings})
     b.now_ms = clock  # type: ignore[method-assign]
     if b.cluster.get("t") is None:
         b.cluster.create_topic("t", 1, {})
@@ -277,3 +277,70 @@ def test_list_describe_and_delete_a_share_group(tmp_path: Path, clock: FakeClock
     anyio.run(again.share.ready)
     assert not again.share.shard.store.states  # the share-partition state went too
     again.close()
+
+
+# -- the settings, each shown to act (tests/unit/config/test_effects_proven.py) ----------------
+
+
+def test_the_configured_lock_duration_expires_acquired_records(tmp_path: Path,
+                                                               clock: FakeClock) -> None:
+    broker = _open(tmp_path, clock, **{"group.share.record.lock.duration.ms": "20000"})
+    join(broker)
+    produce(broker, "t", 0, [1])
+    r = fetch(broker, 0)
+    assert (acquired(r), r.acquisition_lock_timeout_ms) == ([(0, 0, 1)], 20000)
+    clock.now += 20_001  # past 20 s, well before the default 30 s
+    r = fetch(broker, 1, acks=[(0, 0, ACCEPT)])
+    assert part(r).acknowledge_error_code == ErrorCode.INVALID_RECORD_STATE
+    broker.close()
+
+
+def test_the_configured_delivery_limit_archives(tmp_path: Path, clock: FakeClock) -> None:
+    broker = _open(tmp_path, clock, **{"group.share.delivery.count.limit": "2"})
+    join(broker)
+    produce(broker, "t", 0, [1])
+    assert acquired(fetch(broker, 0)) == [(0, 0, 1)]
+    assert acquired(fetch(broker, 1, acks=[(0, 0, RELEASE)])) == [(0, 0, 2)]
+    # The second delivery was the last (the default limit 5 would deliver it again).
+    assert acquired(fetch(broker, 2, acks=[(0, 0, RELEASE)])) == []
+    broker.close()
+
+
+def test_the_configured_partition_record_locks_bound_acquisition(tmp_path: Path,
+                                                                 clock: FakeClock) -> None:
+    broker = _open(tmp_path, clock, **{"group.share.partition.max.record.locks": "100"})
+    join(broker)
+    for _ in range(3):
+        produce(broker, "t", 0, list(range(1, 61)))  # three batches of 60
+    r = fetch(broker, 0, max_records=1000)
+    # Whole log batches up to the bound: 60 + 40 of the second (a batch end past it is cut).
+    assert sum(last - first + 1 for first, last, _ in acquired(r)) <= 120
+    assert fetch(broker, 1, max_records=1000).responses == []  # nothing more: at the bound
+    broker.close()
+
+
+def test_the_configured_heartbeat_interval_session_timeout_and_max_size(
+        tmp_path: Path, clock: FakeClock) -> None:
+    broker = _open(tmp_path, clock, **{"group.share.heartbeat.interval.ms": "1234",
+                                       "group.share.session.timeout.ms": "46000",
+                                       "group.share.max.size": "1"})
+    r = hb(broker)
+    assert r.heartbeat_interval_ms == 1234
+    full = hb(broker, "m2")
+    assert (full.error_code, full.error_message) == (
+        ErrorCode.GROUP_MAX_SIZE_REACHED,
+        "The share group has reached its maximum capacity of 1 members.")
+    broker.groups.fire_timers(clock.now + 45_999)  # the default 45 s has passed
+    assert hb(broker, "m1", r.member_epoch).error_code == ErrorCode.NONE
+    broker.groups.fire_timers(clock.now + 46_001)
+    assert hb(broker, "m1", r.member_epoch).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    broker.close()
+
+
+def test_the_configured_share_session_limit(tmp_path: Path, clock: FakeClock) -> None:
+    broker = _open(tmp_path, clock, **{"group.share.max.share.sessions": "1"})
+    join(broker, "m1")
+    join(broker, "m2")
+    assert fetch(broker, 0, "m1").error_code == ErrorCode.NONE
+    assert fetch(broker, 0, "m2").error_code == ErrorCode.SHARE_SESSION_LIMIT_REACHED
+    broker.close()
