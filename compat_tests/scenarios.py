@@ -148,15 +148,23 @@ SHARE_SCENARIOS: dict[str, str] = {
         "exactly one of them, all 300 delivered, nothing redelivered within 1.5 s after"
     ),
     "share-group-redelivery": (
-        "a share consumer in another JVM acquires 20 records in explicit mode without "
-        "acknowledging them and is killed (SIGKILL); a new member of the group then gets all "
-        "20, each with delivery count 2 (released when the dead connection closed, at the "
-        "latest when the acquisition lock expires)"
+        "20 records; a share consumer in another JVM, explicit acknowledgement, gets some of "
+        "them in one poll, acknowledges none and is killed (SIGKILL); a new member of the group "
+        "then gets all 20, those the dead one held with delivery count 2 (the others 1, or 2 "
+        "if its client had fetched them): released when the dead connection closed, at the "
+        "latest when their acquisition lock expires"
     ),
     "share-group-archive": (
         "explicit acknowledgement: a record REJECTed is delivered once; a record RELEASEd every "
         "time is delivered 5 times (group.share.delivery.count.limit) and then archived; an "
         "ACCEPTed one once; none is delivered again in the 1.5 s after"
+    ),
+    "cli-share-groups": (
+        "kafka-share-groups.sh (ShareGroupCommand, 4.4 tools): --list names the group; "
+        "--describe --members while a share consumer (client.id share-cli) reads 10 records "
+        "shows it owning the topic's partition 0; after it closes, --describe shows partition "
+        "0 at start offset = the log end with lag 0, and --describe --state the group Empty "
+        "with 0 members"
     ),
 }
 

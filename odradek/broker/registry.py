@@ -65,6 +65,8 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.SHARE_GROUP_DESCRIBE: HandlerEntry("share_group_describe", 1, 1, "share.version"),
     ApiKey.SHARE_FETCH: HandlerEntry("share_fetch", 1, 2, "share.version"),
     ApiKey.SHARE_ACKNOWLEDGE: HandlerEntry("share_acknowledge", 1, 2, "share.version"),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: HandlerEntry("describe_share_group_offsets", 0, 1,
+                                                      "share.version"),
     ApiKey.INIT_PRODUCER_ID: HandlerEntry("init_producer_id", 0, 5),
     # Transactions: the classic protocol and transactions v2 (KIP-890: Produce v12+,
     # EndTxn v5, TxnOffsetCommit v5+).

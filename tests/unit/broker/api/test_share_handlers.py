@@ -344,3 +344,24 @@ def test_the_configured_share_session_limit(tmp_path: Path, clock: FakeClock) ->
     assert fetch(broker, 0, "m1").error_code == ErrorCode.NONE
     assert fetch(broker, 0, "m2").error_code == ErrorCode.SHARE_SESSION_LIMIT_REACHED
     broker.close()
+
+
+def test_describe_share_group_offsets(broker: Broker) -> None:
+    from odradek.wire._generated.describe_share_group_offsets import (
+        DescribeShareGroupOffsetsRequest as D,
+    )
+
+    join(broker)
+    produce(broker, "t", 0, [1, 2, 3, 4])
+    assert acquired(fetch(broker, 0)) == [(0, 3, 1)]
+    fetch(broker, 1, acks=[(0, 0, ACCEPT), (2, 2, ACCEPT)])
+    groups = [D.DescribeShareGroupOffsetsRequestGroup(group_id=gid) for gid in ("g", "nope")]
+    for grp in groups:
+        grp.topics = None  # null: every topic (the constructor makes None an empty list)
+    r = call(broker, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, D(groups=groups))
+    g, nope = r.groups
+    [t] = g.topics
+    [p] = t.partitions
+    # SPSO 1 (offset 0 done); of 1-3, offset 2 is complete: lag 4 - 1 - 1.
+    assert (t.topic_name, p.partition_index, p.start_offset, p.lag) == ("t", 0, 1, 2)
+    assert nope.error_code == ErrorCode.GROUP_ID_NOT_FOUND

@@ -1276,7 +1276,8 @@ public final class Driver {
             case "txn-copier": return this::txnCopier;
             case "share-group-split":
             case "share-group-redelivery":
-            case "share-group-archive": return () -> shareScenario(name);
+            case "share-group-archive":
+            case "cli-share-groups": return () -> shareScenario(name);
             default: return null;
         }
     }
