@@ -49,6 +49,7 @@ public final class ShareScenarios {
 
     public static void main(String[] argv) throws Exception {
         if (argv[0].equals("hold")) { hold(argv[1], argv[2], argv[3], Integer.parseInt(argv[4])); return; }
+        if (argv[0].equals("consume")) { consume(argv[1], argv[2], argv[3]); return; }
         System.out.println(run(argv[0], argv[1], "manual" + UUID.randomUUID().toString().substring(0, 4), 60));
     }
 
@@ -246,6 +247,33 @@ public final class ShareScenarios {
             System.out.println("HELD " + String.join(",", held));
             System.out.flush();
             Thread.sleep(600_000);
+        }
+    }
+
+    /** For tests/integration/test_share_groups.py: consume forever in implicit mode; print
+     *  "GOT value deliveryCount" per record and "ACKED v1,v2,..." once commitSync says the
+     *  acknowledgement of those records succeeded. */
+    static void consume(String bootstrap, String topic, String group) throws Exception {
+        ShareScenarios s = new ShareScenarios(bootstrap, "consume", 600);
+        try (KafkaShareConsumer<byte[], byte[]> c = s.shareConsumer(group, Map.of("max.poll.records", "10"))) {
+            c.subscribe(List.of(topic));
+            while (true) {
+                List<String> batch = new ArrayList<>();
+                try {
+                    for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+                        batch.add(s(r.value()));
+                        System.out.println("GOT " + s(r.value()) + " " + r.deliveryCount().orElse((short) -1));
+                    }
+                    System.out.flush();
+                    boolean ok = true;
+                    for (Optional<org.apache.kafka.common.KafkaException> e : c.commitSync(Duration.ofSeconds(5)).values())
+                        ok &= e.isEmpty();
+                    if (ok && !batch.isEmpty()) System.out.println("ACKED " + String.join(",", batch));
+                } catch (Exception e) {
+                    System.out.println("ERROR " + e);
+                }
+                System.out.flush();
+            }
         }
     }
 
