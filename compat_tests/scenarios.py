@@ -163,8 +163,9 @@ SHARE_SCENARIOS: dict[str, str] = {
         "kafka-share-groups.sh (ShareGroupCommand, 4.4 tools): --list names the group; "
         "--describe --members while a share consumer (client.id share-cli) reads 10 records "
         "shows it owning the topic's partition 0; after it closes, --describe shows partition "
-        "0 at start offset = the log end with lag 0, and --describe --state the group Empty "
-        "with 0 members"
+        "0 with lag 0 and a start offset between the first record's offset and the log end "
+        "(Kafka 4.4: the first offset of the last batch acknowledged, Odradek: the log end), "
+        "and --describe --state the group Empty with 0 members"
     ),
 }
 

@@ -80,8 +80,9 @@ async def handle(ctx: RequestContext, request: DescribeShareGroupOffsetsRequest,
             continue
         out_topics = []
         for name, topic_id, parts in topics:
-            summaries = await ctx.share.read(lambda s, name=name, topic_id=topic_id, parts=parts: [  # type: ignore[misc]
-                (p, _summary(ctx, s, SharePartitionKey(gid, topic_id, p), name)) for p in parts])
+            keys = [SharePartitionKey(gid, topic_id, p) for p in parts]
+            summaries = await ctx.share.read(lambda s, keys=keys, name=name: [  # type: ignore[misc]
+                (k.partition, _summary(ctx, s, k, name)) for k in keys])
             out_topics.append(Resp.DescribeShareGroupOffsetsResponseTopic(
                 topic_name=name, topic_id=topic_id, partitions=[
                     Resp.DescribeShareGroupOffsetsResponsePartition(
