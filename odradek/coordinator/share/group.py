@@ -38,12 +38,14 @@ and returns them in `Outcome.initialize` for the caller to send as InitializeSha
 assigns them), `initialize_failed` forgets them so the next heartbeat asks again. So a new
 member's first answer has an empty assignment, as on Kafka.
 
+Hosted by the group coordinator shard (`coordinator/group/coordinator.py`: share records sit
+in __consumer_offsets beside the consumer-group ones; DeleteGroups and ListGroups there).
+
 Not implemented yet: retrying initialisations left pending (`initializing()` lists them;
 Kafka retries after group.share.initialize.retry.interval.ms), deleting the state of topics
 no longer subscribed (DeleteShareGroupState, deletingTopics), per-group configs,
-ShareGroupDescribe's authorized operations, DeleteGroups and the offsets admin apis, hosting
-in the group coordinator shard (share records sit in __consumer_offsets beside the
-consumer-group ones).
+ShareGroupDescribe's authorized operations, AlterShareGroupOffsets and
+DeleteShareGroupOffsets.
 """
 
 from __future__ import annotations
