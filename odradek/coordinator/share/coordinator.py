@@ -199,6 +199,38 @@ class ShareCoordinator:
         for session in self.sessions.remove_connection(connection_id):
             self.release_member(session.group_id, session.member_id, now)
 
+    def alter_start_offset(self, key: SharePartitionKey, start_offset: int,
+                           now: int) -> Pending[ErrorCode]:
+        """AlterShareGroupOffsets: a fresh state at a newer state epoch starting at
+        `start_offset`, as Kafka's group coordinator asks with InitializeShareGroupState; the
+        in-memory share-partition is dropped, to be rebuilt from it."""
+        pending: Pending[ErrorCode] = Pending()
+        current = self.store.read_state(key)
+        previous = current
+        count = self.store.updates_since_snapshot.get(key)
+        result = self.store.initialize_state(
+            key, 0 if current is None else current.state_epoch + 1, start_offset, now)
+        if result.error != ErrorCode.NONE:
+            pending.resolve(result.error)
+            return pending
+        dropped = self.partitions.copy_of(key)
+        self.partitions.restore(key, None)
+
+        def done(error: ErrorCode, _offset: int) -> None:
+            if error != ErrorCode.NONE:
+                if previous is None:
+                    self.store.states.pop(key, None)
+                else:
+                    self.store.states[key] = previous
+                if count is not None:
+                    self.store.updates_since_snapshot[key] = count
+                self.partitions.restore(key, dropped)
+            pending.resolve(error)
+
+        self.outbox.write(Write(SHARE_STATE_TOPIC, self.partition_for(key), result.records,
+                                done))
+        return pending
+
     def delete_group(self, group_id: str) -> None:
         """A share group was deleted: its share-partitions and their persisted states go
         (DeleteShareGroupState: tombstones for both record keys)."""

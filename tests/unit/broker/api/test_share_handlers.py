@@ -365,3 +365,34 @@ def test_describe_share_group_offsets(broker: Broker) -> None:
     # SPSO 1 (offset 0 done); of 1-3, offset 2 is complete: lag 4 - 1 - 1.
     assert (t.topic_name, p.partition_index, p.start_offset, p.lag) == ("t", 0, 1, 2)
     assert nope.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_alter_share_group_offsets(broker: Broker) -> None:
+    from odradek.wire._generated.alter_share_group_offsets import (
+        AlterShareGroupOffsetsRequest as Alt,
+    )
+
+    def alter(offset: int, topic: str = "t", partition: int = 0) -> Any:
+        return call(broker, ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, Alt(group_id="g", topics=[
+            Alt.AlterShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[
+                Alt.AlterShareGroupOffsetsRequestPartition(partition_index=partition,
+                                                           start_offset=offset)])]))
+
+    join(broker)
+    produce(broker, "t", 0, [1, 2, 3, 4])
+    assert acquired(fetch(broker, 0)) == [(0, 3, 1)]
+    fetch(broker, 1, acks=[(0, 3, ACCEPT)])
+    assert alter(0).error_code == ErrorCode.NON_EMPTY_GROUP
+    assert hb(broker, "m1", -1).error_code == ErrorCode.NONE
+    r = alter(1)
+    assert r.error_code == ErrorCode.NONE
+    assert r.responses[0].partitions[0].error_code == ErrorCode.NONE
+    assert alter(1, "nope").responses[0].partitions[0].error_code == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    assert alter(1, "t", 5).responses[0].partitions[0].error_code == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    join(broker, "m2")
+    # From offset 1 again: 1-3 are delivered once more, as new records (count 1).
+    assert acquired(fetch(broker, 0, "m2")) == [(1, 3, 1)]
+    other = call(broker, ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, Alt(group_id="nope"))
+    assert other.error_code == ErrorCode.GROUP_ID_NOT_FOUND
