@@ -167,7 +167,9 @@ SHARE_SCENARIOS: dict[str, str] = {
         "shows it owning the topic's partition 0; after it closes, --describe shows partition "
         "0 with lag 0 and a start offset between the first record's offset and the log end "
         "(Kafka 4.4: the first offset of the last batch acknowledged, Odradek: the log end), "
-        "and --describe --state the group Empty with 0 members"
+        "and --describe --state the group Empty with 0 members; --reset-offsets --to-earliest "
+        "--execute (AlterShareGroupOffsets), then --describe shows start offset 0 and every "
+        "record as lag"
     ),
 }
 

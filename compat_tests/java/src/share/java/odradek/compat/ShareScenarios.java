@@ -356,9 +356,14 @@ public final class ShareScenarios {
         check(start >= firstReal && start <= end, "--describe: want partition 0 with lag 0 and a start offset in "
             + firstReal + ".." + end + ": " + offsets);
         check(state != null && state.endsWith(" Empty 0"), "--describe --state: want Empty with 0 members: " + state);
+        // --reset-offsets --to-earliest (AlterShareGroupOffsets): start offset 0, every record lags.
+        tool("--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute");
+        String reset = row(tool("--describe", "--group", group), group, topic);
+        check(reset != null && reset.endsWith(" 0 0 " + end), "after --reset-offsets --to-earliest: want start offset 0 lag " + end + ": " + reset);
         return "--list; --members: [" + members.replace(group, "G").replace(topic, "T").replaceAll("\\S{22}", "ID")
             + "]; --describe: [" + offsets.replace(group, "G").replace(topic, "T") + "] (log end " + end + "); --state: ["
-            + state.replace(group, "G").replaceAll("\\d+\\.\\d+\\.\\d+\\.\\d+:\\d+", "HOST:PORT") + "] (" + probes + " probe records)";
+            + state.replace(group, "G").replaceAll("\\d+\\.\\d+\\.\\d+\\.\\d+:\\d+", "HOST:PORT") + "]; after --reset-offsets --to-earliest: ["
+            + reset.replace(group, "G").replace(topic, "T") + "] (" + probes + " probe records)";
     }
 
     // (c) a rejected record and a poison record released until the delivery limit: both archived.
