@@ -69,6 +69,8 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
                                                       "share.version"),
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: HandlerEntry("alter_share_group_offsets", 0, 0,
                                                    "share.version"),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: HandlerEntry("delete_share_group_offsets", 0, 0,
+                                                    "share.version"),
     ApiKey.INIT_PRODUCER_ID: HandlerEntry("init_producer_id", 0, 5),
     # Transactions: the classic protocol and transactions v2 (KIP-890: Produce v12+,
     # EndTxn v5, TxnOffsetCommit v5+).

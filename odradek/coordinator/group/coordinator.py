@@ -1143,6 +1143,18 @@ class GroupCoordinator(MigrationOps):
                    else self.share.initialize_failed(group_id, topics))
         self._write_share(outcome, lambda _error: None)
 
+    def share_forget_topics(self, group_id: str,
+                            topic_ids: set[uuid.UUID]) -> Pending[ErrorCode]:
+        """DeleteShareGroupOffsets' group half: the topics leave the group's share-partition
+        metadata (written before the answer)."""
+        pending: Pending[ErrorCode] = Pending()
+        outcome = self.share.forget_topics(group_id, topic_ids)
+        if outcome.result.error != ErrorCode.NONE:
+            pending.resolve(outcome.result.error)
+            return pending
+        self._write_share(outcome, pending.resolve)
+        return pending
+
     def _write_share(self, outcome: ShareOutcome, done: Callable[[ErrorCode], None]) -> None:
         if not outcome.records:
             done(ErrorCode.NONE)

@@ -231,6 +231,19 @@ class ShareCoordinator:
                                 done))
         return pending
 
+    def delete_topic_state(self, group_id: str, topic_id: uuid.UUID) -> None:
+        """DeleteShareGroupOffsets: the group's share-partitions of one topic and their
+        persisted states go."""
+        for key in [k for k in self.partitions.partitions
+                    if k.group_id == group_id and k.topic_id == topic_id]:
+            self.partitions.restore(key, None)
+        for key in [k for k in self.store.states
+                    if k.group_id == group_id and k.topic_id == topic_id]:
+            result = self.store.delete_state(key)
+            if result.records:
+                self.outbox.write(Write(SHARE_STATE_TOPIC, self.partition_for(key),
+                                        result.records, lambda _e, _o: None))
+
     def delete_group(self, group_id: str) -> None:
         """A share group was deleted: its share-partitions and their persisted states go
         (DeleteShareGroupState: tombstones for both record keys)."""

@@ -573,6 +573,28 @@ class ShareGroups:
         return Outcome(ShareHeartbeatResult(ErrorCode.NONE), changes.records, snapshot,
                        group_id)
 
+    def forget_topics(self, group_id: str, topic_ids: set[uuid.UUID]) -> Outcome:
+        """DeleteShareGroupOffsets: these topics' share-partitions are neither initialised
+        nor initialising any more (their state is deleted; a later subscription starts them
+        over)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return Outcome(ShareHeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND,
+                                                f"Share group {group_id} not found."),
+                           [], None, group_id)
+        md = group.state_partitions
+        new = replace(md, initialized={t: v for t, v in md.initialized.items()
+                                       if t not in topic_ids},
+                      initializing={t: v for t, v in md.initializing.items()
+                                    if t not in topic_ids})
+        if new == md:
+            return Outcome(ShareHeartbeatResult(ErrorCode.NONE), [], None, group_id)
+        snapshot = group.copy()
+        changes = _Changes(group)
+        changes.add(rec.state_partition_metadata_record(group_id, new))
+        return Outcome(ShareHeartbeatResult(ErrorCode.NONE), changes.records, snapshot,
+                       group_id)
+
     # -- ShareGroupDescribe ---------------------------------------------------------------------
 
     def describe(self, group_id: str) -> tuple[ErrorCode, str | None, ShareGroup | None]:

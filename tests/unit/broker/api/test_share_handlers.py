@@ -396,3 +396,30 @@ def test_alter_share_group_offsets(broker: Broker) -> None:
     assert acquired(fetch(broker, 0, "m2")) == [(1, 3, 1)]
     other = call(broker, ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, Alt(group_id="nope"))
     assert other.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_delete_share_group_offsets(broker: Broker) -> None:
+    from odradek.wire._generated.delete_share_group_offsets import (
+        DeleteShareGroupOffsetsRequest as Del,
+    )
+
+    def delete(*topics: str) -> Any:
+        return call(broker, ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, Del(group_id="g", topics=[
+            Del.DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in topics]))
+
+    join(broker)
+    produce(broker, "t", 0, [1, 2])
+    assert acquired(fetch(broker, 0)) == [(0, 1, 1)]
+    assert delete("t").error_code == ErrorCode.NON_EMPTY_GROUP
+    assert hb(broker, "m1", -1).error_code == ErrorCode.NONE
+    r = delete("t", "nope")
+    assert [(x.topic_name, x.error_code) for x in r.responses] == [
+        ("t", ErrorCode.NONE), ("nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    anyio.run(broker.share.ready)
+    assert not broker.share.shard.store.states
+    assert broker.groups.shard.share.groups["g"].state_partitions.initialized == {}
+    # A new member initialises the share-partition again (latest: after the 2 records).
+    join(broker, "m2")
+    assert fetch(broker, 0, "m2").responses[0].partitions[0].acquired_records == []
+    produce(broker, "t", 0, [3])
+    assert acquired(fetch(broker, 1, "m2")) == [(2, 2, 1)]
