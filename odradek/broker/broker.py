@@ -236,6 +236,12 @@ class Broker:
         def group_deleted(gid: str, _topics: set[uuid.UUID]) -> None:
             runtime.call_loaded(lambda s: s.delete_group(gid))
 
+        def available(topic_id: uuid.UUID, partition: int) -> None:
+            topic = self.cluster.by_id.get(topic_id)
+            if topic is not None:
+                self.partitions.notify_appended(topic.name, partition)
+
+        shard.on_available = available
         self.groups.shard.on_share_member_removed = member_removed
         self.groups.shard.on_share_group_deleted = group_deleted
         return runtime

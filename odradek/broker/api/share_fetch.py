@@ -21,12 +21,12 @@
   BatchSize cuts new acquisitions; MaxBytes bounds the bytes. Whole log batches go back with
   the AcquiredRecords ranges (offsets, delivery count) the client delivers.
 - Long polling: with nothing acquired the fetch waits up to MaxWaitMs on the partitions'
-  watches (woken by appends), then answers empty.
+  watches, woken by appends and by records becoming available again (released,
+  acknowledged with RELEASE, a lock expired), then answers empty.
 - A share-partition whose state the group coordinator never initialised (a partition not
   yet assigned to the group, or a group that is not a share group) answers
   UNKNOWN_TOPIC_OR_PARTITION; an unknown topic id UNKNOWN_TOPIC_ID.
-- Not implemented yet: waking a parked fetch when a lock expires (it sees the released
-  records at its next poll), read_committed (share.isolation.level), IsRenewAck fetches
+- Not implemented yet: read_committed (share.isolation.level), IsRenewAck fetches
   answering without records, ACLs, the member's group membership is not checked.
 """
 

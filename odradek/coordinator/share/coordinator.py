@@ -20,6 +20,8 @@ key "group:topicId:partition" (`partition_for`), and the answer waits for it.
   write's error.
 - Lock timers: `next_deadline` / `on_timer` expire acquisition locks; expired records are
   persisted back as AVAILABLE (or ARCHIVED at the delivery limit).
+- Every change persisted may have made records AVAILABLE again: `on_available` tells the
+  broker, which wakes the ShareFetches parked on that partition.
 - Share sessions (`sessions`) are in memory only, as Kafka's: after a restart a client's
   next fetch gets SHARE_SESSION_NOT_FOUND and opens a new one.
 
@@ -91,6 +93,9 @@ class ShareCoordinator:
         self.outbox = Outbox()
         self._clock = clock
         self._log = log
+        # Told of a share-partition whose records may have become AVAILABLE (a release, a
+        # lock expiry, a restart): the broker wakes the ShareFetches parked on it.
+        self.on_available: Callable[[uuid.UUID, int], None] = lambda _t, _p: None
 
     # -- runtime interface ----------------------------------------------------------------------
 
@@ -290,6 +295,8 @@ class ShareCoordinator:
             if left == 0:
                 done(failed)
 
+        for key in {k for k, _ in updates}:
+            self.on_available(key.topic_id, key.partition)
         for key, update in updates:
             sp = self.partitions.get(key)
             previous = self.store.read_state(key)

@@ -423,3 +423,37 @@ def test_delete_share_group_offsets(broker: Broker) -> None:
     assert fetch(broker, 0, "m2").responses[0].partitions[0].acquired_records == []
     produce(broker, "t", 0, [3])
     assert acquired(fetch(broker, 1, "m2")) == [(2, 2, 1)]
+
+
+def test_a_parked_share_fetch_wakes_when_records_are_released(broker: Broker) -> None:
+    from admin_testutil import acall
+
+    join(broker, "m1")
+    join(broker, "m2")
+    produce(broker, "t", 0, [1, 2])
+    assert acquired(fetch(broker, 0, "m1")) == [(0, 1, 1)]
+    assert fetch(broker, 0, "m2").error_code == ErrorCode.NONE  # m2's session, epoch 1
+    waited: list[float] = []
+    result: list[Any] = []
+
+    async def run() -> None:
+        async def parked() -> None:
+            start = time.monotonic()
+            result.append(await acall(broker, ApiKey.SHARE_FETCH, 2, F(
+                group_id="g", member_id="m2", share_session_epoch=1, max_wait_ms=5000,
+                min_bytes=1, max_bytes=1 << 20, max_records=500, topics=[])))
+            waited.append(time.monotonic() - start)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(parked)
+            await anyio.sleep(0.3)
+            await acall(broker, ApiKey.SHARE_ACKNOWLEDGE, 2, A(
+                group_id="g", member_id="m1", share_session_epoch=1,
+                topics=[A.AcknowledgeTopic(topic_id=tid(broker), partitions=[
+                    A.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                        A.AcknowledgementBatch(first_offset=0, last_offset=1,
+                                               acknowledge_types=[RELEASE])])])]))
+
+    anyio.run(run)
+    assert acquired(result[0]) == [(0, 1, 2)]
+    assert waited[0] < 3  # woken by the release, not the 5 s MaxWaitMs
