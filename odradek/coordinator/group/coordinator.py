@@ -39,6 +39,8 @@ from odradek.coordinator.common import Clock, Outbox, Pending, Timers, Write
 from odradek.coordinator.group.consumer import records as consumer_records
 from odradek.coordinator.group.consumer.coordinator import (
     ConsumerConfig,
+    HeartbeatRequest,
+    HeartbeatResult,
     NoTopics,
     TopicsView,
 )
@@ -281,10 +283,18 @@ class GroupCoordinator(MigrationOps):
 
     # -- JoinGroup ----------------------------------------------------------------------------
 
+    def consumer_group_heartbeat(self, req: HeartbeatRequest) -> Pending[HeartbeatResult]:
+        if req.group_id in self.share.groups:  # a share group's id: not a consumer group
+            return Pending.resolved(HeartbeatResult(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group."))
+        return super().consumer_group_heartbeat(req)
+
     def join_group(self, req: JoinRequest) -> Pending[JoinResult]:
         now = self.now()
         if not req.group_id:
             return _join_error(ErrorCode.INVALID_GROUP_ID, req.member_id)
+        if req.group_id in self.share.groups:  # a share group's id: no classic member joins
+            return _join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
         if not (self.config.min_session_timeout_ms <= req.session_timeout_ms
                 <= self.config.max_session_timeout_ms):
             return _join_error(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id)

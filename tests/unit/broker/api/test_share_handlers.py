@@ -457,3 +457,20 @@ def test_a_parked_share_fetch_wakes_when_records_are_released(broker: Broker) ->
     anyio.run(run)
     assert acquired(result[0]) == [(0, 1, 2)]
     assert waited[0] < 3  # woken by the release, not the 5 s MaxWaitMs
+
+
+def test_a_share_group_id_is_no_consumer_or_classic_group(broker: Broker) -> None:
+    from odradek.wire._generated.join_group import JoinGroupRequest
+
+    join(broker)
+    r = call(broker, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, ConsumerGroupHeartbeatRequest(
+        group_id="g", member_id="c1", member_epoch=0, rebalance_timeout_ms=30_000,
+        subscribed_topic_names=["t"], topic_partitions=[]))
+    assert (r.error_code, r.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                               "Group g is not a consumer group.")
+    j = call(broker, ApiKey.JOIN_GROUP, 5, JoinGroupRequest(
+        group_id="g", session_timeout_ms=30_000, rebalance_timeout_ms=30_000, member_id="",
+        protocol_type="consumer", protocols=[JoinGroupRequest.JoinGroupRequestProtocol(
+            name="range", metadata=b"")]))
+    assert j.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert broker.groups.shard.groups.get("g") is None
