@@ -14,6 +14,7 @@ from compat_tests.scenarios import (
     FETCH_SESSION_SCENARIOS,
     MIGRATION_SCENARIOS,
     SCENARIOS,
+    SHARE_SCENARIOS,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -49,6 +50,8 @@ class Driver:
             if not (target / "classes").is_dir() or not cp_file.exists():
                 raise RuntimeError("Java driver not built: run compat_tests/setup.sh")
             cp = f"{target / 'classes'}:{cp_file.read_text().strip()}"
+            if self.name == "java-4.4":  # KafkaShareConsumer scenarios, compiled against 4.4
+                cp = f"{target / 'share-classes'}:{cp}"
             return ["java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp,
                     "odradek.compat.Driver", "--client", self.name, "--classpath", cp]
         if self.name in ("franz-go", "sarama"):
@@ -77,11 +80,13 @@ DRIVERS: dict[str, Driver] = {
     for d in (
         Driver("java-4.4", "Java",
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
-                                *CLI_SCENARIOS, *BROKER_SCENARIOS, "streams-eos", "txn-copier")),
+                                *CLI_SCENARIOS, *BROKER_SCENARIOS, *SHARE_SCENARIOS,
+                                "streams-eos", "txn-copier")),
         Driver("java-4.1", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos")),
         Driver("java-3.9", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos")),
         Driver("confluent-kafka", "librdkafka",
-               extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *MIGRATION_SCENARIOS)),
+               extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *MIGRATION_SCENARIOS,
+                                "share-group-split")),
         Driver("kcat", "librdkafka"),
         Driver("kafka-python", "Python", extra_scenarios=tuple(FETCH_SESSION_SCENARIOS)),
         Driver("aiokafka", "Python"),

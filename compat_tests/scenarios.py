@@ -138,6 +138,41 @@ BROKER_SCENARIOS: dict[str, str] = {
     ),
 }
 
+# KIP-932 share groups: KafkaShareConsumer (kafka-clients 4.0+: the java-4.4 driver) and,
+# for share-group-split, librdkafka's ShareConsumer (confluent-kafka 2.16, a preview).
+# share.auto.offset.reset is `latest`: each scenario first produces probe records until a
+# member of the group got one, so its records come after the share-partition's start offset.
+SHARE_SCENARIOS: dict[str, str] = {
+    "share-group-split": (
+        "three share consumers of one group on a 1-partition topic, implicit acknowledgement "
+        "(Java: max.poll.records 20, commitSync after every poll; confluent-kafka: librdkafka's "
+        "ShareConsumer, a preview in 2.16): 300 records, each delivered to exactly one of "
+        "them, all 300 delivered, nothing redelivered within 1.5 s after"
+    ),
+    "share-group-redelivery": (
+        "20 records; a share consumer in another JVM, explicit acknowledgement, gets some of "
+        "them in one poll, acknowledges none and is killed (SIGKILL); a new member of the group "
+        "then gets all 20, those the dead one held with delivery count 2 (the others 1, or 2 "
+        "if its client had fetched them): released when the dead connection closed, at the "
+        "latest when their acquisition lock expires"
+    ),
+    "share-group-archive": (
+        "explicit acknowledgement: a record REJECTed is delivered once; a record RELEASEd every "
+        "time is delivered 5 times (group.share.delivery.count.limit) and then archived; an "
+        "ACCEPTed one once; none is delivered again in the 1.5 s after"
+    ),
+    "cli-share-groups": (
+        "kafka-share-groups.sh (ShareGroupCommand, 4.4 tools): --list names the group; "
+        "--describe --members while a share consumer (client.id share-cli) reads 10 records "
+        "shows it owning the topic's partition 0; after it closes, --describe shows partition "
+        "0 with lag 0 and a start offset between the first record's offset and the log end "
+        "(Kafka 4.4: the first offset of the last batch acknowledged, Odradek: the log end), "
+        "and --describe --state the group Empty with 0 members; --reset-offsets --to-earliest "
+        "--execute (AlterShareGroupOffsets), then --describe shows start offset 0 and every "
+        "record as lag"
+    ),
+}
+
 APP_SCENARIOS: dict[str, str] = {
     "streams-eos": (
         "Kafka Streams, processing.guarantee=exactly_once_v2, record cache off: 600 records "
@@ -167,5 +202,6 @@ APP_SCENARIOS: dict[str, str] = {
 ALL_SCENARIOS: dict[str, str] = {
     **SCENARIOS, **CONSUMER_PROTOCOL_SCENARIOS, **MIGRATION_SCENARIOS, **FETCH_SESSION_SCENARIOS, **CLI_SCENARIOS,
     **BROKER_SCENARIOS,
+    **SHARE_SCENARIOS,
     **APP_SCENARIOS,
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Any
 
 import confluent_kafka
@@ -663,7 +664,56 @@ def fencing(ctx: Ctx) -> None:
     check([m.value() for m in got] == [b"from-p2"], f"read_committed saw {[m.value() for m in got]}")
 
 
+def share_group_split(ctx: Ctx) -> str:
+    """KIP-932 with librdkafka's ShareConsumer (2.16: "Preview"): three members of one share
+    group on a 1-partition topic; 300 records, each delivered to exactly one of them."""
+    topic, group = ctx.topic(), ctx.group()
+    create_topic(ctx, topic, 1)
+    members = [confluent_kafka.ShareConsumer({"bootstrap.servers": ctx.bootstrap, "group.id": group})
+               for _ in range(3)]
+    got: list[Counter[str]] = [Counter() for _ in members]
+    for m in members:
+        m.subscribe([topic])
+
+    def poll_all() -> None:
+        for m, seen in zip(members, got, strict=True):
+            msgs = m.poll(0.1)
+            for msg in (list(msgs) if msgs is not None else []):
+                if msg.error() is None:
+                    seen[msg.value().decode()] += 1
+
+    try:
+        p = producer(ctx)
+        # share.auto.offset.reset=latest: probes until the group delivers one.
+        n = 0
+        while not any(v.startswith("probe-") for c in got for v in c):
+            check(time.monotonic() < ctx.deadline, "the share group never delivered a probe record")
+            p.produce(topic, f"probe-{n}".encode(), partition=0)
+            p.flush(5)
+            n += 1
+            poll_all()
+        total = 300
+        for i in range(total):
+            p.produce(topic, f"r-{i}".encode(), partition=0)
+        p.flush(10)
+        ctx.wait_for(lambda: sum(1 for c in got for v in c if v.startswith("r-")) >= total,
+                     f"{total} records delivered", poll_all)
+        settle = time.monotonic() + 1.5  # a redelivery would show up now
+        while time.monotonic() < settle:
+            poll_all()
+    finally:
+        for m in members:
+            m.close()
+    real = [Counter({v: k for v, k in c.items() if v.startswith("r-")}) for c in got]
+    union: Counter[str] = sum(real, Counter())
+    twice = sorted(v for v, k in union.items() if k > 1)
+    check(not twice, f"delivered more than once: {twice[:5]} ({len(twice)})")
+    check(len(union) == total, f"got {len(union)} distinct records of {total}")
+    return f"{total} records, each delivered once, split {[len(c) for c in real]} over 3 share consumers"
+
+
 SCENARIOS = {
+    "share-group-split": share_group_split,
     "produce-consume": produce_consume,
     "compression-gzip": compression("gzip"),
     "compression-snappy": compression("snappy"),

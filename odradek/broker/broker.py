@@ -26,9 +26,16 @@ import structlog
 
 from odradek.broker import emulation
 from odradek.broker.acls import build_authorizer
+from odradek.broker.api._share import connection_id as share_connection_id
 from odradek.broker.cluster import Cluster, Topic
 from odradek.broker.connection import IncomingRequest
-from odradek.broker.context import ClientInfo, GroupRuntime, RequestContext, TxnRuntime
+from odradek.broker.context import (
+    ClientInfo,
+    GroupRuntime,
+    RequestContext,
+    ShareRuntime,
+    TxnRuntime,
+)
 from odradek.broker.coordinators.producer_ids import PRODUCER_ID_BLOCK_FILE, ProducerIdAllocator
 from odradek.broker.coordinators.runtime import CoordinatorRuntime, InternalTopic
 from odradek.broker.fault_inject import can_error
@@ -53,6 +60,11 @@ from odradek.coordinator.group.consumer.assignors import parse_assignors
 from odradek.coordinator.group.consumer.coordinator import ConsumerConfig
 from odradek.coordinator.group.coordinator import JOIN_SETTLE_MS, GroupConfig, GroupCoordinator
 from odradek.coordinator.group.records import OFFSETS_TOPIC
+from odradek.coordinator.share.coordinator import ShareCoordinator
+from odradek.coordinator.share.group import ShareGroupConfig
+from odradek.coordinator.share.offset_reset import parse_offset_reset
+from odradek.coordinator.share.partition import SharePartitionConfig
+from odradek.coordinator.share.state import SHARE_STATE_TOPIC
 from odradek.coordinator.txn.coordinator import TransactionCoordinator, TxnConfig
 from odradek.coordinator.txn.log_format import TRANSACTION_STATE_TOPIC
 
@@ -136,7 +148,6 @@ class Broker:
         self.partitions = LocalPartitions(self.cluster, self.logs)
         self.advertised: list[Listener] = config.advertised_for({})
         release = config.get_str("emulate.kafka.version")
-        self.api_ranges = emulation.api_ranges(release)  # what ApiVersions and dispatch serve
         try:
             self.features = Features.finalize(
                 self.now_ms(), transaction_version=config.get_int("transaction.version"))
@@ -144,6 +155,8 @@ class Broker:
             raise ConfigError(str(e), "transaction.version") from None
         if not emulation.finalizes_features(release):
             self.features = Features({}, self.features.epoch)
+        # what ApiVersions and dispatch serve: the release's apis, less those of features at 0
+        self.api_ranges = emulation.api_ranges(release, self.features.levels)
         self.faults = FaultRules(can_error)  # injected faults (issue #16): none until set
         self.metrics: Metrics | None = None
         if config.get_bool("admin.http.metrics"):
@@ -155,6 +168,7 @@ class Broker:
                                   "'odradek[metrics]'", "admin.http.metrics")
             self.metrics = Metrics(self._topic_name)
         self.groups: GroupRuntime = self._group_runtime()
+        self.share: ShareRuntime = self._share_runtime()
         self.transactions: TxnRuntime = self._transaction_runtime()
         self.cleaner: LogCleaner | None = None  # built when the cleaner task starts
         self.fetch_sessions = FetchSessionCache(
@@ -207,8 +221,52 @@ class Broker:
                 migration_policy=cfg.get_str("group.consumer.migration.policy").lower(),
                 assignment_interval_ms=cfg.get_int("group.consumer.assignment.interval.ms"),
             ),
-            topics=_ClusterTopics(self.cluster))
+            topics=_ClusterTopics(self.cluster),
+            share_config=ShareGroupConfig(
+                session_timeout_ms=cfg.get_int("group.share.session.timeout.ms"),
+                heartbeat_interval_ms=cfg.get_int("group.share.heartbeat.interval.ms"),
+                max_size=cfg.get_int("group.share.max.size"),
+            ))
         return CoordinatorRuntime("group", shard, topic, self.partitions, self.cluster, self)
+
+    def _share_runtime(self) -> ShareRuntime:
+        """The share coordinator over `__share_group_state` with this node's
+        share-partitions (one node leads every partition, so they call it directly)."""
+        cfg = self.config
+        topic = self._internal_topic(SHARE_STATE_TOPIC,
+                                     "share.coordinator.state.topic.num.partitions",
+                                     "share.coordinator.state.topic.segment.bytes",
+                                     "uncompressed")
+        shard = ShareCoordinator(
+            SharePartitionConfig(
+                record_lock_duration_ms=cfg.get_int("group.share.record.lock.duration.ms"),
+                delivery_count_limit=cfg.get_int("group.share.delivery.count.limit"),
+                max_record_locks=cfg.get_int("group.share.partition.max.record.locks"),
+            ),
+            # share.auto.offset.reset is a group config; Kafka's default is latest.
+            parse_offset_reset("latest"),
+            topic.partitions, self,
+            updates_per_snapshot=cfg.get_int(
+                "share.coordinator.snapshot.update.records.per.snapshot"),
+            max_sessions=cfg.get_int("group.share.max.share.sessions"),
+            log=_logger("odradek.share"))
+        runtime = CoordinatorRuntime("share", shard, topic, self.partitions, self.cluster, self)
+        # A share member that left or timed out gives its records back at once.
+        def member_removed(gid: str, mid: str) -> None:
+            runtime.call_loaded(lambda s: s.release_member(gid, mid, self.now_ms()))
+
+        def group_deleted(gid: str, _topics: set[uuid.UUID]) -> None:
+            runtime.call_loaded(lambda s: s.delete_group(gid))
+
+        def available(topic_id: uuid.UUID, partition: int) -> None:
+            topic = self.cluster.by_id.get(topic_id)
+            if topic is not None:
+                self.partitions.notify_appended(topic.name, partition)
+
+        shard.on_available = available
+        self.groups.shard.on_share_member_removed = member_removed
+        self.groups.shard.on_share_group_deleted = group_deleted
+        return runtime
 
     def _transaction_runtime(self) -> TxnRuntime:
         cfg = self.config
@@ -335,10 +393,17 @@ class Broker:
         return RequestContext(
             config=self.config, node=self, clock=self, cluster=self.cluster,
             partitions=self.partitions, groups=self.groups, transactions=self.transactions,
-            features=self.features, fetch_sessions=self.fetch_sessions, faults=self.faults,
-            api_ranges=self.api_ranges, metrics=self.metrics, authorizer=self.authorizer,
+            share=self.share, features=self.features, fetch_sessions=self.fetch_sessions,
+            faults=self.faults, api_ranges=self.api_ranges, metrics=self.metrics,
+            authorizer=self.authorizer,
             client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id)
+
+    def connection_closed(self, client: ClientInfo) -> None:
+        """A client's connection ended: its share sessions go, and the records they held
+        are released at once (as Kafka 4.1+)."""
+        conn = share_connection_id(client)
+        self.share.call_loaded(lambda s: s.close_connection(conn, self.now_ms()))
 
     @staticmethod
     def now_ms() -> int:
@@ -355,6 +420,7 @@ class Broker:
             tg.start_soon(self._cleaner_loop)
         tg.start_soon(self.groups.run, name="group-coordinator")
         tg.start_soon(self.transactions.run, name="transaction-coordinator")
+        tg.start_soon(self.share.run, name="share-coordinator")
 
     def close(self) -> None:
         """Close every log (never raises for an I/O error: see `LogManager.close_all`)."""

@@ -50,7 +50,7 @@ LEADER_EPOCH = 0
 MAX_TOPIC_NAME = 249
 log = structlog.get_logger(__name__)
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 # Batch admin changes yield to the event loop after this many partition logs created or
 # deleted (a log costs 1-7 ms on a loaded machine: other clients wait well under 100 ms).
 YIELD_EVERY = 10

@@ -22,10 +22,12 @@ from odradek.config import BrokerConfig
 from odradek.coordinator.acl.authorizer import Authorizer
 from odradek.coordinator.common import Clock
 from odradek.coordinator.group.coordinator import GroupCoordinator
+from odradek.coordinator.share.coordinator import ShareCoordinator
 from odradek.coordinator.txn.coordinator import TransactionCoordinator
 
 GroupRuntime = CoordinatorRuntime[GroupCoordinator]
 TxnRuntime = CoordinatorRuntime[TransactionCoordinator]
+ShareRuntime = CoordinatorRuntime[ShareCoordinator]
 
 
 class Node(Protocol):
@@ -63,6 +65,7 @@ class RequestContext:
     partitions: Partitions
     groups: GroupRuntime
     transactions: TxnRuntime
+    share: ShareRuntime
     features: Features
     fetch_sessions: FetchSessionCache
     faults: FaultRules

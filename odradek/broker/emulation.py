@@ -31,9 +31,11 @@ _KIP_848 = frozenset({ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DES
 Ranges = Mapping[int, tuple[int, int]]
 
 
-def api_ranges(release: str) -> Ranges:
-    """api key -> the (min, max) versions served; `release` "" is Odradek's own ranges."""
-    ours = {key: (low, high) for key, low, high in advertised()}
+def api_ranges(release: str, levels: Mapping[str, int] | None = None) -> Ranges:
+    """api key -> the (min, max) versions served; `release` "" is Odradek's own ranges.
+    With the finalized feature `levels`, an api whose feature is at 0 (share groups without
+    share.version) is left out, as the registry's `advertised` does."""
+    ours = {key: (low, high) for key, low, high in advertised(levels)}
     if not release:
         return MappingProxyType(ours)
     theirs = RELEASES[release]

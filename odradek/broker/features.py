@@ -14,9 +14,11 @@ Odradek reports only what it implements: the same metadata.version (its api vers
 4.4's) and kraft.version ranges, `transaction.version` 0-2 finalized at the level the broker
 setting `transaction.version` selects (default 2, as Kafka 4.x formats new clusters; 1 or 0
 emulate an older cluster: clients then use the classic transaction protocol), and
-`group.version` 0-1 finalized at 1 (KIP-848 consumer groups, as Kafka 4.x). Features at
-level 0 only (share, streams, eligible leader replicas) are left out of both lists, as Kafka
-leaves out a feature whose highest supported level is 0.
+`group.version` 0-1 finalized at 1 (KIP-848 consumer groups, as Kafka 4.x) and
+`share.version` 0-2 finalized at 2 (KIP-932 share groups, as Kafka 4.4; the share apis are
+advertised only while it is above 0). Features at level 0 only (streams, eligible leader
+replicas) are left out of both lists, as Kafka leaves out a feature whose highest supported
+level is 0.
 
 The finalized-features epoch is the broker's start time in milliseconds: Kafka's is the
 metadata offset of the last change, and the Java client re-reads the levels only when the
@@ -35,12 +37,16 @@ METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
 TRANSACTION_VERSION = "transaction.version"
 GROUP_VERSION = "group.version"
+SHARE_VERSION = "share.version"
 
 # metadata.version 33 is Kafka 4.4.0's latest production level (7 is 3.3-IV3, the floor).
 METADATA_VERSION_MIN, METADATA_VERSION_LEVEL = 7, 33
 TRANSACTION_VERSION_MAX = 2  # TV2: epoch bump per transaction, implicit partition adds
 # 1: KIP-848 consumer groups (the group coordinator says which levels it serves).
 GROUP_VERSION_MAX = group_version_supported()[1]
+# 1: KIP-932 share groups (4.1); 2: Kafka 4.2+'s level (ShareFetch/ShareAcknowledge v2,
+# RENEW), finalized by default on a 4.4 cluster. At 0 the share apis are not advertised.
+SHARE_VERSION_MAX = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +61,7 @@ SUPPORTED: Mapping[str, FeatureRange] = MappingProxyType({
         KRAFT_VERSION: FeatureRange(0, 1),
         TRANSACTION_VERSION: FeatureRange(0, TRANSACTION_VERSION_MAX),
         GROUP_VERSION: FeatureRange(0, GROUP_VERSION_MAX),
+        SHARE_VERSION: FeatureRange(0, SHARE_VERSION_MAX),
     }.items() if rng.max_version > 0
 })
 
@@ -63,6 +70,7 @@ DEFAULT_LEVELS: Mapping[str, int] = MappingProxyType({
     METADATA_VERSION: METADATA_VERSION_LEVEL,
     TRANSACTION_VERSION: TRANSACTION_VERSION_MAX,
     GROUP_VERSION: GROUP_VERSION_MAX,
+    SHARE_VERSION: SHARE_VERSION_MAX,
 })
 
 

@@ -21,6 +21,8 @@ class HandlerEntry:
     module: str  # odradek.broker.api.<module>
     min_version: int
     max_version: int
+    # A feature (KIP-584) that must be finalized above 0 for the api to be advertised.
+    feature: str | None = None
 
 
 # Versions below each api's floor need the legacy message format (Produce v0-2, Fetch v0-3)
@@ -58,6 +60,17 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.OFFSET_DELETE: HandlerEntry("offset_delete", 0, 0),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: HandlerEntry("consumer_group_heartbeat", 0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: HandlerEntry("consumer_group_describe", 0, 1),
+    # KIP-932 share groups: Kafka 4.4 advertises v1+ (v0 was the early-access form).
+    ApiKey.SHARE_GROUP_HEARTBEAT: HandlerEntry("share_group_heartbeat", 1, 1, "share.version"),
+    ApiKey.SHARE_GROUP_DESCRIBE: HandlerEntry("share_group_describe", 1, 1, "share.version"),
+    ApiKey.SHARE_FETCH: HandlerEntry("share_fetch", 1, 2, "share.version"),
+    ApiKey.SHARE_ACKNOWLEDGE: HandlerEntry("share_acknowledge", 1, 2, "share.version"),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: HandlerEntry("describe_share_group_offsets", 0, 1,
+                                                      "share.version"),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: HandlerEntry("alter_share_group_offsets", 0, 0,
+                                                   "share.version"),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: HandlerEntry("delete_share_group_offsets", 0, 0,
+                                                    "share.version"),
     ApiKey.INIT_PRODUCER_ID: HandlerEntry("init_producer_id", 0, 5),
     # Transactions: the classic protocol and transactions v2 (KIP-890: Produce v12+,
     # EndTxn v5, TxnOffsetCommit v5+).
@@ -79,9 +92,13 @@ def supported_range(api_key: int) -> tuple[int, int] | None:
     return entry.min_version, min(entry.max_version, API_SPECS[api_key].max_stable_version)
 
 
-def advertised() -> Iterator[tuple[int, int, int]]:
-    """(api key, min version, max version) of every served api, by key: the ApiVersions list."""
+def advertised(levels: Mapping[str, int] | None = None) -> Iterator[tuple[int, int, int]]:
+    """(api key, min version, max version) of every served api, by key: the ApiVersions list.
+    With the finalized feature `levels`, an api whose feature is at 0 is left out."""
     for key in sorted(HANDLERS):
+        feature = HANDLERS[key].feature
+        if levels is not None and feature is not None and levels.get(feature, 0) <= 0:
+            continue
         rng = supported_range(key)
         if rng is not None and rng[0] <= rng[1]:
             yield key, rng[0], rng[1]

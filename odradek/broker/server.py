@@ -303,6 +303,7 @@ class Server:
         finally:
             if charged:
                 memory.charge(-charged)
+            self.broker.connection_closed(client)
 
 
 async def _watch_signals(scope: anyio.CancelScope, *,

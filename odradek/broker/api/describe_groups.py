@@ -10,7 +10,7 @@
 - Authorization (when an authorizer is on): GROUP DESCRIBE, else GROUP_AUTHORIZATION_FAILED.
 - A KIP-848 consumer group is described as Kafka 4 does at v0-5: state "Dead", no error, no
   members (ConsumerGroupDescribe describes it); v6: GROUP_ID_NOT_FOUND with "Group <id> is
-  not a classic group.".
+  not a classic group.". A KIP-932 share group likewise (ShareGroupDescribe describes it).
 - Not implemented yet: ACLs.
 """
 
@@ -45,7 +45,8 @@ async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> Describ
         error, message = d.error, None
         if ctx.api_version >= 6 and error == ErrorCode.NONE:
             group = ctx.groups.shard.groups.get(group_id)
-            if group is not None and group.consumer is not None:
+            if ((group is not None and group.consumer is not None)
+                    or group_id in ctx.groups.shard.share.groups):
                 error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a classic group."
             elif group is None or d.state == DEAD:
                 error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."

@@ -5,13 +5,18 @@
 - Key type 0 (group) creates `__consumer_offsets` on first use, as Kafka does, so the group
   coordinator can write; if that fails the key gets COORDINATOR_NOT_AVAILABLE. Key type 1
   (transaction) is answered without touching `__transaction_state` (its coordinator creates
-  it). Key type 2 (share) and unknown types: INVALID_REQUEST.
+  it). Key type 2 (share, v6+: a "group:topicId:partition" key, asked by brokers for
+  KIP-932's share coordinator; another form is INVALID_REQUEST) creates `__share_group_state` as Kafka's does. Unknown key
+  types: INVALID_REQUEST.
 - v0-3 look up one `key`; v4+ look up the batched `coordinator_keys`, each with its own error.
 - v1-3 carry Kafka's error message ("NONE" on success, as Kafka sends). Not implemented yet:
-  share-group coordinators (KIP-932), ACLs.
+  ACLs.
 """
 
 from __future__ import annotations
+
+import base64
+import binascii
 
 from odradek.broker.api._auth import Op, group_allowed, txn_allowed
 from odradek.broker.context import RequestContext
@@ -23,6 +28,18 @@ from odradek.wire._generated.find_coordinator import (
 
 KEY_GROUP = 0
 KEY_TRANSACTION = 1
+KEY_SHARE = 2
+
+
+def _share_key_ok(key: str) -> bool:
+    """Kafka's SharePartitionKey form: group, a base64 topic id and a partition number."""
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0] or not parts[2].isdigit():
+        return False
+    try:
+        return len(base64.urlsafe_b64decode(parts[1] + "==")) == 16
+    except (ValueError, binascii.Error):
+        return False
 
 
 def _lookup(ctx: RequestContext, key_type: int, key: str) -> ErrorCode:
@@ -35,6 +52,11 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> ErrorCode:
         return ErrorCode.NONE if ok else ErrorCode.COORDINATOR_NOT_AVAILABLE
     if key_type == KEY_TRANSACTION:
         return ErrorCode.NONE
+    if key_type == KEY_SHARE:
+        if not _share_key_ok(key):
+            return ErrorCode.INVALID_REQUEST
+        ok = ctx.share.ensure_topic()
+        return ErrorCode.NONE if ok else ErrorCode.COORDINATOR_NOT_AVAILABLE
     return ErrorCode.INVALID_REQUEST
 
 

@@ -39,6 +39,8 @@ from odradek.coordinator.common import Clock, Outbox, Pending, Timers, Write
 from odradek.coordinator.group.consumer import records as consumer_records
 from odradek.coordinator.group.consumer.coordinator import (
     ConsumerConfig,
+    HeartbeatRequest,
+    HeartbeatResult,
     NoTopics,
     TopicsView,
 )
@@ -80,6 +82,15 @@ from odradek.coordinator.group.state import (
     HEARTBEAT_ANSWER,
     SYNC_ANSWER,
     GroupState,
+)
+from odradek.coordinator.share import records as share_records
+from odradek.coordinator.share.group import (
+    Outcome as ShareOutcome,
+)
+from odradek.coordinator.share.group import (
+    ShareGroupConfig,
+    ShareGroups,
+    ShareHeartbeatRequest,
 )
 from odradek.wire import ErrorCode, ProtocolError
 from odradek.wire._generated.data import ConsumerProtocolAssignment, ConsumerProtocolSubscription
@@ -195,7 +206,8 @@ class GroupCoordinator(MigrationOps):
                  new_uuid: Callable[[], str] = lambda: str(uuid.uuid4()),
                  log: Callable[..., None] = _no_log,
                  consumer_config: ConsumerConfig | None = None,
-                 topics: TopicsView | None = None) -> None:
+                 topics: TopicsView | None = None,
+                 share_config: ShareGroupConfig | None = None) -> None:
         self.config = config
         self.consumer_config = consumer_config or ConsumerConfig()
         self.topics = topics or NoTopics()
@@ -207,6 +219,16 @@ class GroupCoordinator(MigrationOps):
         self.outbox = Outbox()
         self._loader: _Loader | None = None
         self._timers.set(("expire",), clock.now_ms() + config.offsets_retention_check_interval_ms)
+        # KIP-932 share groups live beside the classic and consumer groups (their records,
+        # types 10-15, share __consumer_offsets); a group id names one kind of group only.
+        self.share = ShareGroups(share_config or ShareGroupConfig(), self.topics,
+                                 other_group=self._taken_by_other_kind)
+        # Told of every share member that left or timed out (the broker releases the
+        # records it holds in every share-partition).
+        self.on_share_member_removed: Callable[[str, str], None] = lambda _g, _m: None
+        # Told of a deleted share group and its topics (the broker deletes their state).
+        self.on_share_group_deleted: Callable[[str, set[uuid.UUID]], None] = (
+            lambda _g, _t: None)
 
     # -- runtime interface ----------------------------------------------------------------------
 
@@ -214,7 +236,12 @@ class GroupCoordinator(MigrationOps):
         return self._clock.now_ms()
 
     def next_deadline(self) -> int | None:
-        return self._timers.next_deadline()
+        own, share = self._timers.next_deadline(), self.share.next_deadline()
+        return share if own is None else own if share is None else min(own, share)
+
+    def _taken_by_other_kind(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and not group.is_(D)
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.config.offsets_topic_partitions)
@@ -222,6 +249,12 @@ class GroupCoordinator(MigrationOps):
     def on_timer(self, now: int | None = None) -> None:
         """Fire every timer due at `now` (default: the clock)."""
         now = self.now() if now is None else now
+        for outcome in self.share.on_timer(now):
+            self._write_share(outcome, lambda _error: None)
+            for record in outcome.records:
+                k = share_records.parse_key(record[0])
+                if k.record_type == share_records.MEMBER_METADATA and record[1] is None:
+                    self.on_share_member_removed(k.group, k.member_id)
         while (key := self._timers.pop_due(now)) is not None:
             kind = key[0]
             if kind in ("cg-session", "cg-rebalance", "cg-regex", "cg-join", "cg-sync"):
@@ -250,10 +283,18 @@ class GroupCoordinator(MigrationOps):
 
     # -- JoinGroup ----------------------------------------------------------------------------
 
+    def consumer_group_heartbeat(self, req: HeartbeatRequest) -> Pending[HeartbeatResult]:
+        if req.group_id in self.share.groups:  # a share group's id: not a consumer group
+            return Pending.resolved(HeartbeatResult(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group."))
+        return super().consumer_group_heartbeat(req)
+
     def join_group(self, req: JoinRequest) -> Pending[JoinResult]:
         now = self.now()
         if not req.group_id:
             return _join_error(ErrorCode.INVALID_GROUP_ID, req.member_id)
+        if req.group_id in self.share.groups:  # a share group's id: no classic member joins
+            return _join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
         if not (self.config.min_session_timeout_ms <= req.session_timeout_ms
                 <= self.config.max_session_timeout_ms):
             return _join_error(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id)
@@ -1084,6 +1125,61 @@ class GroupCoordinator(MigrationOps):
 
     # -- group admin ----------------------------------------------------------------------------
 
+    # -- share groups (KIP-932) -------------------------------------------------------------------
+
+    def share_group_heartbeat(self, req: ShareHeartbeatRequest) -> Pending[ShareOutcome]:
+        """A ShareGroupHeartbeat, answered once its records are written (on a failed write
+        the group is restored and the answer is COORDINATOR_NOT_AVAILABLE, as Kafka maps
+        a failed append)."""
+        outcome = self.share.heartbeat(req, self.now())
+        pending: Pending[ShareOutcome] = Pending()
+
+        def written(error: ErrorCode) -> None:
+            if error != ErrorCode.NONE:
+                outcome.result.error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+                outcome.result.message = None
+                outcome.initialize = {}
+            pending.resolve(outcome)
+
+        if req.member_epoch == -1 and outcome.result.error == ErrorCode.NONE:
+            self.on_share_member_removed(req.group_id, req.member_id)
+        self._write_share(outcome, written)
+        return pending
+
+    def share_initialize_done(self, group_id: str, topics: dict[uuid.UUID, frozenset[int]],
+                              ok: bool) -> None:
+        """The share coordinator initialised (or failed to) these share-partitions."""
+        outcome = (self.share.initialize_done(group_id, topics) if ok
+                   else self.share.initialize_failed(group_id, topics))
+        self._write_share(outcome, lambda _error: None)
+
+    def share_forget_topics(self, group_id: str,
+                            topic_ids: set[uuid.UUID]) -> Pending[ErrorCode]:
+        """DeleteShareGroupOffsets' group half: the topics leave the group's share-partition
+        metadata (written before the answer)."""
+        pending: Pending[ErrorCode] = Pending()
+        outcome = self.share.forget_topics(group_id, topic_ids)
+        if outcome.result.error != ErrorCode.NONE:
+            pending.resolve(outcome.result.error)
+            return pending
+        self._write_share(outcome, pending.resolve)
+        return pending
+
+    def _write_share(self, outcome: ShareOutcome, done: Callable[[ErrorCode], None]) -> None:
+        if not outcome.records:
+            done(ErrorCode.NONE)
+            return
+        gid = outcome.group_id
+
+        def appended(error: ErrorCode, _offset: int) -> None:
+            if error != ErrorCode.NONE:
+                self._log("share group write failed", group=gid, error=error.name)
+                self.share.restore(gid, outcome.snapshot)
+            done(error)
+
+        self.outbox.write(Write(OFFSETS_TOPIC, self.partition_for(gid), list(outcome.records),
+                                appended))
+
     def describe_group(self, group_id: str) -> GroupDescription:
         group = self.groups.get(group_id)
         if group is None or group.consumer is not None:
@@ -1104,6 +1200,10 @@ class GroupCoordinator(MigrationOps):
         wanted_states = {s.lower().strip() for s in states}
         wanted_types = {t.lower().strip() for t in types}
         out = []
+        for gid, sg in self.share.groups.items():
+            if ((not wanted_states or sg.state.value.lower() in wanted_states)
+                    and (not wanted_types or "share" in wanted_types)):
+                out.append(GroupOverview(gid, "share", sg.state.value, "share"))
         for g in self.groups.values():
             if g.is_(D):
                 continue
@@ -1125,7 +1225,9 @@ class GroupCoordinator(MigrationOps):
         eligible: list[Group] = []
         for gid in group_ids:
             group = self.groups.get(gid)
-            if group is None or group.is_(D):
+            if (group is None or group.is_(D)) and gid in self.share.groups:
+                results[gid] = self._delete_share_group(gid)
+            elif group is None or group.is_(D):
                 results[gid] = ErrorCode.GROUP_ID_NOT_FOUND
             elif group.consumer is not None and not group.consumer.is_empty:
                 results[gid] = ErrorCode.NON_EMPTY_GROUP
@@ -1139,6 +1241,31 @@ class GroupCoordinator(MigrationOps):
             for group in eligible:
                 results[group.group_id] = ErrorCode.NONE
         return results
+
+    def _delete_share_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups of an empty share group: tombstones for its records, and its
+        share-partition states go (`on_share_group_deleted`, Kafka's DeleteShareGroupState)."""
+        group = self.share.groups[group_id]
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        r = share_records
+        tombstones = [r.tombstone(r.STATE_PARTITION_METADATA, group_id),
+                      r.tombstone(r.TARGET_METADATA, group_id),
+                      r.tombstone(r.GROUP_METADATA, group_id)]
+        snapshot = group.copy()
+        topics = {t for t, _ in group.state_partitions.initialized.items()} | {
+            t for t, _ in group.state_partitions.initializing.items()}
+        del self.share.groups[group_id]
+
+        def appended(error: ErrorCode, _offset: int) -> None:
+            if error != ErrorCode.NONE:
+                self.share.restore(group_id, snapshot)
+            else:
+                self.on_share_group_deleted(group_id, topics)
+
+        self.outbox.write(Write(OFFSETS_TOPIC, self.partition_for(group_id), tombstones,
+                                appended))
+        return ErrorCode.NONE
 
     def _add_group(self, group_id: str, now: int) -> Group:
         group = Group(group_id, E, now)
@@ -1217,6 +1344,8 @@ class GroupCoordinator(MigrationOps):
                 else:
                     loader.groups[key.group] = parse_group_value(record.value)
                     loader.removed.discard(key.group)
+            elif key.version in share_records.KEY_TYPES:
+                self.share.replay(record.key, record.value)
             elif key.version in consumer_records.KEY_TYPES:
                 self._replay_consumer(loader, key, record.key, record.value)
             else:
@@ -1276,6 +1405,7 @@ class GroupCoordinator(MigrationOps):
                 # Members of a loaded group keep their ids: they get a session to come back.
                 self._schedule_heartbeat(group, member, now)
         self.schedule_loaded_consumer_members(now)
+        self.share.finish_load(now)
         # Every topic is new to a freshly loaded coordinator (as Kafka's first metadata image):
         # resolved regexes are refreshed at their groups' next heartbeats.
         self.topics_created(now)

@@ -38,12 +38,14 @@ and returns them in `Outcome.initialize` for the caller to send as InitializeSha
 assigns them), `initialize_failed` forgets them so the next heartbeat asks again. So a new
 member's first answer has an empty assignment, as on Kafka.
 
+Hosted by the group coordinator shard (`coordinator/group/coordinator.py`: share records sit
+in __consumer_offsets beside the consumer-group ones; DeleteGroups and ListGroups there).
+
 Not implemented yet: retrying initialisations left pending (`initializing()` lists them;
 Kafka retries after group.share.initialize.retry.interval.ms), deleting the state of topics
 no longer subscribed (DeleteShareGroupState, deletingTopics), per-group configs,
-ShareGroupDescribe's authorized operations, DeleteGroups and the offsets admin apis, hosting
-in the group coordinator shard (share records sit in __consumer_offsets beside the
-consumer-group ones).
+ShareGroupDescribe's authorized operations, AlterShareGroupOffsets and
+DeleteShareGroupOffsets.
 """
 
 from __future__ import annotations
@@ -563,6 +565,28 @@ class ShareGroups:
                 old = initialized.get(topic_id, (name, frozenset()))[1]
                 initialized[topic_id] = (name, old | moved)
         new = replace(md, initializing=initializing, initialized=initialized)
+        if new == md:
+            return Outcome(ShareHeartbeatResult(ErrorCode.NONE), [], None, group_id)
+        snapshot = group.copy()
+        changes = _Changes(group)
+        changes.add(rec.state_partition_metadata_record(group_id, new))
+        return Outcome(ShareHeartbeatResult(ErrorCode.NONE), changes.records, snapshot,
+                       group_id)
+
+    def forget_topics(self, group_id: str, topic_ids: set[uuid.UUID]) -> Outcome:
+        """DeleteShareGroupOffsets: these topics' share-partitions are neither initialised
+        nor initialising any more (their state is deleted; a later subscription starts them
+        over)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return Outcome(ShareHeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND,
+                                                f"Share group {group_id} not found."),
+                           [], None, group_id)
+        md = group.state_partitions
+        new = replace(md, initialized={t: v for t, v in md.initialized.items()
+                                       if t not in topic_ids},
+                      initializing={t: v for t, v in md.initializing.items()
+                                    if t not in topic_ids})
         if new == md:
             return Outcome(ShareHeartbeatResult(ErrorCode.NONE), [], None, group_id)
         snapshot = group.copy()

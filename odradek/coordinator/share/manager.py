@@ -18,9 +18,10 @@ Every operation returns the `StateUpdate`s to persist with their keys, in a stab
 the caller writes them through the share coordinator (`state.ShareStateStore.write_state`)
 and answers once they are written, restoring `copy_of(key)` snapshots if a write fails.
 
-Not implemented yet: reading the log (the broker passes the fetched batches to
-`SharePartition.acquire`), the fetch purgatory, removing the share-partitions of deleted
-topics or groups.
+The broker's share coordinator shard (`coordinator.py`) holds one and persists what it
+returns; the ShareFetch handler reads the log and passes the batches to `acquire`.
+
+Not implemented yet: removing the share-partitions of deleted topics.
 """
 
 from __future__ import annotations

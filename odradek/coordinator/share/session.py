@@ -26,9 +26,11 @@ and advances it.
 A session also remembers the connection it was opened on, so the broker can drop the
 sessions of a closed connection (`remove_connection`, as Kafka 4.1+ does).
 
-Not implemented yet: the broker side (parking ShareFetch until MinBytes/MaxWaitMs, building
-responses from the context), sessions held by members that left the group (the group
-coordinator's leave should call `remove`).
+The broker side is `broker/api/share_fetch.py` / `share_acknowledge.py` (parking, responses)
+and `coordinator.py` (the cache lives in the share coordinator shard).
+
+Not implemented yet: dropping the session of a member that left the group (its records are
+released; the session goes with its connection or its next epoch -1).
 """
 
 from __future__ import annotations

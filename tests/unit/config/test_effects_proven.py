@@ -39,6 +39,9 @@ CLEANER = f"{STORAGE}/test_cleaner.py"
 LOG = f"{STORAGE}/test_storage_log.py"
 RESOURCES = "tests/integration/test_resources.py"
 FAULTS = "tests/integration/test_fault_injection.py"
+SHARE = f"{API}/test_share_handlers.py"
+SHARE_SETTINGS = "test_the_configured_heartbeat_interval_session_timeout_and_max_size"
+SNAPSHOT_CADENCE = "test_first_write_is_a_snapshot_then_updates_then_a_snapshot_again"
 
 TOPIC: dict[str, tuple[str, ...]] = {
     "cleanup.policy": (
@@ -216,6 +219,22 @@ BROKER: dict[str, tuple[str, ...]] = {
     "offsets.topic.segment.bytes": (
         WIRED, INTERNAL_TOPICS,
         "tests/integration/test_compaction.py::test_consumer_offsets_shrink_after_many_commits"),
+    "group.share.session.timeout.ms": (WIRED, f"{SHARE}::{SHARE_SETTINGS}"),
+    "group.share.heartbeat.interval.ms": (WIRED, f"{SHARE}::{SHARE_SETTINGS}"),
+    "group.share.max.size": (WIRED, f"{SHARE}::{SHARE_SETTINGS}"),
+    "group.share.record.lock.duration.ms": (
+        WIRED, f"{SHARE}::test_the_configured_lock_duration_expires_acquired_records"),
+    "group.share.delivery.count.limit": (
+        WIRED, f"{SHARE}::test_the_configured_delivery_limit_archives"),
+    "group.share.partition.max.record.locks": (
+        WIRED, f"{SHARE}::test_the_configured_partition_record_locks_bound_acquisition"),
+    "group.share.max.share.sessions": (WIRED, f"{SHARE}::test_the_configured_share_session_limit"),
+    "share.coordinator.snapshot.update.records.per.snapshot": (
+        WIRED, "tests/unit/coordinator/share/test_share_state.py::" + SNAPSHOT_CADENCE),
+    "share.coordinator.state.topic.num.partitions": (
+        WIRED, INTERNAL_TOPICS,
+        f"{SHARE}::test_delivery_limit_archives_and_state_survives_a_reopen"),
+    "share.coordinator.state.topic.segment.bytes": (WIRED, INTERNAL_TOPICS),
     "group.consumer.session.timeout.ms": (
         WIRED,
         f"{GROUP}/test_consumer_group.py::test_the_configured_session_timeout_expires_a_silent_member",

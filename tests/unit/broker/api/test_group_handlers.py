@@ -140,6 +140,13 @@ def test_find_coordinator_key_types(broker: Broker) -> None:
                  FindCoordinatorRequest(key_type=2, coordinator_keys=["s"]))
     assert share.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
     assert share.coordinators[0].node_id == -1
+    # A share-partition key "group:topicId:partition" (KIP-932): this node, and
+    # __share_group_state is created as Kafka's share coordinator creates it.
+    share = call(broker, ApiKey.FIND_COORDINATOR, 6,
+                 FindCoordinatorRequest(key_type=2, coordinator_keys=["g:AAAAAAAAAAAAAAAAAAAAAQ:0"]))
+    assert (share.coordinators[0].error_code, share.coordinators[0].node_id) == (
+        ErrorCode.NONE, broker.node_id)
+    assert broker.cluster.get("__share_group_state") is not None
 
 
 # -- membership ---------------------------------------------------------------------------------

@@ -115,6 +115,14 @@ def _consumer(attr: str) -> Getter:
     return lambda b: getattr(b.groups.shard.consumer_config, attr)
 
 
+def _share_group(attr: str) -> Getter:
+    return lambda b: getattr(b.groups.shard.share.config, attr)
+
+
+def _share_partition(attr: str) -> Getter:
+    return lambda b: getattr(b.share.shard.partition_config, attr)
+
+
 def _txn(attr: str) -> Getter:
     return lambda b: getattr(b.transactions.shard.config, attr)
 
@@ -145,6 +153,20 @@ WIRED: dict[str, tuple[str, Getter, Any]] = {
     "group.consumer.regex.refresh.interval.ms": ("60000", _consumer("regex_refresh_interval_ms"),
                                                  60000),
     "group.consumer.migration.policy": ("DISABLED", _consumer("migration_policy"), "disabled"),
+    "group.share.session.timeout.ms": ("50000", _share_group("session_timeout_ms"), 50000),
+    "group.share.heartbeat.interval.ms": ("6000", _share_group("heartbeat_interval_ms"), 6000),
+    "group.share.max.size": ("9", _share_group("max_size"), 9),
+    "group.share.record.lock.duration.ms": ("20000", _share_partition("record_lock_duration_ms"),
+                                            20000),
+    "group.share.delivery.count.limit": ("3", _share_partition("delivery_count_limit"), 3),
+    "group.share.partition.max.record.locks": ("100", _share_partition("max_record_locks"), 100),
+    "group.share.max.share.sessions": ("7", lambda b: b.share.shard.sessions.max_sessions, 7),
+    "share.coordinator.snapshot.update.records.per.snapshot": (
+        "10", lambda b: b.share.shard.store.updates_per_snapshot, 10),
+    "share.coordinator.state.topic.num.partitions": (
+        "3", lambda b: b.share.shard.state_partitions, 3),
+    "share.coordinator.state.topic.segment.bytes": ("4096", _internal_segment_bytes("share"),
+                                                    4096),
     "transaction.max.timeout.ms": ("60000", _txn("max_timeout_ms"), 60000),
     "transactional.id.expiration.ms": ("120000", _txn("id_expiration_ms"), 120000),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": (
@@ -338,6 +360,8 @@ def test_log_dir_and_log_dirs_are_where_partitions_live(tmp_path: Path) -> None:
                                       "offsets.topic.segment.bytes": "4096"}),
     ("transactions", "__transaction_state", {"transaction.state.log.num.partitions": "4",
                                              "transaction.state.log.segment.bytes": "8192"}),
+    ("share", "__share_group_state", {"share.coordinator.state.topic.num.partitions": "3",
+                                      "share.coordinator.state.topic.segment.bytes": "8192"}),
 ])
 def test_internal_topics_are_created_with_their_settings(
         tmp_path: Path, runtime: str, topic: str, settings: dict[str, str]) -> None:

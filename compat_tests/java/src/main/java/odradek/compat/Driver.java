@@ -1222,6 +1222,28 @@ public final class Driver {
             ends, openAtKill, positioned, second, visible);
     }
 
+    // ------------------------------------------------------------------ share groups
+
+    /** KIP-932 scenarios live in ShareScenarios, compiled against kafka-clients 4.4 only
+     *  (target/share-classes, on the java-4.4 classpath): called by reflection so this class
+     *  still compiles against 3.9. */
+    String shareScenario(String name) throws Exception {
+        Class<?> c;
+        try {
+            c = Class.forName("odradek.compat.ShareScenarios");
+        } catch (ClassNotFoundException e) {
+            throw new ScenarioFailed("share scenarios need kafka-clients 4.0+ (KafkaShareConsumer); not built for " + client);
+        }
+        try {
+            return (String) c.getMethod("run", String.class, String.class, String.class, double.class)
+                .invoke(null, name, bootstrap, prefix, remainingMs() / 1000.0);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            Throwable t = e.getCause();
+            if (t instanceof IllegalStateException) throw new ScenarioFailed(t.getMessage());
+            throw (t instanceof Exception) ? (Exception) t : e;
+        }
+    }
+
     // ------------------------------------------------------------------ main
 
     Scenario lookup(String name) {
@@ -1252,6 +1274,10 @@ public final class Driver {
             case "cli-dump-log-segments": return this::cliDumpLogSegments;
             case "streams-eos": return this::streamsEos;
             case "txn-copier": return this::txnCopier;
+            case "share-group-split":
+            case "share-group-redelivery":
+            case "share-group-archive":
+            case "cli-share-groups": return () -> shareScenario(name);
             default: return null;
         }
     }

@@ -1,0 +1,63 @@
+"""AlterShareGroupOffsets (key 91), version 0: set a share group's start offsets (KIP-932;
+`kafka-share-groups.sh --reset-offsets`).
+
+- Top level: GROUP_ID_NOT_FOUND for an unknown id or one of a classic or consumer group;
+  NON_EMPTY_GROUP while the share group has members ("The group is not empty."), as Kafka.
+- Per partition: UNKNOWN_TOPIC_OR_PARTITION for an unknown topic or partition; otherwise the
+  share-partition gets a fresh state in `__share_group_state` at the next state epoch,
+  starting at the given offset (nothing in flight, delivery counts gone), and is rebuilt
+  from it at the next ShareFetch.
+- Not implemented yet: a start offset of -1 (Kafka: resolved by share.auto.offset.reset),
+  ACLs.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from odradek.broker.context import RequestContext
+from odradek.coordinator.share.state import SharePartitionKey
+from odradek.wire import ErrorCode
+from odradek.wire._generated.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+)
+
+Resp = AlterShareGroupOffsetsResponse
+
+
+async def handle(ctx: RequestContext,
+                 request: AlterShareGroupOffsetsRequest) -> AlterShareGroupOffsetsResponse:
+    gid = request.group_id
+    error, message, group = await ctx.groups.read(lambda g: g.share.describe(gid))
+    if group is None:
+        return AlterShareGroupOffsetsResponse(error_code=error, error_message=message)
+    if group.members:
+        return AlterShareGroupOffsetsResponse(error_code=ErrorCode.NON_EMPTY_GROUP,
+                                              error_message="The group is not empty.")
+    now = ctx.clock.now_ms()
+    topics = []
+    for t in request.topics:
+        topic = ctx.cluster.get(t.topic_name)
+        parts = []
+        for p in t.partitions:
+            if topic is None or not 0 <= p.partition_index < topic.partitions:
+                parts.append(Resp.AlterShareGroupOffsetsResponsePartition(
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    error_message="This server does not host this topic-partition."))
+                continue
+            if p.start_offset < 0:
+                parts.append(Resp.AlterShareGroupOffsetsResponsePartition(
+                    partition_index=p.partition_index, error_code=ErrorCode.INVALID_REQUEST,
+                    error_message="The start offset must not be negative."))
+                continue
+            key = SharePartitionKey(gid, topic.topic_id, p.partition_index)
+            code = await ctx.share.wait(
+                lambda s, key=key, start=p.start_offset: s.alter_start_offset(key, start, now))  # type: ignore[misc]
+            parts.append(Resp.AlterShareGroupOffsetsResponsePartition(
+                partition_index=p.partition_index, error_code=code))
+        topics.append(Resp.AlterShareGroupOffsetsResponseTopic(
+            topic_name=t.topic_name, topic_id=topic.topic_id if topic else uuid.UUID(int=0),
+            partitions=parts))
+    return AlterShareGroupOffsetsResponse(responses=topics)
