@@ -163,7 +163,7 @@ def ready_topics() -> Topics:
 def test_join_before_internal_topics_exist_asks_for_them() -> None:
     topics = Topics(input=2)
     co = StreamsCoordinator(topics=topics)
-    records, r = co.heartbeat(join("m1"), 0)
+    _, r = co.heartbeat(join("m1"), 0)
     assert r.error == ErrorCode.NONE and r.member_epoch == 1
     assert [s.code for s in r.statuses] == [MISSING_INTERNAL_TOPICS]
     assert {t.name: t.partitions for t in r.create_topics} == {"app-changelog": 2,
