@@ -47,6 +47,7 @@ from odradek.coordinator.group.consumer.assignors import parse_assignors
 from odradek.coordinator.group.consumer.coordinator import ConsumerConfig
 from odradek.coordinator.group.coordinator import JOIN_SETTLE_MS, GroupConfig, GroupCoordinator
 from odradek.coordinator.group.records import OFFSETS_TOPIC
+from odradek.coordinator.streams.coordinator import StreamsConfig
 from odradek.coordinator.txn.coordinator import TransactionCoordinator, TxnConfig
 from odradek.coordinator.txn.log_format import TRANSACTION_STATE_TOPIC
 
@@ -185,6 +186,12 @@ class Broker:
                 regex_refresh_interval_ms=cfg.get_int("group.consumer.regex.refresh.interval.ms"),
                 migration_policy=cfg.get_str("group.consumer.migration.policy").lower(),
                 assignment_interval_ms=cfg.get_int("group.consumer.assignment.interval.ms"),
+            ),
+            streams_config=StreamsConfig(
+                session_timeout_ms=cfg.get_int("group.streams.session.timeout.ms"),
+                heartbeat_interval_ms=cfg.get_int("group.streams.heartbeat.interval.ms"),
+                num_standby_replicas=cfg.get_int("group.streams.num.standby.replicas"),
+                max_size=cfg.get_int("group.streams.max.size"),
             ),
             topics=_ClusterTopics(self.cluster))
         return CoordinatorRuntime("group", shard, topic, self.partitions, self.cluster, self)

@@ -14,9 +14,10 @@ Odradek reports only what it implements: the same metadata.version (its api vers
 4.4's) and kraft.version ranges, `transaction.version` 0-2 finalized at the level the broker
 setting `transaction.version` selects (default 2, as Kafka 4.x formats new clusters; 1 or 0
 emulate an older cluster: clients then use the classic transaction protocol), and
-`group.version` 0-1 finalized at 1 (KIP-848 consumer groups, as Kafka 4.x). Features at
-level 0 only (share, streams, eligible leader replicas) are left out of both lists, as Kafka
-leaves out a feature whose highest supported level is 0.
+`group.version` 0-1 finalized at 1 (KIP-848 consumer groups, as Kafka 4.x), `streams.version`
+0-1 finalized at 1 (KIP-1071 streams groups; the StreamsGroup apis are advertised only while
+it is finalized, as Kafka's). Features at level 0 only (share, eligible leader replicas) are
+left out of both lists, as Kafka leaves out a feature whose highest supported level is 0.
 
 The finalized-features epoch is the broker's start time in milliseconds: Kafka's is the
 metadata offset of the last change, and the Java client re-reads the levels only when the
@@ -35,6 +36,7 @@ METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
 TRANSACTION_VERSION = "transaction.version"
 GROUP_VERSION = "group.version"
+STREAMS_VERSION = "streams.version"  # 1: KIP-1071 streams groups (StreamsGroupHeartbeat)
 
 # metadata.version 33 is Kafka 4.4.0's latest production level (7 is 3.3-IV3, the floor).
 METADATA_VERSION_MIN, METADATA_VERSION_LEVEL = 7, 33
@@ -55,6 +57,7 @@ SUPPORTED: Mapping[str, FeatureRange] = MappingProxyType({
         KRAFT_VERSION: FeatureRange(0, 1),
         TRANSACTION_VERSION: FeatureRange(0, TRANSACTION_VERSION_MAX),
         GROUP_VERSION: FeatureRange(0, GROUP_VERSION_MAX),
+        STREAMS_VERSION: FeatureRange(0, 1),
     }.items() if rng.max_version > 0
 })
 
@@ -63,6 +66,7 @@ DEFAULT_LEVELS: Mapping[str, int] = MappingProxyType({
     METADATA_VERSION: METADATA_VERSION_LEVEL,
     TRANSACTION_VERSION: TRANSACTION_VERSION_MAX,
     GROUP_VERSION: GROUP_VERSION_MAX,
+    STREAMS_VERSION: 1,
 })
 
 

@@ -68,6 +68,15 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.DESCRIBE_PRODUCERS: HandlerEntry("describe_producers", 0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: HandlerEntry("describe_transactions", 0, 0),
     ApiKey.LIST_TRANSACTIONS: HandlerEntry("list_transactions", 0, 2),
+    # Streams groups (KIP-1071), advertised while `streams.version` is finalized (FEATURE_GATES).
+    ApiKey.STREAMS_GROUP_HEARTBEAT: HandlerEntry("streams_group_heartbeat", 0, 1),
+    ApiKey.STREAMS_GROUP_DESCRIBE: HandlerEntry("streams_group_describe", 0, 1),
+})
+
+# Apis a Kafka 4.4 broker advertises only while a feature is finalized at level 1 or more.
+FEATURE_GATES: Mapping[int, str] = MappingProxyType({
+    ApiKey.STREAMS_GROUP_HEARTBEAT: "streams.version",
+    ApiKey.STREAMS_GROUP_DESCRIBE: "streams.version",
 })
 
 
@@ -79,9 +88,14 @@ def supported_range(api_key: int) -> tuple[int, int] | None:
     return entry.min_version, min(entry.max_version, API_SPECS[api_key].max_stable_version)
 
 
-def advertised() -> Iterator[tuple[int, int, int]]:
-    """(api key, min version, max version) of every served api, by key: the ApiVersions list."""
+def advertised(levels: Mapping[str, int] | None = None) -> Iterator[tuple[int, int, int]]:
+    """(api key, min version, max version) of every served api, by key: the ApiVersions list.
+    `levels` (the finalized features) leaves out the apis of features at level 0; without
+    it every api is listed."""
     for key in sorted(HANDLERS):
+        gate = FEATURE_GATES.get(key)
+        if levels is not None and gate is not None and levels.get(gate, 0) < 1:
+            continue
         rng = supported_range(key)
         if rng is not None and rng[0] <= rng[1]:
             yield key, rng[0], rng[1]

@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from odradek.broker.context import RequestContext
 from odradek.broker.registry import advertised
@@ -33,9 +34,9 @@ from odradek.wire._generated.api_versions import ApiVersionsRequest, ApiVersions
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-def _api_list() -> list[ApiVersionsResponse.ApiVersion]:
+def _api_list(levels: Mapping[str, int] | None = None) -> list[ApiVersionsResponse.ApiVersion]:
     return [ApiVersionsResponse.ApiVersion(api_key=key, min_version=low, max_version=high)
-            for key, low, high in advertised()]
+            for key, low, high in advertised(levels)]
 
 
 def unsupported_version_response() -> ApiVersionsResponse:
@@ -81,5 +82,5 @@ async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersion
         error = _target_error(ctx, request)
         if error is not None:
             return ApiVersionsResponse(error_code=error)
-    return _with_features(ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=_api_list()),
-                          ctx)
+    return _with_features(ApiVersionsResponse(error_code=ErrorCode.NONE,
+                                              api_keys=_api_list(ctx.features.levels)), ctx)

@@ -29,13 +29,14 @@ but never sent SyncGroup, ("expire",) the periodic offset-retention pass.
 
 from __future__ import annotations
 
+import copy
 import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from odradek.coordinator.common import Clock, Outbox, Pending, Timers, Write
+from odradek.coordinator.common import Clock, KeyValue, Outbox, Pending, Timers, Write
 from odradek.coordinator.group.consumer import records as consumer_records
 from odradek.coordinator.group.consumer.coordinator import (
     ConsumerConfig,
@@ -81,6 +82,14 @@ from odradek.coordinator.group.state import (
     SYNC_ANSWER,
     GroupState,
 )
+from odradek.coordinator.streams import records as streams_records
+from odradek.coordinator.streams.coordinator import (
+    DescribedStreamsGroup,
+    StreamsConfig,
+    StreamsCoordinator,
+)
+from odradek.coordinator.streams.coordinator import HeartbeatRequest as StreamsHeartbeatRequest
+from odradek.coordinator.streams.coordinator import HeartbeatResult as StreamsHeartbeatResult
 from odradek.wire import ErrorCode, ProtocolError
 from odradek.wire._generated.data import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from odradek.wire._generated.internal import GroupMetadataValue
@@ -107,6 +116,14 @@ _I16 = struct.Struct(">h")
 EMPTY_CONSUMER_ASSIGNMENT = _I16.pack(0) + b"".join(ConsumerProtocolAssignment().encode(0))
 
 TimerKey = tuple[str, ...]
+
+# How a failed append answers a streams heartbeat (as for consumer groups).
+_STREAMS_WRITE_ERRORS = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,10 +212,13 @@ class GroupCoordinator(MigrationOps):
                  new_uuid: Callable[[], str] = lambda: str(uuid.uuid4()),
                  log: Callable[..., None] = _no_log,
                  consumer_config: ConsumerConfig | None = None,
-                 topics: TopicsView | None = None) -> None:
+                 topics: TopicsView | None = None,
+                 streams_config: StreamsConfig | None = None) -> None:
         self.config = config
         self.consumer_config = consumer_config or ConsumerConfig()
         self.topics = topics or NoTopics()
+        # Streams groups (KIP-1071) share the shard and the group-id namespace.
+        self.streams = StreamsCoordinator(streams_config, self.topics)
         self._clock = clock
         self._new_uuid = new_uuid
         self._log = log
@@ -226,6 +246,10 @@ class GroupCoordinator(MigrationOps):
             kind = key[0]
             if kind in ("cg-session", "cg-rebalance", "cg-regex", "cg-join", "cg-sync"):
                 self.on_consumer_timer(key)
+                continue
+            if kind == "sg-expire":
+                self._write_streams(self.streams.expire(now), None)
+                self._schedule_streams()
                 continue
             if kind == "expire":
                 self._timers.set(("expire",), now + self.config.offsets_retention_check_interval_ms)
@@ -1183,6 +1207,68 @@ class GroupCoordinator(MigrationOps):
     def begin_load(self) -> None:
         self._loader = _Loader()
 
+    # -- streams groups (KIP-1071; the logic is coordinator/streams) --------------------------
+
+    def _schedule_streams(self) -> None:
+        deadlines = [*self.streams.session_deadlines.values(),
+                     *self.streams.revocation_deadlines.values()]
+        self._timers.cancel(("sg-expire",))
+        if deadlines:
+            self._timers.set(("sg-expire",), min(deadlines))
+
+    def _write_streams(self, records: list[KeyValue], pending: Pending[StreamsHeartbeatResult]
+                       | None, result: StreamsHeartbeatResult | None = None,
+                       group_id: str = "", undo: Callable[[], None] | None = None) -> None:
+        if not records:
+            if pending is not None and result is not None:
+                pending.resolve(result)
+            return
+
+        def done(error: ErrorCode, offset: int) -> None:
+            if error != ErrorCode.NONE and undo is not None:
+                undo()
+            if pending is None or result is None:
+                return
+            if error == ErrorCode.NONE:
+                pending.resolve(result)
+            else:
+                pending.resolve(StreamsHeartbeatResult(_STREAMS_WRITE_ERRORS.get(
+                    error, ErrorCode.COORDINATOR_NOT_AVAILABLE), None, result.member_id))
+
+        gid = group_id or streams_records.group_of(records[0][0])
+        self.outbox.write(Write(OFFSETS_TOPIC, self.partition_for(gid), records, done))
+
+    def _group_kind(self, group_id: str) -> str | None:
+        group = self.groups.get(group_id)
+        if group is None or group.is_(D):
+            return None
+        return "consumer" if group.consumer is not None else "classic"
+
+    def streams_group_heartbeat(self, req: StreamsHeartbeatRequest,
+                                ) -> Pending[StreamsHeartbeatResult]:
+        snapshot = copy.deepcopy(self.streams.groups.get(req.group_id))
+        records, result = self.streams.heartbeat(req, self.now(), self._group_kind(req.group_id))
+        pending: Pending[StreamsHeartbeatResult] = Pending()
+
+        def undo() -> None:  # the write failed: the group is as before the heartbeat
+            if snapshot is None:
+                self.streams.groups.pop(req.group_id, None)
+            else:
+                self.streams.groups[req.group_id] = snapshot
+
+        self._write_streams(records, pending, result, req.group_id, undo)
+        self._schedule_streams()
+        return pending
+
+    def describe_streams_groups(self, group_ids: list[str]) -> list[DescribedStreamsGroup]:
+        out = []
+        for d in self.streams.describe(group_ids):
+            if d.error == ErrorCode.GROUP_ID_NOT_FOUND and self._group_kind(d.group_id):
+                d = DescribedStreamsGroup(d.group_id, ErrorCode.GROUP_ID_NOT_FOUND,
+                                          f"Group {d.group_id} is not a streams group.")
+            out.append(d)
+        return out
+
     def replay(self, batch: RecordBatch) -> None:
         """Replay one batch of `__consumer_offsets` (between `begin_load` and `finish_load`)."""
         loader = self._loader
@@ -1219,6 +1305,8 @@ class GroupCoordinator(MigrationOps):
                     loader.removed.discard(key.group)
             elif key.version in consumer_records.KEY_TYPES:
                 self._replay_consumer(loader, key, record.key, record.value)
+            elif key.version in streams_records.KEY_TYPES:
+                self.streams.replay(record.key, record.value)
             else:
                 loader.unknown_keys += 1
 
@@ -1276,6 +1364,8 @@ class GroupCoordinator(MigrationOps):
                 # Members of a loaded group keep their ids: they get a session to come back.
                 self._schedule_heartbeat(group, member, now)
         self.schedule_loaded_consumer_members(now)
+        self.streams.schedule_loaded(now)
+        self._schedule_streams()
         # Every topic is new to a freshly loaded coordinator (as Kafka's first metadata image):
         # resolved regexes are refreshed at their groups' next heartbeats.
         self.topics_created(now)

@@ -249,3 +249,9 @@ def replay(records: list[KeyValue], groups: Mapping[str, StreamsGroup] | None = 
     for k, v in records:
         apply(out, k, v)
     return out
+
+
+def group_of(key: bytes | memoryview) -> str:
+    rtype = record_type(key)
+    k, _ = _KEYS[rtype].decode(key, rtype, 2)
+    return str(k.group_id)

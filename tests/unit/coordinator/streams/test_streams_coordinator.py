@@ -284,3 +284,24 @@ def test_records_replay_to_the_live_groups() -> None:
     assert replayed == co.groups
     assert replayed["g"].topology == WORDCOUNT
     assert replayed["g"].metadata["m1"].user_endpoint == ("h1", 1)
+
+
+def test_the_configured_heartbeat_interval_is_what_members_are_told() -> None:
+    co = StreamsCoordinator(StreamsConfig(heartbeat_interval_ms=1234), topics=ready_topics())
+    _, r = co.heartbeat(join("m1"), 0)
+    assert r.heartbeat_interval_ms == 1234
+
+
+def test_the_configured_standby_replicas_are_assigned() -> None:
+    for n, expected in ((0, 0), (1, 8)):
+        co = StreamsCoordinator(StreamsConfig(num_standby_replicas=n), topics=ready_topics())
+        co.heartbeat(join("m1"), 0)
+        co.heartbeat(join("m2"), 0)
+        g = co.groups["g"]
+        assert sum(len(p) for t in g.targets.values() for p in t.standby.values()) == expected
+
+
+def test_group_max_size() -> None:
+    co = StreamsCoordinator(StreamsConfig(max_size=1), topics=ready_topics())
+    assert co.heartbeat(join("m1"), 0)[1].error == ErrorCode.NONE
+    assert co.heartbeat(join("m2"), 0)[1].error == ErrorCode.GROUP_MAX_SIZE_REACHED

@@ -114,7 +114,7 @@ class StreamsGroupMachine(RuleBasedStateMachine):
                         for s, ps in a.assigned.active.items() for p in ps)
         assert active == sorted((s, p) for s, n in c.partitions.items() for p in range(n))
         assert rec.replay(self.log) == self.co.groups
-        assert WORDCOUNT == g.topology
+        assert g.topology == WORDCOUNT
 
 
 StreamsGroupMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=30,
