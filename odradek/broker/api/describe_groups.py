@@ -37,7 +37,7 @@ async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> Describ
         error, message = d.error, None
         if ctx.api_version >= 6 and error == ErrorCode.NONE:
             group = ctx.groups.shard.groups.get(group_id)
-            if group is not None and group.consumer is not None:
+            if group_id in ctx.groups.shard.streams.groups or (group is not None and group.consumer is not None):
                 error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a classic group."
             elif group is None or d.state == DEAD:
                 error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."

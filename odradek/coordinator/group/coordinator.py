@@ -819,6 +819,11 @@ class GroupCoordinator(MigrationOps):
         """`generation_id` is the member epoch for consumer groups (OffsetCommit v9+)."""
         now = self.now()
         group = self.groups.get(group_id)
+        if group_id in self.streams.groups:
+            serror = self._validate_streams_offsets(group_id, member_id, generation_id, False)
+            if serror is not None:
+                return _all(offsets, serror)
+            return self._store_offsets(group or self._add_group(group_id, now), offsets)
         if group is not None and group.consumer is not None:
             cerror = self.validate_consumer_commit(group.consumer, member_id, generation_id,
                                                    False, api_version, self._checked(offsets))
@@ -848,6 +853,11 @@ class GroupCoordinator(MigrationOps):
                            ) -> Pending[dict[TopicPartition, ErrorCode]]:
         """TxnOffsetCommit: staged until `complete_txn` (the transaction's marker)."""
         group = self.groups.get(group_id) or self._add_group(group_id, self.now())
+        if group_id in self.streams.groups:
+            serror = self._validate_streams_offsets(group_id, member_id, generation_id, True)
+            if serror is not None:
+                return _all(offsets, serror)
+            return self._store_offsets(group, offsets, producer_id, producer_epoch)
         if group.consumer is not None:
             cerror = self.validate_consumer_commit(group.consumer, member_id, generation_id,
                                                    True, 0, self._checked(offsets))
@@ -966,6 +976,11 @@ class GroupCoordinator(MigrationOps):
         group = self.groups.get(group_id)
         if group is None or group.is_(D):
             return ErrorCode.NONE, {tp: FetchedOffset() for tp in partitions or []}
+        if group_id in self.streams.groups and (member_id is not None or member_epoch >= 0):
+            serror = self._validate_streams_offsets(group_id, member_id or "", member_epoch,
+                                                    False, fetch=True)
+            if serror is not None:
+                return serror, {}
         if group.consumer is not None:
             cerror = self.validate_consumer_fetch(group.consumer, member_id, member_epoch)
             if cerror is not None:
@@ -1110,8 +1125,9 @@ class GroupCoordinator(MigrationOps):
 
     def describe_group(self, group_id: str) -> GroupDescription:
         group = self.groups.get(group_id)
-        if group is None or group.consumer is not None:
-            # Kafka 4's DescribeGroups v0-5 on a consumer group: as if it did not exist.
+        if group is None or group.consumer is not None or group_id in self.streams.groups:
+            # Kafka 4's DescribeGroups v0-5 on a consumer or streams group: as if it did not
+            # exist.
             return GroupDescription(ErrorCode.NONE, group_id, D.wire_name, "", "")
         stable = group.is_(S)
         protocol = (group.protocol_name or "") if stable else ""
@@ -1128,14 +1144,22 @@ class GroupCoordinator(MigrationOps):
         wanted_states = {s.lower().strip() for s in states}
         wanted_types = {t.lower().strip() for t in types}
         out = []
+        overviews = [GroupOverview(sg.group_id, "streams", self.streams.state(sg).value,
+                                   "streams") for sg in self.streams.groups.values()]
         for g in self.groups.values():
-            if g.is_(D):
-                continue
+            if g.is_(D) or g.group_id in self.streams.groups:
+                continue  # a streams group's offsets holder
             if g.consumer is not None:
                 overview = GroupOverview(g.group_id, "consumer", g.consumer.state.value,
                                          "consumer")
             else:
                 overview = GroupOverview(g.group_id, g.protocol_type or "", g.state.wire_name)
+            if wanted_states and overview.state.lower() not in wanted_states:
+                continue
+            if wanted_types and overview.group_type not in wanted_types:
+                continue
+            out.append(overview)
+        for overview in overviews:
             if wanted_states and overview.state.lower() not in wanted_states:
                 continue
             if wanted_types and overview.group_type not in wanted_types:
@@ -1149,6 +1173,17 @@ class GroupCoordinator(MigrationOps):
         eligible: list[Group] = []
         for gid in group_ids:
             group = self.groups.get(gid)
+            if gid in self.streams.groups:
+                error, tombstones = self.streams.delete(gid)
+                if error != ErrorCode.NONE:
+                    results[gid] = error
+                    continue
+                self._write_tombstones(gid, tombstones)
+                results[gid] = ErrorCode.NONE
+                if group is not None and group.is_(E):  # its offsets go too
+                    group.transition_to(D, now)
+                    eligible.append(group)
+                continue
             if group is None or group.is_(D):
                 results[gid] = ErrorCode.GROUP_ID_NOT_FOUND
             elif group.consumer is not None and not group.consumer.is_empty:
@@ -1238,10 +1273,27 @@ class GroupCoordinator(MigrationOps):
         gid = group_id or streams_records.group_of(records[0][0])
         self.outbox.write(Write(OFFSETS_TOPIC, self.partition_for(gid), records, done))
 
+    def _validate_streams_offsets(self, group_id: str, member_id: str, member_epoch: int,
+                                  transactional: bool, fetch: bool = False) -> ErrorCode | None:
+        """Kafka's StreamsGroup.validateOffsetCommit / validateOffsetFetch: a member commits
+        at its own epoch; admin commits (epoch < 0) only to an empty group."""
+        g = self.streams.groups[group_id]
+        if member_epoch < 0 and not member_id and (not g.metadata or transactional or fetch):
+            return None
+        if member_id not in g.metadata:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        current = g.current.get(member_id)
+        if current is None or member_epoch != current.member_epoch:
+            return ErrorCode.ILLEGAL_GENERATION if transactional else \
+                ErrorCode.STALE_MEMBER_EPOCH
+        return None
+
     def _group_kind(self, group_id: str) -> str | None:
         group = self.groups.get(group_id)
         if group is None or group.is_(D):
             return None
+        if group.consumer is None and group.is_(E) and not group.members:
+            return None  # an empty classic group (or offsets only): a streams join takes it
         return "consumer" if group.consumer is not None else "classic"
 
     def streams_group_heartbeat(self, req: StreamsHeartbeatRequest,

@@ -144,3 +144,50 @@ def test_state_is_replayed_by_a_reopened_broker(broker: Broker, tmp_path: Path) 
     again = hb(reopened, member_epoch=r.member_epoch, topology=None, rebalance_timeout_ms=-1,
                active_tasks=r.active_tasks)
     assert (again.error_code, again.member_epoch) == (ErrorCode.NONE, r.member_epoch)
+
+
+def test_admin_apis_and_offsets_on_a_streams_group(broker: Broker) -> None:
+    from odradek.wire._generated.delete_groups import DeleteGroupsRequest
+    from odradek.wire._generated.describe_groups import DescribeGroupsRequest
+    from odradek.wire._generated.list_groups import ListGroupsRequest
+    from odradek.wire._generated.offset_commit import OffsetCommitRequest
+    from odradek.wire._generated.offset_fetch import OffsetFetchRequest
+
+    hb(broker)
+    r = hb(broker, member_epoch=1, topology=None, rebalance_timeout_ms=-1)
+    listed = call(broker, ApiKey.LIST_GROUPS, 5, ListGroupsRequest(types_filter=["streams"])).groups
+    assert [(g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed] == [
+        ("app", "streams", "Stable", "streams")]
+    assert call(broker, ApiKey.LIST_GROUPS, 5, ListGroupsRequest(types_filter=["classic"])).groups == []
+    d6 = call(broker, ApiKey.DESCRIBE_GROUPS, 6, DescribeGroupsRequest(groups=["app"])).groups[0]
+    assert (d6.error_code, d6.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                                 "Group app is not a classic group.")
+    d5 = call(broker, ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=["app"])).groups[0]
+    assert (d5.error_code, d5.group_state) == (ErrorCode.NONE, "Dead")
+
+    def commit(epoch: int, member: str) -> int:
+        req = OffsetCommitRequest(group_id="app", generation_id_or_member_epoch=epoch,
+                                  member_id=member, topics=[
+                                      OffsetCommitRequest.OffsetCommitRequestTopic(
+                                          name="input", partitions=[
+                                              OffsetCommitRequest.OffsetCommitRequestPartition(
+                                                  partition_index=0, committed_offset=7)])])
+        resp = call(broker, ApiKey.OFFSET_COMMIT, 9, req)
+        return resp.topics[0].partitions[0].error_code  # type: ignore[no-any-return]
+
+    assert commit(r.member_epoch, "m1") == ErrorCode.NONE
+    assert commit(r.member_epoch + 1, "m1") == ErrorCode.STALE_MEMBER_EPOCH
+    assert commit(r.member_epoch, "zz") == ErrorCode.UNKNOWN_MEMBER_ID
+    fetched = call(broker, ApiKey.OFFSET_FETCH, 8, OffsetFetchRequest(groups=[
+        OffsetFetchRequest.OffsetFetchRequestGroup(group_id="app", topics=[
+            OffsetFetchRequest.OffsetFetchRequestTopics(name="input", partition_indexes=[0])])]))
+    assert fetched.groups[0].topics[0].partitions[0].committed_offset == 7
+
+    busy = call(broker, ApiKey.DELETE_GROUPS, 2, DeleteGroupsRequest(groups_names=["app"]))
+    assert busy.results[0].error_code == ErrorCode.NON_EMPTY_GROUP
+    hb(broker, member_epoch=-1, topology=None)
+    gone = call(broker, ApiKey.DELETE_GROUPS, 2, DeleteGroupsRequest(groups_names=["app"]))
+    assert gone.results[0].error_code == ErrorCode.NONE
+    d = call(broker, ApiKey.STREAMS_GROUP_DESCRIBE, 0, StreamsGroupDescribeRequest(group_ids=["app"]))
+    assert d.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    assert call(broker, ApiKey.LIST_GROUPS, 5, ListGroupsRequest()).groups == []
