@@ -77,7 +77,8 @@ DRIVERS: dict[str, Driver] = {
     for d in (
         Driver("java-4.4", "Java",
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
-                                *CLI_SCENARIOS, *BROKER_SCENARIOS, "streams-eos", "txn-copier")),
+                                *CLI_SCENARIOS, *BROKER_SCENARIOS, "streams-eos", "streams-groups",
+                                "txn-copier")),
         Driver("java-4.1", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos")),
         Driver("java-3.9", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos")),
         Driver("confluent-kafka", "librdkafka",
