@@ -43,6 +43,12 @@ from odradek.coordinator.group.consumer.coordinator import (
     NoTopics,
     TopicsView,
 )
+from odradek.coordinator.group.consumer.coordinator import (
+    HeartbeatRequest as ConsumerHeartbeatRequest,
+)
+from odradek.coordinator.group.consumer.coordinator import (
+    HeartbeatResult as ConsumerHeartbeatResult,
+)
 from odradek.coordinator.group.consumer.model import ConsumerGroup
 from odradek.coordinator.group.migration import MigrationOps
 from odradek.coordinator.group.model import (
@@ -1311,6 +1317,13 @@ class GroupCoordinator(MigrationOps):
         self._write_streams(records, pending, result, req.group_id, undo)
         self._schedule_streams()
         return pending
+
+    def consumer_group_heartbeat(self, req: ConsumerHeartbeatRequest,
+                                 ) -> Pending[ConsumerHeartbeatResult]:
+        if req.group_id in self.streams.groups:  # one namespace: a streams group's id
+            return Pending.resolved(ConsumerHeartbeatResult(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group."))
+        return super().consumer_group_heartbeat(req)
 
     def describe_streams_groups(self, group_ids: list[str]) -> list[DescribedStreamsGroup]:
         out = []

@@ -175,6 +175,11 @@ def test_admin_apis_and_offsets_on_a_streams_group(broker: Broker) -> None:
         resp = call(broker, ApiKey.OFFSET_COMMIT, 9, req)
         return resp.topics[0].partitions[0].error_code  # type: ignore[no-any-return]
 
+    cg = call(broker, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, ConsumerGroupHeartbeatRequest(
+        group_id="app", member_id="c1", member_epoch=0, rebalance_timeout_ms=30_000,
+        subscribed_topic_names=["input"], topic_partitions=[]))
+    assert (cg.error_code, cg.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                                 "Group app is not a consumer group.")
     assert commit(r.member_epoch, "m1") == ErrorCode.NONE
     assert commit(r.member_epoch + 1, "m1") == ErrorCode.STALE_MEMBER_EPOCH
     assert commit(r.member_epoch, "zz") == ErrorCode.UNKNOWN_MEMBER_ID
