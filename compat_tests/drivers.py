@@ -81,7 +81,7 @@ DRIVERS: dict[str, Driver] = {
         Driver("java-4.4", "Java",
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
                                 *CLI_SCENARIOS, *BROKER_SCENARIOS, *SHARE_SCENARIOS,
-                                "streams-eos", "txn-copier")),
+                                "streams-eos", "streams-groups", "txn-copier")),
         Driver("java-4.1", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos")),
         Driver("java-3.9", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos")),
         Driver("confluent-kafka", "librdkafka",

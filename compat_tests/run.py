@@ -63,7 +63,7 @@ def run_driver(driver: Driver, scenarios: list[str], broker: Broker, workdir: Pa
                                 env=env, cwd=report.REPO, start_new_session=True)
         # The driver bounds each scenario itself; this is the backstop for a stuck process.
         # (streams-eos has twice the time: the Java driver gives it 2 x --timeout.)
-        budget = (len(wanted) + wanted.count("streams-eos")) * (timeout + 20) + 60
+        budget = (len(wanted) + wanted.count("streams-eos") + wanted.count("streams-groups")) * (timeout + 20) + 60
         killer = threading.Timer(budget, lambda: _kill(proc))
         killer.start()
         assert proc.stdout is not None

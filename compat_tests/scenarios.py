@@ -174,6 +174,11 @@ SHARE_SCENARIOS: dict[str, str] = {
 }
 
 APP_SCENARIOS: dict[str, str] = {
+    "streams-groups": (
+        "streams-eos with group.protocol=streams (KIP-1071 streams groups: StreamsGroupHeartbeat, "
+        "the broker creating the repartition and changelog topics): the same exact counts "
+        "through the restart and the SIGKILL of the app's JVM"
+    ),
     "streams-eos": (
         "Kafka Streams, processing.guarantee=exactly_once_v2, record cache off: 600 records "
         "(keys r0..r599, 12 distinct word values) on a 3-partition input, counted by value "

@@ -65,6 +65,7 @@ from odradek.coordinator.share.group import ShareGroupConfig
 from odradek.coordinator.share.offset_reset import parse_offset_reset
 from odradek.coordinator.share.partition import SharePartitionConfig
 from odradek.coordinator.share.state import SHARE_STATE_TOPIC
+from odradek.coordinator.streams.coordinator import StreamsConfig
 from odradek.coordinator.txn.coordinator import TransactionCoordinator, TxnConfig
 from odradek.coordinator.txn.log_format import TRANSACTION_STATE_TOPIC
 
@@ -226,6 +227,12 @@ class Broker:
                 session_timeout_ms=cfg.get_int("group.share.session.timeout.ms"),
                 heartbeat_interval_ms=cfg.get_int("group.share.heartbeat.interval.ms"),
                 max_size=cfg.get_int("group.share.max.size"),
+            ),
+            streams_config=StreamsConfig(
+                session_timeout_ms=cfg.get_int("group.streams.session.timeout.ms"),
+                heartbeat_interval_ms=cfg.get_int("group.streams.heartbeat.interval.ms"),
+                num_standby_replicas=cfg.get_int("group.streams.num.standby.replicas"),
+                max_size=cfg.get_int("group.streams.max.size"),
             ))
         return CoordinatorRuntime("group", shard, topic, self.partitions, self.cluster, self)
 

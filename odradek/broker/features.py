@@ -14,9 +14,10 @@ Odradek reports only what it implements: the same metadata.version (its api vers
 4.4's) and kraft.version ranges, `transaction.version` 0-2 finalized at the level the broker
 setting `transaction.version` selects (default 2, as Kafka 4.x formats new clusters; 1 or 0
 emulate an older cluster: clients then use the classic transaction protocol), and
-`group.version` 0-1 finalized at 1 (KIP-848 consumer groups, as Kafka 4.x) and
-`share.version` 0-2 finalized at 2 (KIP-932 share groups, as Kafka 4.4; the share apis are
-advertised only while it is above 0). Features at level 0 only (streams, eligible leader
+`group.version` 0-1 finalized at 1 (KIP-848 consumer groups, as Kafka 4.x),
+`share.version` 0-2 finalized at 2 (KIP-932 share groups, as Kafka 4.4) and `streams.version`
+0-1 finalized at 1 (KIP-1071 streams groups); the share and streams apis are advertised only
+while their feature is above 0, as Kafka's. Features at level 0 only (eligible leader
 replicas) are left out of both lists, as Kafka leaves out a feature whose highest supported
 level is 0.
 
@@ -38,6 +39,7 @@ KRAFT_VERSION = "kraft.version"
 TRANSACTION_VERSION = "transaction.version"
 GROUP_VERSION = "group.version"
 SHARE_VERSION = "share.version"
+STREAMS_VERSION = "streams.version"  # 1: KIP-1071 streams groups (StreamsGroupHeartbeat)
 
 # metadata.version 33 is Kafka 4.4.0's latest production level (7 is 3.3-IV3, the floor).
 METADATA_VERSION_MIN, METADATA_VERSION_LEVEL = 7, 33
@@ -62,6 +64,7 @@ SUPPORTED: Mapping[str, FeatureRange] = MappingProxyType({
         TRANSACTION_VERSION: FeatureRange(0, TRANSACTION_VERSION_MAX),
         GROUP_VERSION: FeatureRange(0, GROUP_VERSION_MAX),
         SHARE_VERSION: FeatureRange(0, SHARE_VERSION_MAX),
+        STREAMS_VERSION: FeatureRange(0, 1),
     }.items() if rng.max_version > 0
 })
 
@@ -71,6 +74,7 @@ DEFAULT_LEVELS: Mapping[str, int] = MappingProxyType({
     TRANSACTION_VERSION: TRANSACTION_VERSION_MAX,
     GROUP_VERSION: GROUP_VERSION_MAX,
     SHARE_VERSION: SHARE_VERSION_MAX,
+    STREAMS_VERSION: 1,
 })
 
 

@@ -81,8 +81,10 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.DESCRIBE_PRODUCERS: HandlerEntry("describe_producers", 0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: HandlerEntry("describe_transactions", 0, 0),
     ApiKey.LIST_TRANSACTIONS: HandlerEntry("list_transactions", 0, 2),
+    # Streams groups (KIP-1071), advertised while `streams.version` is finalized.
+    ApiKey.STREAMS_GROUP_HEARTBEAT: HandlerEntry("streams_group_heartbeat", 0, 1, "streams.version"),
+    ApiKey.STREAMS_GROUP_DESCRIBE: HandlerEntry("streams_group_describe", 0, 1, "streams.version"),
 })
-
 
 def supported_range(api_key: int) -> tuple[int, int] | None:
     """The versions served and advertised for `api_key`, or None if it is not served."""

@@ -46,7 +46,8 @@ async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> Describ
         if ctx.api_version >= 6 and error == ErrorCode.NONE:
             group = ctx.groups.shard.groups.get(group_id)
             if ((group is not None and group.consumer is not None)
-                    or group_id in ctx.groups.shard.share.groups):
+                    or group_id in ctx.groups.shard.share.groups
+                    or group_id in ctx.groups.shard.streams.groups):
                 error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a classic group."
             elif group is None or d.state == DEAD:
                 error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."

@@ -29,13 +29,14 @@ but never sent SyncGroup, ("expire",) the periodic offset-retention pass.
 
 from __future__ import annotations
 
+import copy
 import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from odradek.coordinator.common import Clock, Outbox, Pending, Timers, Write
+from odradek.coordinator.common import Clock, KeyValue, Outbox, Pending, Timers, Write
 from odradek.coordinator.group.consumer import records as consumer_records
 from odradek.coordinator.group.consumer.coordinator import (
     ConsumerConfig,
@@ -92,6 +93,14 @@ from odradek.coordinator.share.group import (
     ShareGroups,
     ShareHeartbeatRequest,
 )
+from odradek.coordinator.streams import records as streams_records
+from odradek.coordinator.streams.coordinator import (
+    DescribedStreamsGroup,
+    StreamsConfig,
+    StreamsCoordinator,
+)
+from odradek.coordinator.streams.coordinator import HeartbeatRequest as StreamsHeartbeatRequest
+from odradek.coordinator.streams.coordinator import HeartbeatResult as StreamsHeartbeatResult
 from odradek.wire import ErrorCode, ProtocolError
 from odradek.wire._generated.data import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from odradek.wire._generated.internal import GroupMetadataValue
@@ -118,6 +127,14 @@ _I16 = struct.Struct(">h")
 EMPTY_CONSUMER_ASSIGNMENT = _I16.pack(0) + b"".join(ConsumerProtocolAssignment().encode(0))
 
 TimerKey = tuple[str, ...]
+
+# How a failed append answers a streams heartbeat (as for consumer groups).
+_STREAMS_WRITE_ERRORS = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,10 +224,13 @@ class GroupCoordinator(MigrationOps):
                  log: Callable[..., None] = _no_log,
                  consumer_config: ConsumerConfig | None = None,
                  topics: TopicsView | None = None,
-                 share_config: ShareGroupConfig | None = None) -> None:
+                 share_config: ShareGroupConfig | None = None,
+                 streams_config: StreamsConfig | None = None) -> None:
         self.config = config
         self.consumer_config = consumer_config or ConsumerConfig()
         self.topics = topics or NoTopics()
+        # Streams groups (KIP-1071) share the shard and the group-id namespace.
+        self.streams = StreamsCoordinator(streams_config, self.topics)
         self._clock = clock
         self._new_uuid = new_uuid
         self._log = log
@@ -260,6 +280,10 @@ class GroupCoordinator(MigrationOps):
             if kind in ("cg-session", "cg-rebalance", "cg-regex", "cg-join", "cg-sync"):
                 self.on_consumer_timer(key)
                 continue
+            if kind == "sg-expire":
+                self._write_streams(self.streams.expire(now), None)
+                self._schedule_streams()
+                continue
             if kind == "expire":
                 self._timers.set(("expire",), now + self.config.offsets_retention_check_interval_ms)
                 self.expire_offsets(now)
@@ -284,7 +308,8 @@ class GroupCoordinator(MigrationOps):
     # -- JoinGroup ----------------------------------------------------------------------------
 
     def consumer_group_heartbeat(self, req: HeartbeatRequest) -> Pending[HeartbeatResult]:
-        if req.group_id in self.share.groups:  # a share group's id: not a consumer group
+        # one namespace: a share or streams group's id is not a consumer group's
+        if req.group_id in self.share.groups or req.group_id in self.streams.groups:
             return Pending.resolved(HeartbeatResult(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group."))
         return super().consumer_group_heartbeat(req)
@@ -836,6 +861,11 @@ class GroupCoordinator(MigrationOps):
         """`generation_id` is the member epoch for consumer groups (OffsetCommit v9+)."""
         now = self.now()
         group = self.groups.get(group_id)
+        if group_id in self.streams.groups:
+            serror = self._validate_streams_offsets(group_id, member_id, generation_id, False)
+            if serror is not None:
+                return _all(offsets, serror)
+            return self._store_offsets(group or self._add_group(group_id, now), offsets)
         if group is not None and group.consumer is not None:
             cerror = self.validate_consumer_commit(group.consumer, member_id, generation_id,
                                                    False, api_version, self._checked(offsets))
@@ -865,6 +895,11 @@ class GroupCoordinator(MigrationOps):
                            ) -> Pending[dict[TopicPartition, ErrorCode]]:
         """TxnOffsetCommit: staged until `complete_txn` (the transaction's marker)."""
         group = self.groups.get(group_id) or self._add_group(group_id, self.now())
+        if group_id in self.streams.groups:
+            serror = self._validate_streams_offsets(group_id, member_id, generation_id, True)
+            if serror is not None:
+                return _all(offsets, serror)
+            return self._store_offsets(group, offsets, producer_id, producer_epoch)
         if group.consumer is not None:
             cerror = self.validate_consumer_commit(group.consumer, member_id, generation_id,
                                                    True, 0, self._checked(offsets))
@@ -983,6 +1018,11 @@ class GroupCoordinator(MigrationOps):
         group = self.groups.get(group_id)
         if group is None or group.is_(D):
             return ErrorCode.NONE, {tp: FetchedOffset() for tp in partitions or []}
+        if group_id in self.streams.groups and (member_id is not None or member_epoch >= 0):
+            serror = self._validate_streams_offsets(group_id, member_id or "", member_epoch,
+                                                    False, fetch=True)
+            if serror is not None:
+                return serror, {}
         if group.consumer is not None:
             cerror = self.validate_consumer_fetch(group.consumer, member_id, member_epoch)
             if cerror is not None:
@@ -1182,8 +1222,9 @@ class GroupCoordinator(MigrationOps):
 
     def describe_group(self, group_id: str) -> GroupDescription:
         group = self.groups.get(group_id)
-        if group is None or group.consumer is not None:
-            # Kafka 4's DescribeGroups v0-5 on a consumer group: as if it did not exist.
+        if group is None or group.consumer is not None or group_id in self.streams.groups:
+            # Kafka 4's DescribeGroups v0-5 on a consumer or streams group: as if it did not
+            # exist.
             return GroupDescription(ErrorCode.NONE, group_id, D.wire_name, "", "")
         stable = group.is_(S)
         protocol = (group.protocol_name or "") if stable else ""
@@ -1204,14 +1245,22 @@ class GroupCoordinator(MigrationOps):
             if ((not wanted_states or sg.state.value.lower() in wanted_states)
                     and (not wanted_types or "share" in wanted_types)):
                 out.append(GroupOverview(gid, "share", sg.state.value, "share"))
+        overviews = [GroupOverview(sg.group_id, "streams", self.streams.state(sg).value,
+                                   "streams") for sg in self.streams.groups.values()]
         for g in self.groups.values():
-            if g.is_(D):
-                continue
+            if g.is_(D) or g.group_id in self.streams.groups:
+                continue  # a streams group's offsets holder
             if g.consumer is not None:
                 overview = GroupOverview(g.group_id, "consumer", g.consumer.state.value,
                                          "consumer")
             else:
                 overview = GroupOverview(g.group_id, g.protocol_type or "", g.state.wire_name)
+            if wanted_states and overview.state.lower() not in wanted_states:
+                continue
+            if wanted_types and overview.group_type not in wanted_types:
+                continue
+            out.append(overview)
+        for overview in overviews:
             if wanted_states and overview.state.lower() not in wanted_states:
                 continue
             if wanted_types and overview.group_type not in wanted_types:
@@ -1225,6 +1274,17 @@ class GroupCoordinator(MigrationOps):
         eligible: list[Group] = []
         for gid in group_ids:
             group = self.groups.get(gid)
+            if gid in self.streams.groups:
+                error, tombstones = self.streams.delete(gid)
+                if error != ErrorCode.NONE:
+                    results[gid] = error
+                    continue
+                self._write_tombstones(gid, tombstones)
+                results[gid] = ErrorCode.NONE
+                if group is not None and group.is_(E):  # its offsets go too
+                    group.transition_to(D, now)
+                    eligible.append(group)
+                continue
             if (group is None or group.is_(D)) and gid in self.share.groups:
                 results[gid] = self._delete_share_group(gid)
             elif group is None or group.is_(D):
@@ -1310,6 +1370,85 @@ class GroupCoordinator(MigrationOps):
     def begin_load(self) -> None:
         self._loader = _Loader()
 
+    # -- streams groups (KIP-1071; the logic is coordinator/streams) --------------------------
+
+    def _schedule_streams(self) -> None:
+        deadlines = [*self.streams.session_deadlines.values(),
+                     *self.streams.revocation_deadlines.values()]
+        self._timers.cancel(("sg-expire",))
+        if deadlines:
+            self._timers.set(("sg-expire",), min(deadlines))
+
+    def _write_streams(self, records: list[KeyValue], pending: Pending[StreamsHeartbeatResult]
+                       | None, result: StreamsHeartbeatResult | None = None,
+                       group_id: str = "", undo: Callable[[], None] | None = None) -> None:
+        if not records:
+            if pending is not None and result is not None:
+                pending.resolve(result)
+            return
+
+        def done(error: ErrorCode, offset: int) -> None:
+            if error != ErrorCode.NONE and undo is not None:
+                undo()
+            if pending is None or result is None:
+                return
+            if error == ErrorCode.NONE:
+                pending.resolve(result)
+            else:
+                pending.resolve(StreamsHeartbeatResult(_STREAMS_WRITE_ERRORS.get(
+                    error, ErrorCode.COORDINATOR_NOT_AVAILABLE), None, result.member_id))
+
+        gid = group_id or streams_records.group_of(records[0][0])
+        self.outbox.write(Write(OFFSETS_TOPIC, self.partition_for(gid), records, done))
+
+    def _validate_streams_offsets(self, group_id: str, member_id: str, member_epoch: int,
+                                  transactional: bool, fetch: bool = False) -> ErrorCode | None:
+        """Kafka's StreamsGroup.validateOffsetCommit / validateOffsetFetch: a member commits
+        at its own epoch; admin commits (epoch < 0) only to an empty group."""
+        g = self.streams.groups[group_id]
+        if member_epoch < 0 and not member_id and (not g.metadata or transactional or fetch):
+            return None
+        if member_id not in g.metadata:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        current = g.current.get(member_id)
+        if current is None or member_epoch != current.member_epoch:
+            return ErrorCode.ILLEGAL_GENERATION if transactional else \
+                ErrorCode.STALE_MEMBER_EPOCH
+        return None
+
+    def _group_kind(self, group_id: str) -> str | None:
+        group = self.groups.get(group_id)
+        if group is None or group.is_(D):
+            return None
+        if group.consumer is None and group.is_(E) and not group.members:
+            return None  # an empty classic group (or offsets only): a streams join takes it
+        return "consumer" if group.consumer is not None else "classic"
+
+    def streams_group_heartbeat(self, req: StreamsHeartbeatRequest,
+                                ) -> Pending[StreamsHeartbeatResult]:
+        snapshot = copy.deepcopy(self.streams.groups.get(req.group_id))
+        records, result = self.streams.heartbeat(req, self.now(), self._group_kind(req.group_id))
+        pending: Pending[StreamsHeartbeatResult] = Pending()
+
+        def undo() -> None:  # the write failed: the group is as before the heartbeat
+            if snapshot is None:
+                self.streams.groups.pop(req.group_id, None)
+            else:
+                self.streams.groups[req.group_id] = snapshot
+
+        self._write_streams(records, pending, result, req.group_id, undo)
+        self._schedule_streams()
+        return pending
+
+    def describe_streams_groups(self, group_ids: list[str]) -> list[DescribedStreamsGroup]:
+        out = []
+        for d in self.streams.describe(group_ids):
+            if d.error == ErrorCode.GROUP_ID_NOT_FOUND and self._group_kind(d.group_id):
+                d = DescribedStreamsGroup(d.group_id, ErrorCode.GROUP_ID_NOT_FOUND,
+                                          f"Group {d.group_id} is not a streams group.")
+            out.append(d)
+        return out
+
     def replay(self, batch: RecordBatch) -> None:
         """Replay one batch of `__consumer_offsets` (between `begin_load` and `finish_load`)."""
         loader = self._loader
@@ -1348,6 +1487,8 @@ class GroupCoordinator(MigrationOps):
                 self.share.replay(record.key, record.value)
             elif key.version in consumer_records.KEY_TYPES:
                 self._replay_consumer(loader, key, record.key, record.value)
+            elif key.version in streams_records.KEY_TYPES:
+                self.streams.replay(record.key, record.value)
             else:
                 loader.unknown_keys += 1
 
@@ -1406,6 +1547,8 @@ class GroupCoordinator(MigrationOps):
                 self._schedule_heartbeat(group, member, now)
         self.schedule_loaded_consumer_members(now)
         self.share.finish_load(now)
+        self.streams.schedule_loaded(now)
+        self._schedule_streams()
         # Every topic is new to a freshly loaded coordinator (as Kafka's first metadata image):
         # resolved regexes are refreshed at their groups' next heartbeats.
         self.topics_created(now)

@@ -249,6 +249,13 @@ BROKER: dict[str, tuple[str, ...]] = {
         f"{GROUP}/test_consumer_assignment_interval.py::"
         "test_the_target_is_computed_again_only_after_the_interval",
     ),
+    "group.streams.session.timeout.ms": (
+        WIRED, "tests/unit/coordinator/streams/test_streams_coordinator.py::test_leave_and_session_timeout"),
+    "group.streams.heartbeat.interval.ms": (
+        WIRED, "tests/unit/coordinator/streams/test_streams_coordinator.py::test_the_configured_heartbeat_interval_is_what_members_are_told"),
+    "group.streams.num.standby.replicas": (
+        WIRED, "tests/unit/coordinator/streams/test_streams_coordinator.py::test_the_configured_standby_replicas_are_assigned"),
+    "group.streams.max.size": (WIRED, "tests/unit/coordinator/streams/test_streams_coordinator.py::test_group_max_size"),
     "group.consumer.max.size": (
         WIRED, f"{GROUP}/test_consumer_group.py::test_group_max_size_and_leave"),
     "group.consumer.assignors": (

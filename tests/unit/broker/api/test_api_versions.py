@@ -27,7 +27,8 @@ ADVERTISED = [
     (26, 0, 5), (28, 0, 6), (29, 0, 3), (30, 0, 3), (31, 0, 3), (32, 0, 4), (33, 0, 2),
     (35, 0, 5), (37, 0, 3), (42, 0, 3), (44, 0, 1), (47, 0, 0), (60, 0, 2), (61, 0, 0),
     (65, 0, 0), (66, 0, 2), (68, 0, 1), (69, 0, 1), (75, 0, 0),
-    (76, 1, 1), (77, 1, 1), (78, 1, 2), (79, 1, 2), (90, 0, 1), (91, 0, 0), (92, 0, 0),
+    (76, 1, 1), (77, 1, 1), (78, 1, 2), (79, 1, 2), (88, 0, 1), (89, 0, 1), (90, 0, 1),
+    (91, 0, 0), (92, 0, 0),
 ]
 
 
@@ -78,11 +79,12 @@ def test_v4_reports_the_supported_ranges_and_finalizes_transaction_version_2(
     supported, finalized = _features(response)
     assert supported == [("group.version", 0, 1), ("kraft.version", 0, 1),
                          ("metadata.version", 7, 33), ("share.version", 0, 2),
-                         ("transaction.version", 0, 2)]
+                         ("streams.version", 0, 1), ("transaction.version", 0, 2)]
     # group.version 1: KIP-848 consumer groups, finalized as Kafka 4.x finalizes it;
-    # share.version 2: KIP-932 share groups, as a Kafka 4.4 cluster formatted with defaults.
+    # share.version 2 and streams.version 1, as a Kafka 4.4 cluster formatted with defaults.
     assert finalized == {"group.version": (1, 1), "metadata.version": (33, 33),
-                         "share.version": (2, 2), "transaction.version": (2, 2)}
+                         "share.version": (2, 2), "streams.version": (1, 1),
+                         "transaction.version": (2, 2)}
     assert response.finalized_features_epoch > 0
     assert response.zk_migration_ready is False
 
@@ -100,7 +102,8 @@ def test_transaction_version_1_is_selected_by_the_broker_setting(tmp_path: Path)
     request = ApiVersionsRequest(client_software_name="test", client_software_version="1.0")
     _, finalized = _features(call(broker, ApiKey.API_VERSIONS, 4, request))
     assert finalized == {"group.version": (1, 1), "metadata.version": (33, 33),
-                         "share.version": (2, 2), "transaction.version": (1, 1)}
+                         "share.version": (2, 2), "streams.version": (1, 1),
+                         "transaction.version": (1, 1)}
     broker0 = open_broker(tmp_path / "zero", **{"transaction.version": "0"})
     _, finalized0 = _features(call(broker0, ApiKey.API_VERSIONS, 4, request))
     assert "transaction.version" not in finalized0  # level 0 is never listed
@@ -166,3 +169,12 @@ def test_a_bad_software_name_is_invalid_with_no_api_list_before_the_v5_check(
         response = call(broker, ApiKey.API_VERSIONS, version, request)
         assert response.error_code == ErrorCode.INVALID_REQUEST
         assert response.api_keys == []
+
+
+def test_streams_apis_are_advertised_only_while_streams_version_is_finalized() -> None:
+    from odradek.broker.features import Features
+    from odradek.broker.registry import advertised
+    on = {k for k, _, _ in advertised(Features.finalize(1).levels)}
+    off = {k for k, _, _ in advertised(Features.finalize(1, streams_version=0).levels)}
+    streams = {ApiKey.STREAMS_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_DESCRIBE}
+    assert streams <= on and not streams & off and on - off == streams

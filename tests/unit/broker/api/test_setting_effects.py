@@ -123,6 +123,10 @@ def _share_partition(attr: str) -> Getter:
     return lambda b: getattr(b.share.shard.partition_config, attr)
 
 
+def _streams(attr: str) -> Getter:
+    return lambda b: getattr(b.groups.shard.streams.config, attr)
+
+
 def _txn(attr: str) -> Getter:
     return lambda b: getattr(b.transactions.shard.config, attr)
 
@@ -148,6 +152,10 @@ WIRED: dict[str, tuple[str, Getter, Any]] = {
     "group.consumer.heartbeat.interval.ms": ("6000", _consumer("heartbeat_interval_ms"), 6000),
     "group.consumer.assignment.interval.ms": ("2500", _consumer("assignment_interval_ms"), 2500),
     "group.consumer.max.size": ("9", _consumer("max_size"), 9),
+    "group.streams.session.timeout.ms": ("50000", _streams("session_timeout_ms"), 50000),
+    "group.streams.heartbeat.interval.ms": ("6000", _streams("heartbeat_interval_ms"), 6000),
+    "group.streams.num.standby.replicas": ("1", _streams("num_standby_replicas"), 1),
+    "group.streams.max.size": ("9", _streams("max_size"), 9),
     "group.consumer.assignors": ("range", lambda b: tuple(b.groups.shard.consumer_config.assignors),
                                  ("range",)),
     "group.consumer.regex.refresh.interval.ms": ("60000", _consumer("regex_refresh_interval_ms"),

@@ -1049,6 +1049,17 @@ public final class Driver {
 
     // ------------------------------------------------------------------ Kafka's own applications
 
+    /** streams-eos with group.protocol=streams (KIP-1071 streams groups; kafka-streams 4.1+). */
+    String streamsGroups() throws Exception {
+        try {
+            Class.forName("org.apache.kafka.clients.consumer.internals.StreamsMembershipManager", false, Driver.class.getClassLoader());
+        } catch (ClassNotFoundException e) {
+            throw new NotSupported("kafka-streams without the streams rebalance protocol");
+        }
+        StreamsEos.groupProtocol = "streams";
+        return streamsEos();
+    }
+
     String streamsEos() throws Exception {
         try {
             Class.forName("org.apache.kafka.streams.KafkaStreams", false, Driver.class.getClassLoader());
@@ -1273,6 +1284,7 @@ public final class Driver {
             case "cli-perf": return this::cliPerf;
             case "cli-dump-log-segments": return this::cliDumpLogSegments;
             case "streams-eos": return this::streamsEos;
+            case "streams-groups": return this::streamsGroups;
             case "txn-copier": return this::txnCopier;
             case "share-group-split":
             case "share-group-redelivery":
@@ -1358,7 +1370,7 @@ public final class Driver {
             if (sc == null) { d.emit(name, "FAIL", "unknown scenario"); continue; }
             d.scenario = name;
             // The Streams scenario runs an application four times (three restarts): twice the time.
-            double limit = name.equals("streams-eos") ? 2 * d.timeoutSec : d.timeoutSec;
+            double limit = name.startsWith("streams-") ? 2 * d.timeoutSec : d.timeoutSec;
             d.deadline = System.nanoTime() + (long) (limit * 1e9);
             Future<String> f = pool.submit(sc::run);
             try {

@@ -76,6 +76,10 @@ final class StreamsEos {
         return start(d.bootstrap, appId, input, output, stateDir, died);
     }
 
+    /** "streams": the streams-groups scenario (KIP-1071, group.protocol=streams); the child JVM
+     *  of phase 3 gets it through the environment. "" keeps the classic protocol. */
+    static String groupProtocol = System.getenv().getOrDefault("ODRADEK_STREAMS_GROUP_PROTOCOL", "");
+
     static KafkaStreams start(String bootstrap, String appId, String input, String output, Path stateDir, AtomicReference<Throwable> died) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
@@ -86,6 +90,7 @@ final class StreamsEos {
             .to(output, Produced.with(Serdes.String(), Serdes.Long()));
         Properties p = new Properties();
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
+        if (!groupProtocol.isEmpty()) p.put("group.protocol", groupProtocol);
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, "exactly_once_v2");
         p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
@@ -177,8 +182,10 @@ final class StreamsEos {
     static Process startChild(Driver d, String appId, String input, String output, Path stateDir) throws Exception {
         if (d.classpath == null || d.classpath.isEmpty()) throw new Driver.NotSupported("no --classpath for the Streams child JVM");
         childOut.setLength(0);
-        Process p = new ProcessBuilder("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", d.classpath,
-            StreamsEos.class.getName(), d.bootstrap, appId, input, output, stateDir.toString()).redirectErrorStream(true).start();
+        ProcessBuilder pb = new ProcessBuilder("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", d.classpath,
+            StreamsEos.class.getName(), d.bootstrap, appId, input, output, stateDir.toString()).redirectErrorStream(true);
+        pb.environment().put("ODRADEK_STREAMS_GROUP_PROTOCOL", groupProtocol);
+        Process p = pb.start();
         p.getOutputStream().close();
         Thread reader = new Thread(() -> {
             try (java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream()))) {

@@ -1,0 +1,145 @@
+"""StreamsGroupHeartbeat (key 88), versions 0-1: KIP-1071 streams groups (Kafka Streams
+with `group.protocol=streams`).
+
+- Join (member epoch 0, with the topology), heartbeat, leave (-1, and -2 for a static
+  member) as Kafka's group coordinator (logic in `coordinator/streams/`): the topology is
+  checked (STREAMS_INVALID_TOPOLOGY) and configured against the topics: while source topics
+  are missing, internal topics are missing or topics are not copartitioned the response
+  carries MISSING_SOURCE_TOPICS / MISSING_INTERNAL_TOPICS / INCORRECTLY_PARTITIONED_TOPICS
+  statuses and no tasks. The missing internal topics (repartition and changelog, with the
+  partition counts derived from the source topics and the configs the topology declares)
+  are created by this handler right after the heartbeat, so the next one finds them.
+- The sticky assignor gives every task to one member (`group.streams.num.standby.replicas`
+  standbys on other processes); members reconcile towards their target, revoking first.
+  The response carries the member epoch, the heartbeat interval
+  (`group.streams.heartbeat.interval.ms`), the tasks when they changed, and the partitions
+  each user endpoint serves when the member's endpoint-information epoch is behind.
+- Errors as Kafka: INVALID_REQUEST (Kafka's messages), STREAMS_INVALID_TOPOLOGY,
+  STREAMS_INVALID_TOPOLOGY_EPOCH (a join with a topology epoch below the group's),
+  STREAMS_TOPOLOGY_FENCED (a member on an older topology epoch), FENCED_MEMBER_EPOCH,
+  UNKNOWN_MEMBER_ID, GROUP_MAX_SIZE_REACHED, GROUP_ID_NOT_FOUND (the id is a classic or
+  consumer group), NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE when the write fails.
+  Session timeout `group.streams.session.timeout.ms`.
+- State is written to `__consumer_offsets` as Kafka's StreamsGroup* records and rebuilt
+  from them on start.
+- Not implemented yet: static membership (instance ids are stored, not used), warm-up
+  tasks and task-lag (TaskOffsets/TaskEndOffsets are ignored), rack/client-tag aware
+  standbys, v1 TopologyDescriptionRequired (always false: the topology description of
+  StreamsGroupTopologyDescriptionUpdate is not served), ACLs.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from odradek.broker.api.join_group import client_host
+from odradek.broker.cluster import ClusterError
+from odradek.broker.context import RequestContext
+from odradek.coordinator.streams.assignor import TaskMap
+from odradek.coordinator.streams.coordinator import HeartbeatRequest, HeartbeatResult
+from odradek.coordinator.streams.topology import (
+    CopartitionGroup,
+    Subtopology,
+    TopicInfo,
+    Topology,
+)
+from odradek.wire._generated.streams_group_heartbeat import (
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
+
+Req = StreamsGroupHeartbeatRequest
+Resp = StreamsGroupHeartbeatResponse
+log = structlog.get_logger("odradek.streams")
+
+
+def _tasks(ts: list[Req.TaskIds] | None) -> dict[str, frozenset[int]] | None:
+    if ts is None:
+        return None
+    return {t.subtopology_id: frozenset(t.partitions or ()) for t in ts}
+
+
+def _info(t: Req.TopicInfo) -> TopicInfo:
+    return TopicInfo(t.name, t.partitions, t.replication_factor,
+                     tuple((c.key, c.value) for c in t.topic_configs or ()))
+
+
+def _topology(t: Req.Topology | None) -> Topology | None:
+    if t is None:
+        return None
+    return Topology(t.epoch, tuple(Subtopology(
+        s.subtopology_id, tuple(s.source_topics or ()), tuple(s.source_topic_regex or ()),
+        tuple(_info(i) for i in s.state_changelog_topics or ()),
+        tuple(s.repartition_sink_topics or ()),
+        tuple(_info(i) for i in s.repartition_source_topics or ()),
+        tuple(CopartitionGroup(tuple(g.source_topics or ()), tuple(g.source_topic_regex or ()),
+                               tuple(g.repartition_source_topics or ()))
+              for g in s.copartition_groups or ()))
+        for s in t.subtopologies or ()))
+
+
+def _create_internal(ctx: RequestContext, result: HeartbeatResult, group_id: str) -> None:
+    """Create the internal topics the coordinator asked for (it never touches the cluster)."""
+    for t in result.create_topics:
+        if t.name in ctx.cluster.topics or t.partitions <= 0:
+            continue
+        try:
+            ctx.cluster.create_topic(t.name, t.partitions, dict(t.configs))
+        except ClusterError as e:
+            log.warning("streams internal topic not created", group=group_id, topic=t.name,
+                        error=e.message)
+            continue
+        log.info("streams internal topic created", group=group_id, topic=t.name,
+                 partitions=t.partitions)
+
+
+def _resp_tasks(m: TaskMap) -> list[Resp.TaskIds]:
+    return [Resp.TaskIds(subtopology_id=s, partitions=sorted(m[s])) for s in sorted(m)]
+
+
+async def handle(ctx: RequestContext,
+                 request: StreamsGroupHeartbeatRequest) -> StreamsGroupHeartbeatResponse:
+    ep = request.user_endpoint
+    req = HeartbeatRequest(
+        group_id=request.group_id, member_id=request.member_id,
+        member_epoch=request.member_epoch,
+        endpoint_information_epoch=request.endpoint_information_epoch,
+        instance_id=request.instance_id, rack_id=request.rack_id,
+        rebalance_timeout_ms=request.rebalance_timeout_ms,
+        topology=_topology(request.topology),
+        active_tasks=_tasks(request.active_tasks), standby_tasks=_tasks(request.standby_tasks),
+        warmup_tasks=_tasks(request.warmup_tasks), process_id=request.process_id,
+        user_endpoint=None if ep is None else (ep.host, ep.port),
+        client_tags=(None if request.client_tags is None
+                     else tuple((kv.key, kv.value) for kv in request.client_tags)),
+        shutdown_application=request.shutdown_application,
+        client_id=ctx.client_id or "", client_host=client_host(ctx.client.address))
+    result = await ctx.groups.wait(lambda g: g.streams_group_heartbeat(req))
+    if result.error:
+        log.info("streams group heartbeat refused", group=req.group_id, member=req.member_id,
+                 error=result.error.name, message=result.message)
+    if result.create_topics:
+        _create_internal(ctx, result, req.group_id)
+    tasks = result.tasks
+    by_endpoint = None
+    if result.partitions_by_endpoint is not None:
+        by_endpoint = [Resp.EndpointToPartitions(
+            user_endpoint=Resp.Endpoint(host=host, port=port),
+            active_partitions=[Resp.TopicPartition(topic=t, partitions=ps)
+                               for t, ps in sorted(act.items())],
+            standby_partitions=[Resp.TopicPartition(topic=t, partitions=ps)
+                                for t, ps in sorted(stb.items())])
+            for (host, port), (act, stb) in sorted(result.partitions_by_endpoint.items())]
+    return StreamsGroupHeartbeatResponse(
+        error_code=result.error, error_message=result.message, member_id=result.member_id,
+        member_epoch=result.member_epoch, heartbeat_interval_ms=result.heartbeat_interval_ms,
+        acceptable_recovery_lag_legacy=10_000, acceptable_recovery_lag=10_000,
+        task_offset_interval_ms=60_000,
+        status=(None if result.error else [Resp.Status(status_code=s.code,
+                                                       status_detail=s.detail)
+                                           for s in result.statuses]),
+        active_tasks=None if tasks is None else _resp_tasks(tasks.active),
+        standby_tasks=None if tasks is None else _resp_tasks(tasks.standby),
+        warmup_tasks=None if tasks is None else _resp_tasks(tasks.warmup),
+        endpoint_information_epoch=result.endpoint_information_epoch,
+        partitions_by_user_endpoint=by_endpoint)
