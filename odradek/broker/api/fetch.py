@@ -241,10 +241,10 @@ def _fill(data: PartitionData, p: Wanted, plog: PartitionLog, error: ErrorCode,
             return 0
         if region is None:
             return 0
-        data.records = as_records(region)
+        data.records = region if isinstance(region, bytes) else as_records(region)
         if read_committed:
             data.aborted_transactions = _aborted_below(plog, p.fetch_offset, upper)
-        return region.length
+        return len(region)
     try:  # read even with no budget left (a 0-byte read): the offset is still checked
         records = plog.read(p.fetch_offset, size,
                             upper_bound=bound, min_one_message=first)

@@ -610,10 +610,11 @@ class PartitionLog:
         upper_bound: int | None = None,
         min_one_message: bool = True,
         with_upper: bool = False,
-    ) -> tuple[FileRegion | None, int]:
+    ) -> tuple[FileRegion | bytes | None, int]:
         """`read` by reference, for zero-copy Fetch: the same bytes as a region of a `dup` of
         the segment's descriptor (None when there are none), so the response can be sent with
-        `sendfile` even after the segment is rolled or deleted. With `with_upper`, also the
+        `sendfile` even after the segment is rolled or deleted; the bytes themselves when no
+        descriptor is left for the dup (EMFILE/ENFILE). With `with_upper`, also the
         exclusive upper offset of the returned batches (one more header read; for the aborted
         transactions of read_committed), else -1."""
         self._check_open()
@@ -643,7 +644,15 @@ class PartitionLog:
                 if end <= start:
                     return None, -1
                 upper = segment.offset_at(end) if with_upper else -1
-                return FileRegion(os.dup(segment.fd), start, end - start), upper
+                try:
+                    pinned = os.dup(segment.fd)
+                except OSError as exc:
+                    if not is_out_of_descriptors(exc):
+                        raise
+                    # No descriptor to pin the file with (a response naming more partitions
+                    # than the limit has room for): copy, as `read`, rather than fail.
+                    return segment.read_range(start, end), upper
+                return FileRegion(pinned, start, end - start), upper
         except OSError as exc:  # as `read`
             if is_out_of_descriptors(exc):
                 raise self._out_of_descriptors(exc, f"read at offset {fetch_offset}") from exc

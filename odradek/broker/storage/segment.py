@@ -546,7 +546,10 @@ class LogSegment:
                              min_one_message=min_one_message)
         if extent is None:
             return None
-        start, end = extent
+        return self.read_range(*extent)
+
+    def read_range(self, start: int, end: int) -> bytes:
+        """The bytes at [start, end), read with `pread` (a copy)."""
         return _pread_all(self.fd, end - start, start) if end > start else b""
 
     def extent(

@@ -4,6 +4,7 @@ the segment is rolled, deleted or the log closed."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -99,4 +100,21 @@ def test_a_region_owns_a_dup_not_the_segment_descriptor(tmp_path: Path) -> None:
     assert region.fd != log.segments[0].fd
     region.close()
     os.fstat(log.segments[0].fd)  # closing the region leaves the segment's open
+    log.close()
+
+
+def test_out_of_descriptors_for_the_dup_copies_instead(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A response naming more partitions than the descriptor limit has room for still gets
+    every partition's records: the bytes, read as the copying path does."""
+    log = open_log(tmp_path)
+    fill(log, 10)
+    want = log.read(0, 1 << 20)
+
+    def no_fd(fd: int) -> int:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(os, "dup", no_fd)
+    region, upper = log.read_region(0, 1 << 20, with_upper=True)
+    assert region == want and upper == batches_of(want)[-1].last_offset + 1
     log.close()
