@@ -53,11 +53,11 @@ def test_consume_across_segment_rolls(broker: BrokerProcess, client: str) -> Non
 
 def test_retention_deletes_segments_while_they_are_consumed(start_broker: StartBroker,
                                                             tmp_path: Path) -> None:
-    broker = start_broker(tmp_path / "data", {"log.retention.check.interval.ms": "50",
-                                              "file.delete.delay.ms": "0"})
+    broker = start_broker(tmp_path / "data", {"log.retention.check.interval.ms": "50"})
     topic = topic_name("retention")
     create_topic(broker.bootstrap, topic, 1,
-                 {"segment.bytes": str(MiB), "retention.bytes": str(2 * MiB)})
+                 {"segment.bytes": str(MiB), "retention.bytes": str(2 * MiB),
+                  "file.delete.delay.ms": "0"})
     size, total = 20_000, 1500  # ~30 MB through a log that keeps ~3 MB
     done = threading.Event()
     errors: list[Any] = []
@@ -82,7 +82,7 @@ def test_retention_deletes_segments_while_they_are_consumed(start_broker: StartB
 
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": topic_name("g"),
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "check.crcs": True, "fetch.max.bytes": 256 * 1024,
+                         "check.crcs": True, "fetch.max.bytes": MiB,
                          "max.partition.fetch.bytes": 256 * 1024, "fetch.wait.max.ms": 50})
     thread = threading.Thread(target=produce)
     thread.start()
