@@ -17,7 +17,7 @@ dropped (a long poll that reads again, a cancelled request) does not leak descri
 from __future__ import annotations
 
 import os
-from typing import cast
+from typing import ClassVar, cast
 
 from odradek.wire.primitives import Buffer
 
@@ -25,11 +25,16 @@ from odradek.wire.primitives import Buffer
 class FileRegion:
     __slots__ = ("fd", "length", "offset")
 
+    # Regions not yet closed, process-wide: their descriptors count against RLIMIT_NOFILE
+    # beside sockets and segments, so the storage layer bounds them (copies past the bound).
+    open_count: ClassVar[int] = 0
+
     def __init__(self, fd: int, offset: int, length: int) -> None:
         self.fd = -1  # owned only once valid: a refused region leaves `fd` to the caller
         if offset < 0 or length < 0:
             raise ValueError(f"bad file region: offset {offset}, length {length}")
         self.fd = fd
+        FileRegion.open_count += 1
         self.offset = offset
         self.length = length
 
@@ -45,6 +50,7 @@ class FileRegion:
     def close(self) -> None:
         fd, self.fd = self.fd, -1
         if fd >= 0:
+            FileRegion.open_count -= 1
             os.close(fd)
 
     def __del__(self) -> None:

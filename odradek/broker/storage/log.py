@@ -644,6 +644,11 @@ class PartitionLog:
                 if end <= start:
                     return None, -1
                 upper = segment.offset_at(end) if with_upper else -1
+                if (self.handles is not None
+                        and FileRegion.open_count >= max(self.handles.capacity // 4, 16)):
+                    # As many regions in flight as a quarter of what segments may hold: copy,
+                    # so responses naming thousands of partitions leave descriptors for sockets.
+                    return segment.read_range(start, end), upper
                 try:
                     pinned = os.dup(segment.fd)
                 except OSError as exc:

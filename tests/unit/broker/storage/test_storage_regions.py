@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from storage_testutil import append, batches_of
 
+from odradek.broker.storage.handles import HandleCache
 from odradek.broker.storage.log import OffsetOutOfRangeError, PartitionLog
 from odradek.config import LogConfig
 from odradek.wire.regions import FileRegion
@@ -117,4 +118,26 @@ def test_out_of_descriptors_for_the_dup_copies_instead(tmp_path: Path,
     monkeypatch.setattr(os, "dup", no_fd)
     region, upper = log.read_region(0, 1 << 20, with_upper=True)
     assert region == want and upper == batches_of(want)[-1].last_offset + 1
+    log.close()
+
+
+def test_regions_in_flight_are_bounded_then_bytes_are_copied(tmp_path: Path) -> None:
+    """At most a quarter of the handle cache's capacity (at least 16) in flight: past that,
+    bytes, so thousands of partitions in one response leave descriptors for sockets."""
+    log = PartitionLog.open(tmp_path / "topic-a-0", SMALL, now_ms=1_000,
+                            handles=HandleCache(40))
+    fill(log, 3)
+    base = FileRegion.open_count
+    held = []
+    while FileRegion.open_count < base + 16 or FileRegion.open_count < 16:
+        region, _ = log.read_region(0, 1 << 20)
+        assert isinstance(region, FileRegion), f"copied with {len(held)} regions held"
+        held.append(region)
+    copied, _ = log.read_region(0, 1 << 20)
+    assert copied == log.read(0, 1 << 20)
+    held.pop().close()
+    if FileRegion.open_count < 16:
+        assert isinstance(log.read_region(0, 1 << 20)[0], FileRegion)
+    for region in held:
+        region.close()
     log.close()
