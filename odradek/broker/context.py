@@ -53,6 +53,9 @@ class ClientInfo:
     software_name: str | None = None
     software_version: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    # The transport sends `FileRegion` body parts itself (sendfile on a plain socket), so
+    # Fetch may answer with regions of segment files; False (TLS, tests): bytes are read.
+    zero_copy: bool = False
 
 
 @dataclass(slots=True, kw_only=True)

@@ -4,10 +4,12 @@ Sockets are raw and non-blocking; anyio's `wait_readable`/`wait_writable` park a
 until the kernel is ready. Reads go into one receive buffer shared by every connection
 (`recv_into`, then handed to the connection's frame decoder before anything else runs), so
 an idle connection holds no buffer: what a connection holds is the request it is reading,
-filled as its bytes arrive, and freed once answered. Responses leave in one vectored
-`sendmsg`, so record bytes read from segments reach the kernel without being joined into a
-new buffer. Requests on one connection are answered strictly in order, one at a time, as
-Kafka does.
+filled as its bytes arrive, and freed once answered. Responses leave by vectored `sendmsg`
+for their buffers and `os.sendfile` for their file regions (`wire/regions.py`): a Fetch on a
+plain socket (`ClientInfo.zero_copy`) answers with regions of segment files, sent from the page
+cache with no copy in user space (issue #12); a transport that is not a plain socket (TLS, when
+it comes) must leave `zero_copy` off, and Fetch then reads the bytes (`os.pread`) instead.
+Requests on one connection are answered strictly in order, one at a time, as Kafka does.
 
 Fairness: a connection's task yields to the event loop before each request it did not have
 to wait for (the socket already held it: pipelined requests, a busy producer). Without that a
@@ -68,7 +70,7 @@ from odradek.broker.storage import faults
 from odradek.broker.storage.dir_lock import DirLock, LogDirLockedError, lock_log_dirs
 from odradek.config import BrokerConfig, ConfigError, Listener
 from odradek.wire import ProtocolError
-from odradek.wire.primitives import Buffer
+from odradek.wire.regions import FileRegion, Part
 
 if TYPE_CHECKING:
     from odradek.broker.admin_http import AdminHttp
@@ -92,12 +94,37 @@ def _bind(listener: Listener) -> socket.socket:
     return sock
 
 
-async def send_all(sock: socket.socket, parts: Sequence[Buffer]) -> None:
-    views = [memoryview(p) for p in parts if len(p)]
+async def send_all(sock: socket.socket, parts: Sequence[Part]) -> None:
+    """Send a response: runs of buffers with vectored `sendmsg`, file regions with
+    `os.sendfile` (page cache to socket, no copy in user space). Partial sends resume where
+    they stopped; a full socket parks on `wait_writable`. Every region is closed after,
+    sent or not (it owns a dup of its segment's descriptor)."""
+    try:
+        views: list[memoryview] = []
+        for part in parts:
+            if isinstance(part, FileRegion):
+                if views:
+                    await _send_buffers(sock, views, more=True)
+                    views = []
+                await _send_region(sock, part)
+            elif len(part):
+                views.append(memoryview(part))
+        if views:
+            await _send_buffers(sock, views)
+    finally:
+        for part in parts:
+            if isinstance(part, FileRegion):
+                part.close()
+
+
+async def _send_buffers(sock: socket.socket, views: list[memoryview], more: bool = False) -> None:
+    # MSG_MORE before a region: the headers leave in one segment with the records that follow
+    # (TCP_NODELAY would otherwise push them out alone).
+    flags = socket.MSG_MORE if more else 0
     i = 0
     while i < len(views):
         try:
-            sent = sock.sendmsg(views[i:i + _IOV_MAX])
+            sent = sock.sendmsg(views[i:i + _IOV_MAX], (), flags)
         except (BlockingIOError, InterruptedError):
             await anyio.wait_writable(sock)
             continue
@@ -109,6 +136,21 @@ async def send_all(sock: socket.socket, parts: Sequence[Buffer]) -> None:
             else:
                 views[i] = head[sent:]
                 sent = 0
+
+
+async def _send_region(sock: socket.socket, region: FileRegion) -> None:
+    out = sock.fileno()
+    offset, left = region.offset, region.length
+    while left:
+        try:
+            sent = os.sendfile(out, region.fd, offset, left)
+        except (BlockingIOError, InterruptedError):
+            await anyio.wait_writable(sock)
+            continue
+        if sent == 0:  # the file ends before the region: the frame cannot be completed
+            raise CloseConnection(f"segment file ended {left} bytes short of a fetch response")
+        offset += sent
+        left -= sent
 
 
 _ACCEPT_BACKOFF_S = 0.05  # after accept() failed for lack of descriptors
@@ -251,7 +293,7 @@ class Server:
     async def _serve(self, sock: socket.socket, address: str, listener: str,
                      activity: _Activity) -> None:
         conn = Connection(self.broker.config.get_int("socket.request.max.bytes"))
-        client = ClientInfo(address=address, listener=listener)
+        client = ClientInfo(address=address, listener=listener, zero_copy=True)  # plain socket
         memory = self.memory
         charged = 0  # what this connection holds of `memory`
         buf = self._recv_buf

@@ -41,6 +41,14 @@
   overlapping the returned batches (from the `.txnindex` files), sorted by first offset, so
   each producer's come in order; read_uncommitted gets a null list, as from Kafka.
   Transaction markers are control batches: they occupy offsets and are returned as batches.
+- Zero copy (issue #12): on a plain socket (`ClientInfo.zero_copy`) a partition's records are a
+  `FileRegion` of its segment (`PartitionLog.read_region`: a dup of the descriptor, so a roll,
+  a compaction or retention deleting the segment before the response is sent changes nothing;
+  its length fixed by the high watermark or LSO when the response is built), sent by the server
+  with `os.sendfile`. Sizing is the same as the copying path; read_committed reads one batch
+  header more for the upper offset of the aborted-transaction search. Any other transport (TLS,
+  when it comes; the handler tests) leaves `zero_copy` off and gets the bytes read with
+  `os.pread` (the copying path).
 - Empty records are sent as zero length, never null; preferred_read_replica is -1;
   throttle_time_ms is 0.
 - Not implemented: follower fetching (replica_id >= 0 is served as a consumer; its sessions
@@ -81,6 +89,7 @@ from odradek.broker.storage.log import (
 from odradek.wire import ErrorCode
 from odradek.wire._generated.fetch import FetchRequest, FetchResponse
 from odradek.wire.records import iter_batches
+from odradek.wire.regions import as_records
 
 PartitionData = FetchResponse.PartitionData
 AbortedTransaction = FetchResponse.AbortedTransaction
@@ -135,7 +144,8 @@ def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
 
 
 def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool, max_bytes: int,
-              missing: ErrorCode) -> tuple[list[FetchResponse.FetchableTopicResponse], int, bool]:
+              missing: ErrorCode, zero_copy: bool = False
+              ) -> tuple[list[FetchResponse.FetchableTopicResponse], int, bool]:
     """One pass over every partition: (topic responses, bytes gathered, any error). The
     sessionless hot path, inlined (`_read_partition` is the same per partition)."""
     remaining = max(max_bytes, 0)
@@ -155,7 +165,8 @@ def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool, m
                 data.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
             elif plog is not None:
                 try:
-                    size = _fill(data, p, plog, error, read_committed, remaining, total == 0)
+                    size = _fill(data, p, plog, error, read_committed, remaining, total == 0,
+                                 zero_copy)
                 except LogClosedError:  # deleted since it was resolved
                     data = PartitionData(partition_index=p.partition, error_code=missing,
                                          high_watermark=-1, last_stable_offset=-1,
@@ -182,8 +193,8 @@ def _read_all(request: FetchRequest, resolved: Resolved, read_committed: bool, m
 
 def _read_partition(p: Wanted, plog: PartitionLog | None, error: ErrorCode, name: str | None,
                     read_committed: bool, remaining: int, first: bool,
-                    missing: ErrorCode = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    ) -> tuple[PartitionData, int]:
+                    missing: ErrorCode = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    zero_copy: bool = False) -> tuple[PartitionData, int]:
     """One partition's response data and the record bytes read; `error` is what resolving
     it found (its log is None when it has none)."""
     data = PartitionData(partition_index=p.partition, error_code=error, high_watermark=-1,
@@ -198,7 +209,7 @@ def _read_partition(p: Wanted, plog: PartitionLog | None, error: ErrorCode, name
         data.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
         return data, 0
     try:
-        return data, _fill(data, p, plog, error, read_committed, remaining, first)
+        return data, _fill(data, p, plog, error, read_committed, remaining, first, zero_copy)
     except LogClosedError:  # deleted since it was resolved
         return PartitionData(partition_index=p.partition, error_code=missing,
                              high_watermark=-1, last_stable_offset=-1,
@@ -215,10 +226,11 @@ def _read_partition(p: Wanted, plog: PartitionLog | None, error: ErrorCode, name
                              records=b""), 0
 
 
-def _fill(data: PartitionData, p: Wanted, plog: PartitionLog,
-          error: ErrorCode, read_committed: bool, remaining: int, first: bool) -> int:
+def _fill(data: PartitionData, p: Wanted, plog: PartitionLog, error: ErrorCode,
+          read_committed: bool, remaining: int, first: bool, zero_copy: bool = False) -> int:
     """The partition's offsets and, when it has no error and bytes remain, its records;
-    returns how many record bytes were read."""
+    returns how many record bytes were read. With `zero_copy` the records are a `FileRegion`
+    of the segment (sent with sendfile by the server), else bytes read from it."""
     hw = plog.high_watermark
     lso = plog.last_stable_offset
     data.high_watermark, data.last_stable_offset = hw, lso
@@ -227,8 +239,22 @@ def _fill(data: PartitionData, p: Wanted, plog: PartitionLog,
     if error != ErrorCode.NONE:
         return 0
     bound = lso if read_committed else hw
+    size = max(min(p.partition_max_bytes, remaining), 0)
+    if zero_copy:
+        try:  # as below; the region ends where the bound was when it was built
+            region, upper = plog.read_region(p.fetch_offset, size, upper_bound=bound,
+                                             min_one_message=first, with_upper=read_committed)
+        except OffsetOutOfRangeError:
+            data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+            return 0
+        if region is None:
+            return 0
+        data.records = region if isinstance(region, bytes) else as_records(region)
+        if read_committed:
+            data.aborted_transactions = _aborted_below(plog, p.fetch_offset, upper)
+        return len(region)
     try:  # read even with no budget left (a 0-byte read): the offset is still checked
-        records = plog.read(p.fetch_offset, max(min(p.partition_max_bytes, remaining), 0),
+        records = plog.read(p.fetch_offset, size,
                             upper_bound=bound, min_one_message=first)
     except OffsetOutOfRangeError:
         data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
@@ -244,6 +270,10 @@ def _aborted(plog: PartitionLog, fetch_offset: int, records: bytes) -> list[Abor
     upper = fetch_offset
     for batch in iter_batches(records, allow_partial_tail=True):
         upper = batch.next_offset
+    return _aborted_below(plog, fetch_offset, upper)
+
+
+def _aborted_below(plog: PartitionLog, fetch_offset: int, upper: int) -> list[AbortedTransaction]:
     found = plog.collect_aborted_txns(fetch_offset, upper)
     return [AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
             for t in sorted(found, key=lambda t: (t.first_offset, t.producer_id))]
@@ -264,7 +294,7 @@ def _session_entries(version: int, resolved: Resolved,
 
 
 def _read_session(ctx: RequestContext, session: FetchSession, read_committed: bool,
-                  max_bytes: int) -> tuple[list[tuple[CachedPartition, PartitionData]], int, bool]:
+                  max_bytes: int, zero_copy: bool = False) -> tuple[list[tuple[CachedPartition, PartitionData]], int, bool]:
     """One pass over an incremental fetch's session: the partitions its response must carry
     (with their data), bytes gathered, any error. A partition with no news costs a few
     comparisons and no response object."""
@@ -306,7 +336,7 @@ def _read_session(ctx: RequestContext, session: FetchSession, read_committed: bo
                         and cp.partition_max_bytes >= 0):
                     continue  # no records to read and nothing the fetcher does not know
         data, size = _read_partition(cp, plog, error, name, read_committed, remaining,
-                                     total == 0)
+                                     total == 0, zero_copy=zero_copy)
         total += size
         remaining = max(remaining - size, 0)
         if data.error_code != ErrorCode.NONE:
@@ -373,7 +403,8 @@ async def _long_poll_session(ctx: RequestContext, inc: IncrementalFetch, request
             if watch is not None:
                 watch.rearm()
             seen = partitions.changes
-            picked, total, errored = _read_session(ctx, session, read_committed, max_bytes)
+            picked, total, errored = _read_session(ctx, session, read_committed, max_bytes,
+                                                   ctx.client.zero_copy)
             left = deadline - time.monotonic()
             if errored or total >= request.min_bytes or left <= 0 or not inc.still_current():
                 return _incremental_response(inc, picked)
@@ -412,6 +443,7 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     if isinstance(session, IncrementalFetch):  # the session has partitions: it may wait
         return await _long_poll_session(ctx, session, request, read_committed, max_bytes)
     missing = ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    zero_copy = ctx.client.zero_copy
     wait_ms = max(request.max_wait_ms, 0) if any(t.partitions for t in request.topics) else 0
     deadline = time.monotonic() + wait_ms / 1000
     partitions = ctx.partitions
@@ -423,7 +455,7 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
             # answers with its error instead of reading a closed log.
             resolved = _resolve(ctx, request)
             responses, total, errored = _read_all(request, resolved, read_committed,
-                                                  max_bytes, missing)
+                                                  max_bytes, missing, zero_copy)
             left = deadline - time.monotonic()
             if errored or total >= request.min_bytes or left <= 0:
                 break

@@ -10,7 +10,8 @@ Produce path: `append` reads only batch headers (`iter_batches`), checks each ba
 patches base offsets and the partition leader epoch in place (both outside the CRC), and
 writes the request's batches to the active segment with one `os.pwrite`. Fetch path: `read`
 finds the segment and position through the indexes and returns whole batches read with
-`os.pread`, unchanged.
+`os.pread`, unchanged; `read_region` finds the same bytes and returns them by reference (a
+region of a dup of the segment's descriptor) for a zero-copy Fetch sent with `sendfile`.
 
 Failed writes (see docs/storage.md, "Durability"). An append lands whole or leaves the log
 exactly as it was: its writes (a roll's producer-state snapshot, time index entry and new
@@ -46,6 +47,7 @@ Not thread-safe: the broker calls it from its one event loop.
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 from bisect import bisect_right
@@ -90,6 +92,7 @@ from odradek.wire.records import (
     set_max_timestamp_log_append_time,
     set_partition_leader_epoch,
 )
+from odradek.wire.regions import FileRegion
 
 log = structlog.get_logger(__name__)
 
@@ -598,6 +601,68 @@ class PartitionLog:
                 raise self._out_of_descriptors(exc, f"read at offset {fetch_offset}") from exc
             raise self._dir_failed(exc, f"read at offset {fetch_offset}") from exc
         return b""
+
+    def read_region(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        upper_bound: int | None = None,
+        min_one_message: bool = True,
+        with_upper: bool = False,
+    ) -> tuple[FileRegion | bytes | None, int]:
+        """`read` by reference, for zero-copy Fetch: the same bytes as a region of a `dup` of
+        the segment's descriptor (None when there are none), so the response can be sent with
+        `sendfile` even after the segment is rolled or deleted; the bytes themselves when no
+        descriptor is left for the dup (EMFILE/ENFILE). With `with_upper`, also the
+        exclusive upper offset of the returned batches (one more header read; for the aborted
+        transactions of read_committed), else -1."""
+        self._check_open()
+        if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {fetch_offset} is outside [{self.log_start_offset}, "
+                f"{self.log_end_offset}] for {self.topic}-{self.partition}"
+            )
+        bound = (
+            self.log_end_offset if upper_bound is None else min(upper_bound, self.log_end_offset)
+        )
+        if fetch_offset >= bound:
+            return None, -1
+        try:
+            for segment in self._segments[self._floor_index(fetch_offset) :]:
+                if segment.base_offset >= bound:
+                    break
+                extent = segment.extent(
+                    fetch_offset,
+                    max_bytes,
+                    self._position_bound(segment, bound),
+                    min_one_message=min_one_message,
+                )
+                if extent is None:
+                    continue
+                start, end = extent
+                if end <= start:
+                    return None, -1
+                upper = segment.offset_at(end) if with_upper else -1
+                if (self.handles is not None
+                        and FileRegion.open_count >= max(self.handles.capacity // 4, 16)):
+                    # As many regions in flight as a quarter of what segments may hold: copy,
+                    # so responses naming thousands of partitions leave descriptors for sockets.
+                    return segment.read_range(start, end), upper
+                try:
+                    pinned = os.dup(segment.fd)
+                except OSError as exc:
+                    if not is_out_of_descriptors(exc):
+                        raise
+                    # No descriptor to pin the file with (a response naming more partitions
+                    # than the limit has room for): copy, as `read`, rather than fail.
+                    return segment.read_range(start, end), upper
+                return FileRegion(pinned, start, end - start), upper
+        except OSError as exc:  # as `read`
+            if is_out_of_descriptors(exc):
+                raise self._out_of_descriptors(exc, f"read at offset {fetch_offset}") from exc
+            raise self._dir_failed(exc, f"read at offset {fetch_offset}") from exc
+        return None, -1
 
     @staticmethod
     def _position_bound(segment: LogSegment, bound: int) -> int | None:

@@ -542,6 +542,26 @@ class LogSegment:
         """Whole batches from the one containing `start_offset`, at most `max_bytes` (the
         first batch whole regardless when `min_one_message`), none starting at or after
         `max_position`. None when the segment holds nothing at or after `start_offset`."""
+        extent = self.extent(start_offset, max_bytes, max_position,
+                             min_one_message=min_one_message)
+        if extent is None:
+            return None
+        return self.read_range(*extent)
+
+    def read_range(self, start: int, end: int) -> bytes:
+        """The bytes at [start, end), read with `pread` (a copy)."""
+        return _pread_all(self.fd, end - start, start) if end > start else b""
+
+    def extent(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_position: int | None = None,
+        *,
+        min_one_message: bool = False,
+    ) -> tuple[int, int] | None:
+        """The byte range [start, end) `read` would return (start == end: nothing fits); reads
+        batch headers only. The range is fixed now: later appends do not extend it."""
         if max_bytes < 0:
             raise ValueError(f"negative max_bytes {max_bytes}")
         first = self.translate_offset(start_offset)
@@ -551,7 +571,7 @@ class LogSegment:
         budget = max(max_bytes, first.size) if min_one_message else max_bytes
         end = min(limit, first.position + budget)
         if end < first.position + first.size:
-            return b""
+            return first.position, first.position
         # Walk batch headers from the last index entry at or before `end` to find the last
         # batch boundary within it.
         _, boundary = self.offset_index.lookup_position(end)
@@ -561,7 +581,13 @@ class LogSegment:
             if header is None or boundary + header.size > end:
                 break
             boundary += header.size
-        return _pread_all(self.fd, boundary - first.position, first.position)
+        return first.position, boundary
+
+    def offset_at(self, position: int) -> int:
+        """The base offset of the batch at `position`, or the segment's next offset at its end
+        (one header read): the exclusive upper offset of data ending at `position`."""
+        header = self._read_header(position)
+        return self.next_offset if header is None else header.base_offset
 
     def batch_headers(self, start_position: int = 0) -> list[BatchHeader]:
         """Every batch header from `start_position` to the end (reads headers only)."""

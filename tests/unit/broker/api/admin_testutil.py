@@ -5,6 +5,7 @@ handler sees it; the response is encoded and decoded again before the test looks
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from odradek.broker.context import ClientInfo
 from odradek.broker.registry import HANDLERS
 from odradek.config import BrokerConfig
 from odradek.wire.records import Record, build_batch
+from odradek.wire.regions import FileRegion
 from odradek.wire.registry import api_classes
 
 
@@ -23,8 +25,24 @@ def open_broker(tmp_path: Path, **settings: str) -> Broker:
     return Broker(BrokerConfig({"log.dirs": str(tmp_path / "data"), **settings}))
 
 
+# Fetch answers with file regions when the transport sends them (`ClientInfo.zero_copy`);
+# the Fetch tests run once each way by setting this.
+ZERO_COPY = False
+
+
+def _bytes(part: Any) -> bytes:
+    """A body part's bytes; a file region is read (as a copying transport would) and closed."""
+    if isinstance(part, FileRegion):
+        assert not part.closed
+        data = os.pread(part.fd, part.length, part.offset)
+        assert len(data) == part.length
+        part.close()
+        return data
+    return bytes(part)
+
+
 def _join(parts: list[Any]) -> bytes:
-    return b"".join(bytes(p) for p in parts)
+    return b"".join(_bytes(p) for p in parts)
 
 
 def roundtrip(message: Any, version: int) -> Any:
@@ -53,7 +71,8 @@ async def acall(broker: Broker, api_key: int, version: int, request: Any,
     request_cls, response_cls = api_classes(api_key)
     assert isinstance(request, request_cls)
     decoded = roundtrip(request, version)
-    ctx = broker.context(ClientInfo("127.0.0.1:50000", listener, principal=principal),
+    ctx = broker.context(ClientInfo("127.0.0.1:50000", listener, principal=principal,
+                                    zero_copy=ZERO_COPY),
                          IncomingRequest(api_key, version, 7, "test-client", bytearray(), 0))
     handle = importlib.import_module(f"odradek.broker.api.{entry.module}").handle
     response = await handle(ctx, decoded)

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import admin_testutil
 import anyio
 import anyio.lowlevel
 import pytest
@@ -31,6 +32,13 @@ VALUE = b"x" * 100
 S = len(build_batch([(b"k", VALUE)]))  # the size of every one-record batch `raw` builds
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 VERSIONS = [4, 7, 11, 12, 13, 15, 17, 18]
+
+
+@pytest.fixture(autouse=True, params=[False, True], ids=["copy", "zero-copy"])
+def zero_copy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Every test both ways: records read as bytes, and as file regions of the segments."""
+    monkeypatch.setattr(admin_testutil, "ZERO_COPY", request.param)
+    return bool(request.param)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import admin_testutil
 import anyio
 import anyio.lowlevel
 import pytest
@@ -28,6 +29,13 @@ MiB = 1 << 20
 VALUE = b"x" * 100
 S = len(build_batch([(b"k", VALUE)]))
 READ_COMMITTED = 1
+
+
+@pytest.fixture(autouse=True, params=[False, True], ids=["copy", "zero-copy"])
+def zero_copy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Every test both ways: records read as bytes, and as file regions of the segments."""
+    monkeypatch.setattr(admin_testutil, "ZERO_COPY", request.param)
+    return bool(request.param)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import admin_testutil
 import anyio
 import anyio.lowlevel
 import pytest
@@ -37,6 +38,13 @@ MiB = 1 << 20
 MAX_WAIT_MS = 5000
 PROMPT_S = MAX_WAIT_MS / 2000  # "well before max_wait"
 READ_COMMITTED = 1
+
+
+@pytest.fixture(autouse=True, params=[False, True], ids=["copy", "zero-copy"])
+def zero_copy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Every test both ways: records read as bytes, and as file regions of the segments."""
+    monkeypatch.setattr(admin_testutil, "ZERO_COPY", request.param)
+    return bool(request.param)
 
 
 @pytest.fixture
