@@ -7,7 +7,10 @@
   the floor: the same interpreter starting and importing asyncio alone, best of as many;
 - `idle RSS`: the broker's resident set once started, and with `--connections` idle
   connections (each has answered one ApiVersions, then sends nothing);
-- `create`: a `--partitions`-partition topic created (CreateTopics answered, admin client).
+- `create`: a `--partitions`-partition topic created (CreateTopics answered, admin client);
+- `ping`: broker CPU (user + system) per request over `--pings` ApiVersions sent one at a
+  time on one connection (send, read the answer, repeat): the receive path's cost, waits
+  for a readable socket included.
 
     python -m bench.startup [--baseline PATH] [--reference] [--connections 10000]
                             [--partitions 2000] [--starts 5]
@@ -26,6 +29,7 @@ import threading
 import time
 from pathlib import Path
 
+from bench.throughput import cpu_seconds
 from compat_tests.brokers import REPO, Broker, KafkaBroker, OdradekBroker, free_port
 
 _METADATA_V1 = struct.pack(">hhih", 3, 1, 1, 5) + b"bench" + struct.pack(">i", -1)
@@ -131,10 +135,21 @@ def create_topic_s(bootstrap: str, partitions: int) -> float:
     return time.perf_counter() - t0
 
 
-def measure(broker: Broker, connections: int, partitions: int) -> dict[str, float]:
+def ping_cpu_us(port: int, pid: int, n: int) -> float:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        frame = _request(_API_VERSIONS_V0)
+        before = cpu_seconds(pid)
+        for _ in range(n):
+            s.sendall(frame)
+            _read_frame(s)
+        return (cpu_seconds(pid) - before) / n * 1e6
+
+
+def measure(broker: Broker, connections: int, partitions: int, pings: int) -> dict[str, float]:
     assert broker.proc is not None
     time.sleep(1.0)  # start-up work done, background loops settled
     out = {"rss_idle": rss_mib(broker.proc.pid)}
+    out["ping_us"] = ping_cpu_us(broker.port, broker.proc.pid, pings)
     socks = idle_connections(broker.port, connections)
     time.sleep(1.0)
     out["rss_conns"] = rss_mib(broker.proc.pid)
@@ -152,6 +167,7 @@ def main() -> None:
     ap.add_argument("--connections", type=int, default=10_000)
     ap.add_argument("--partitions", type=int, default=2000)
     ap.add_argument("--starts", type=int, default=5)
+    ap.add_argument("--pings", type=int, default=20_000)
     args = ap.parse_args()
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the client's idle sockets
@@ -169,7 +185,8 @@ def main() -> None:
             broker.start()
             try:
                 rows[name] = {"start_s": min(starts[name]), **measure(broker, args.connections,
-                                                                       args.partitions)}
+                                                                       args.partitions,
+                                                                       args.pings)}
             finally:
                 broker.stop()
         if args.reference:
@@ -177,17 +194,18 @@ def main() -> None:
             try:
                 start = kafka_first_metadata(kafka)
                 rows["kafka"] = {"start_s": start, **measure(kafka, args.connections,
-                                                             args.partitions)}
+                                                             args.partitions, args.pings)}
             finally:
                 kafka.stop()
     floor = min(floors)
     print(f"python + import asyncio: {floor * 1000:.0f} ms (best of {args.starts}); "
           f"{args.connections} idle connections; {args.partitions}-partition topic")
     print(f"{'broker':16} {'start ms':>9} {'x floor':>8} {'RSS MiB':>8} {'+conns MiB':>11} "
-          f"{'create s':>9}")
+          f"{'create s':>9} {'ping CPU us':>12}")
     for name, r in rows.items():
         print(f"{name:16} {r['start_s'] * 1000:9.0f} {r['start_s'] / floor:8.2f} "
-              f"{r['rss_idle']:8.1f} {r['rss_conns'] - r['rss_idle']:11.1f} {r['create_s']:9.2f}")
+              f"{r['rss_idle']:8.1f} {r['rss_conns'] - r['rss_idle']:11.1f} {r['create_s']:9.2f} "
+              f"{r['ping_us']:12.1f}")
 
 
 if __name__ == "__main__":
