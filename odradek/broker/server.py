@@ -120,7 +120,9 @@ class _Readable:
     epoll is level-triggered: while the task is busy answering a request and bytes of the
     next one are waiting, the callback fires on every loop iteration. It then unregisters
     the socket (the next wait registers it again), on its second call without a waiter: the
-    first is expected, in the iteration between waking the task and the task reading."""
+    first is expected, in the iteration between waking the task and the task reading.
+    `wait` may return with nothing to read yet (that callback, run after the task's next
+    wait began): the caller reads, and waits again on EAGAIN."""
 
     __slots__ = ("_armed", "_fd", "_idle_calls", "_loop", "_waiter")
 
