@@ -175,10 +175,12 @@ def main() -> None:
     rows: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as work:
         floors, starts = [], {name: [] for name in sources}  # type: dict[str, list[float]]
-        for _ in range(args.starts):  # interleaved: load on the machine hits all alike
+        order = list(sources)
+        for i in range(args.starts):  # interleaved, each first in turn: load hits all alike
             floors.append(python_floor())
-            for name, src in sources.items():
-                starts[name].append(odradek_first_metadata(src, Path(tempfile.mkdtemp(dir=work))))
+            for name in order[i % len(order):] + order[:i % len(order)]:
+                starts[name].append(odradek_first_metadata(sources[name],
+                                                           Path(tempfile.mkdtemp(dir=work))))
         for name, src in sources.items():
             broker = OdradekBroker(Path(tempfile.mkdtemp(dir=work)), Path(work) / f"{name}.log",
                                    {"num.partitions": "1"}, source=src)
