@@ -4,6 +4,11 @@ Two renderings: logfmt-style `key=value` (the default, e.g. `timestamp=2024-05-0
 level=info event=listening host=127.0.0.1 port=9092`) and JSON objects (`--log-json`).
 Timestamps are ISO 8601 in UTC. Records from the standard `logging` module (asyncio, libraries)
 go through the same renderer so the stream stays one format.
+
+`import structlog` imports `structlog.dev`, which imports `rich` (and `better_exceptions`,
+`colorama`) when they are installed, for its console renderer: some 80 ms of a broker start
+whose target is 100 ms, for a renderer we never use. The first import of structlog therefore
+happens here with those three hidden; they stay importable for anything else afterwards.
 """
 
 from __future__ import annotations
@@ -11,8 +16,24 @@ from __future__ import annotations
 import logging
 import sys
 
-import structlog
-from structlog.typing import Processor
+
+def _import_structlog_plain() -> None:
+    if "structlog" in sys.modules:
+        return
+    hidden = [m for m in ("rich", "better_exceptions", "colorama") if m not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # `import name` -> ImportError
+    try:
+        import structlog  # noqa: F401
+    finally:
+        for name in hidden:
+            del sys.modules[name]
+
+
+_import_structlog_plain()
+
+import structlog  # noqa: E402
+from structlog.typing import Processor  # noqa: E402
 
 __all__ = ["LEVELS", "configure_logging"]
 

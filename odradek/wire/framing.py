@@ -51,7 +51,9 @@ class FrameDecoder:
         self._header = bytearray()  # the size prefix while it is incomplete
         self._payload: bytearray | None = None  # the frame being filled, as it arrives
         self._size = 0  # the size its header announced
-        self._frames: deque[bytearray] = deque()
+        # Complete frames not handed out yet; a deque only while there are some (an empty
+        # one is ~760 bytes, held by every idle connection otherwise).
+        self._frames: deque[bytearray] | None = None
         self._queued = 0  # bytes in self._frames
         self._error: ProtocolError | None = None
 
@@ -75,7 +77,7 @@ class FrameDecoder:
     @property
     def pending_frames(self) -> int:
         """Complete frames waiting for `next_frame()`."""
-        return len(self._frames)
+        return len(self._frames) if self._frames is not None else 0
 
     @property
     def failed(self) -> bool:
@@ -111,7 +113,7 @@ class FrameDecoder:
                     return
                 if end - pos >= size:
                     # Whole payload present: one copy straight out of the input.
-                    self._frames.append(bytearray(mv[pos : pos + size]))
+                    self._complete(bytearray(mv[pos : pos + size]))
                     self._queued += size
                     pos += size
                     continue
@@ -121,17 +123,25 @@ class FrameDecoder:
             payload += mv[pos : pos + take]
             pos += take
             if len(payload) == self._size:
-                self._frames.append(payload)
+                self._complete(payload)
                 self._queued += self._size
                 self._payload = None
+
+    def _complete(self, frame: bytearray) -> None:
+        if self._frames is None:
+            self._frames = deque()
+        self._frames.append(frame)
 
     def next_frame(self) -> bytearray | None:
         """The next complete payload (without its size prefix), or None if none is complete.
 
         Raises ProtocolError for a bad size once the frames before it are consumed.
         """
-        if self._frames:
-            frame = self._frames.popleft()
+        frames = self._frames
+        if frames is not None:
+            frame = frames.popleft()
+            if not frames:
+                self._frames = None
             self._queued -= len(frame)
             return frame
         if self._error is not None:

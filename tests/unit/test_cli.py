@@ -121,3 +121,12 @@ def test_json_log_lines() -> None:
     assert events[0]["level"] == "info" and events[0]["timestamp"].endswith("Z")
     assert events[1]["event"] == "from stdlib" and events[1]["level"] == "warning"
     assert "ZeroDivisionError" in events[2]["exception"]
+
+
+def test_logging_setup_does_not_import_dev_renderers() -> None:
+    """structlog.dev pulls in `rich` (when installed) at import; serve must not pay for it."""
+    code = ("import sys, odradek.log; odradek.log.configure_logging();"
+            "print(sorted(m for m in ('rich', 'better_exceptions') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=os.path.dirname(os.path.dirname(odradek.__file__)))
+    assert out.stdout.strip() == "[]"

@@ -168,18 +168,21 @@ class LogSegment:
         suffix: str = "",
         replace: bool = False,
         handles: HandleCache | None = None,
+        fresh: bool = False,
     ) -> LogSegment:
         """A new empty segment. Leftover empty files at that base offset are replaced (any
-        leftover files when `replace`, as the cleaner does with a stale `.cleaned` segment)."""
+        leftover files when `replace`, as the cleaner does with a stale `.cleaned` segment).
+        `fresh`: `directory` was just created, so there are no leftovers to look for."""
         path = files.log_file(directory, base_offset, suffix)
-        if not replace and path.exists() and path.stat().st_size > 0:
-            raise FileExistsError(f"segment {path} already exists and is not empty")
-        for index_path in (
-            files.offset_index_file(directory, base_offset, suffix),
-            files.time_index_file(directory, base_offset, suffix),
-            files.txn_index_file(directory, base_offset, suffix),
-        ):
-            index_path.unlink(missing_ok=True)
+        if not fresh:
+            if not replace and path.exists() and path.stat().st_size > 0:
+                raise FileExistsError(f"segment {path} already exists and is not empty")
+            for index_path in (
+                files.offset_index_file(directory, base_offset, suffix),
+                files.time_index_file(directory, base_offset, suffix),
+                files.txn_index_file(directory, base_offset, suffix),
+            ):
+                index_path.unlink(missing_ok=True)
         # Not kept: a new partition holds no descriptor until it is written or read.
         os.close(open_file(handles, path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644,
                            counted=False))

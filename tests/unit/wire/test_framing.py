@@ -147,3 +147,14 @@ def test_a_huge_announced_frame_allocates_only_what_arrived() -> None:
     assert decoder.bytes_needed == (100 << 20) - 1000
     assert decoder.reserved_bytes == 100 << 20
     assert decoder.next_frame() is None
+
+
+def test_idle_decoder_holds_no_frame_queue() -> None:
+    """Every idle connection has a decoder: it keeps no (760-byte) deque once drained."""
+    d = FrameDecoder(100)
+    assert d._frames is None
+    d.feed(encode_frame([b"ab"])[0] + b"ab" + encode_frame([b"c"])[0] + b"c")
+    assert d.pending_frames == 2
+    assert d.next_frame() == bytearray(b"ab")
+    assert d.next_frame() == bytearray(b"c")
+    assert d._frames is None and d.pending_frames == 0
