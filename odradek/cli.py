@@ -77,7 +77,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     log = structlog.get_logger("odradek.cli")
     for key in sorted(config.unknown):
-        log.warning("unknown config ignored", key=key)
+        if not _read_by_security(key):
+            log.warning("unknown config ignored", key=key)
     from odradek.wire.records import record_walker  # "python": the C extension was not built
 
     if args.config is not None:
@@ -112,6 +113,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CONFIG
     result: int = args.func(args)
     return result
+
+
+def _read_by_security(key: str) -> bool:
+    """Listener-prefixed settings the SASL listeners read (odradek/broker/security)."""
+    return key.startswith("listener.name.") and key.endswith(
+        (".sasl.enabled.mechanisms", ".sasl.jaas.config", ".connections.max.reauth.ms"))
 
 
 if __name__ == "__main__":

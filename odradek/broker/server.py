@@ -63,6 +63,8 @@ from odradek.broker.cluster import MetadataError
 from odradek.broker.connection import CloseConnection, Connection
 from odradek.broker.context import ClientInfo
 from odradek.broker.dispatch import dispatch
+from odradek.broker.security.authenticator import ListenerSasl, SaslSession, SecurityConfigError
+from odradek.broker.security.setup import build_security
 from odradek.broker.storage import faults
 from odradek.broker.storage.dir_lock import DirLock, LogDirLockedError, lock_log_dirs
 from odradek.config import BrokerConfig, Listener
@@ -158,8 +160,9 @@ class _Activity:
 
 
 class Server:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, sasl: dict[str, ListenerSasl] | None = None) -> None:
         self.broker = broker
+        self.sasl = sasl or {}  # by listener name: SASL listeners (security/authenticator.py)
         self.connections = 0
         self._activity: dict[int, _Activity] = {}  # by id(), for `reap_idle`
         self.per_ip: defaultdict[str, int] = defaultdict(int)
@@ -248,6 +251,10 @@ class Server:
                      activity: _Activity) -> None:
         conn = Connection(self.broker.config.get_int("socket.request.max.bytes"))
         client = ClientInfo(address=address, listener=listener)
+        sasl_setup = self.sasl.get(listener)
+        session = None if sasl_setup is None else SaslSession(sasl_setup, address)
+        if session is not None:
+            client.extra["sasl"] = session
         memory = self.memory
         charged = 0  # what this connection holds of `memory`
         buf = self._recv_buf
@@ -280,6 +287,8 @@ class Server:
                         # other connection, and fetches woken by its appends, wait.
                         await anyio.lowlevel.checkpoint()
                     waited = False
+                    if session is not None and (why := session.admit(request.api_key)):
+                        raise CloseConnection(why)  # as Kafka's SASL authenticator closes
                     activity.busy = True
                     out = await dispatch(self.broker.context(client, request), request)
                     del request  # the frame is freed here, before the response is sent
@@ -288,6 +297,8 @@ class Server:
                     charged = held
                     if out is not None:
                         await send_all(sock, out)
+                    if session is not None and session.closing:
+                        raise CloseConnection("SASL authentication failed")
                     activity.busy = False
                     activity.last = time.monotonic()
         except (ProtocolError, CloseConnection) as e:
@@ -319,6 +330,7 @@ class StartupFailure(enum.IntEnum):
     LOCKED = 5  # a log dir is held by another broker
     METADATA = 6  # the broker's metadata files cannot be read
     STORAGE = 7  # anything else that fails while opening the logs
+    SECURITY = 8  # a SASL listener's settings are unusable
 
 
 class StartupError(Exception):
@@ -421,6 +433,11 @@ async def serve(config: BrokerConfig) -> None:
         try:
             before, limit = raise_descriptor_limit()
             try:
+                try:
+                    sasl = build_security(config)
+                except SecurityConfigError as exc:
+                    raise StartupError(StartupFailure.SECURITY,
+                                       f"{exc}; check `{exc.key}`") from None
                 broker = _open_broker(config)
             except StartupError:
                 for lock in locks:  # a start that fails leaves no file behind
@@ -431,7 +448,7 @@ async def serve(config: BrokerConfig) -> None:
                      **({"raised_from": before} if limit != before else {}),
                      segments_may_hold=broker.logs.handles.capacity)
             try:
-                await _run(broker, bound)
+                await _run(broker, bound, sasl)
             finally:
                 broker.close()
                 log.info("stopped")
@@ -443,8 +460,9 @@ async def serve(config: BrokerConfig) -> None:
             sock.close()
 
 
-async def _run(broker: Broker, bound: list[tuple[socket.socket, Listener]]) -> None:
-    server = Server(broker)
+async def _run(broker: Broker, bound: list[tuple[socket.socket, Listener]],
+               sasl: dict[str, ListenerSasl] | None = None) -> None:
+    server = Server(broker, sasl)
     broker.set_bound_ports({lst.name: lst.port for _, lst in bound})
     async with anyio.create_task_group() as tg:
         await tg.start(_watch_signals, tg.cancel_scope)

@@ -117,6 +117,10 @@ _ODRADEK_VALIDATORS: Mapping[str, Validator] = {
 _ODRADEK_ONLY: tuple[ConfigDef, ...] = (
     ConfigDef("transaction.version", ConfigType.SHORT, 2, between(0, 2), internal=True,
               why="Odradek's stand-in for the finalized feature level"),
+    # SCRAM users written at start-up, as `kafka-storage format --add-scram` writes them:
+    # `SCRAM-SHA-512=[name=alice,password=...]`, several separated by `;` (never described).
+    ConfigDef("scram.bootstrap.credentials", ConfigType.PASSWORD, None, internal=True,
+              why="Odradek's stand-in for kafka-storage format --add-scram"),
 )
 
 
