@@ -38,6 +38,8 @@ PRODUCE_CONFIGS = f"{API}/test_produce_topic_configs.py"
 CLEANER = f"{STORAGE}/test_cleaner.py"
 LOG = f"{STORAGE}/test_storage_log.py"
 RESOURCES = "tests/integration/test_resources.py"
+SASL_UNIT = "tests/unit/broker/security/test_authenticator.py"
+SASL_IT = "tests/integration/test_sasl.py"
 
 TOPIC: dict[str, tuple[str, ...]] = {
     "cleanup.policy": (
@@ -266,6 +268,22 @@ BROKER: dict[str, tuple[str, ...]] = {
     ),
     "producer.id.expiration.check.interval.ms": (PERIODIC,),
     # Odradek's own (internal, never described): the finalized transaction.version level
+    "sasl.enabled.mechanisms": (
+        f"{SASL_UNIT}::test_listener_settings_override_the_global_ones",
+        f"{SASL_IT}::test_unsupported_mechanism_and_wrong_password",
+    ),
+    "sasl.jaas.config": (
+        f"{SASL_UNIT}::test_listener_settings_override_the_global_ones",
+        f"{SASL_IT}::test_confluent_produce_consume_group",
+    ),
+    "connections.max.reauth.ms": (
+        f"{SASL_UNIT}::test_reauthentication_deadline_and_rules",
+        f"{SASL_IT}::test_connections_max_reauth_ms",
+    ),
+    "scram.bootstrap.credentials": (
+        f"{SASL_UNIT}::test_store_persists_and_bootstrap_never_overrides",
+        f"{SASL_IT}::test_scram_credentials_survive_a_restart",
+    ),
     "transaction.version": (
         f"{API}/test_api_versions.py::test_transaction_version_1_is_selected_by_the_broker_setting",
     ),
