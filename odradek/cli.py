@@ -117,8 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _read_by_security(key: str) -> bool:
     """Listener-prefixed settings the SASL listeners read (odradek/broker/security)."""
-    return key.startswith("listener.name.") and key.endswith(
-        (".sasl.enabled.mechanisms", ".sasl.jaas.config", ".connections.max.reauth.ms"))
+    return key.startswith("listener.name.") and (".ssl." in key or key.endswith(
+        (".sasl.enabled.mechanisms", ".sasl.jaas.config", ".connections.max.reauth.ms")))
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ import socket
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import cast
 
 import anyio
 import anyio.abc
@@ -63,8 +64,9 @@ from odradek.broker.cluster import MetadataError
 from odradek.broker.connection import CloseConnection, Connection
 from odradek.broker.context import ClientInfo
 from odradek.broker.dispatch import dispatch
-from odradek.broker.security.authenticator import ListenerSasl, SaslSession, SecurityConfigError
-from odradek.broker.security.setup import build_security
+from odradek.broker.security.authenticator import SaslSession, SecurityConfigError
+from odradek.broker.security.setup import Security, build_security
+from odradek.broker.security.tls import map_principal, tls_accept
 from odradek.broker.storage import faults
 from odradek.broker.storage.dir_lock import DirLock, LogDirLockedError, lock_log_dirs
 from odradek.config import BrokerConfig, Listener
@@ -110,6 +112,7 @@ async def send_all(sock: socket.socket, parts: Sequence[Buffer]) -> None:
 
 
 _ACCEPT_BACKOFF_S = 0.05  # after accept() failed for lack of descriptors
+_TLS_HANDSHAKE_S = 30.0  # a TLS handshake not done by then closes the connection
 
 
 class RequestMemory:
@@ -160,9 +163,11 @@ class _Activity:
 
 
 class Server:
-    def __init__(self, broker: Broker, sasl: dict[str, ListenerSasl] | None = None) -> None:
+    def __init__(self, broker: Broker, security: Security | None = None) -> None:
         self.broker = broker
-        self.sasl = sasl or {}  # by listener name: SASL listeners (security/authenticator.py)
+        security = security or Security()
+        self.sasl = security.sasl  # by listener name: SASL listeners (security/authenticator.py)
+        self.tls = security.tls  # by listener name: SSL and SASL_SSL listeners (security/tls.py)
         self.connections = 0
         self._activity: dict[int, _Activity] = {}  # by id(), for `reap_idle`
         self.per_ip: defaultdict[str, int] = defaultdict(int)
@@ -237,9 +242,27 @@ class Server:
         with anyio.CancelScope() as scope:
             activity = _Activity(address, scope)
             self._activity[id(activity)] = activity
+            stream = None
             try:
-                await self._serve(sock, address, listener, activity)
+                principal = "User:ANONYMOUS"
+                tls = self.tls.get(listener)
+                if tls is not None:  # TLS stands in for the socket; the plain path is untouched
+                    try:
+                        stream = await tls_accept(sock, tls, _TLS_HANDSHAKE_S)
+                        dn = stream.peer_dn()
+                        if dn is not None:
+                            principal = "User:" + map_principal(dn, tls.rules)
+                            log.info("authenticated", client=address, principal=principal,
+                                     listener=listener, dn=dn)
+                    except (ConnectionError, ValueError) as e:
+                        log.warning("closing connection", reason=str(e), client=address)
+                        return
+                    activity.last = time.monotonic()
+                await self._serve(sock if stream is None else cast(socket.socket, stream),
+                                  address, listener, activity, principal)
             finally:
+                if stream is not None:
+                    stream.close()
                 del self._activity[id(activity)]
                 self.connections -= 1
                 self.per_ip[ip] -= 1
@@ -248,9 +271,9 @@ class Server:
                 sock.close()
 
     async def _serve(self, sock: socket.socket, address: str, listener: str,
-                     activity: _Activity) -> None:
+                     activity: _Activity, principal: str = "User:ANONYMOUS") -> None:
         conn = Connection(self.broker.config.get_int("socket.request.max.bytes"))
-        client = ClientInfo(address=address, listener=listener)
+        client = ClientInfo(address=address, listener=listener, principal=principal)
         sasl_setup = self.sasl.get(listener)
         session = None if sasl_setup is None else SaslSession(sasl_setup, address)
         if session is not None:
@@ -434,7 +457,7 @@ async def serve(config: BrokerConfig) -> None:
             before, limit = raise_descriptor_limit()
             try:
                 try:
-                    sasl = build_security(config)
+                    security = build_security(config)
                 except SecurityConfigError as exc:
                     raise StartupError(StartupFailure.SECURITY,
                                        f"{exc}; check `{exc.key}`") from None
@@ -448,7 +471,7 @@ async def serve(config: BrokerConfig) -> None:
                      **({"raised_from": before} if limit != before else {}),
                      segments_may_hold=broker.logs.handles.capacity)
             try:
-                await _run(broker, bound, sasl)
+                await _run(broker, bound, security)
             finally:
                 broker.close()
                 log.info("stopped")
@@ -461,8 +484,8 @@ async def serve(config: BrokerConfig) -> None:
 
 
 async def _run(broker: Broker, bound: list[tuple[socket.socket, Listener]],
-               sasl: dict[str, ListenerSasl] | None = None) -> None:
-    server = Server(broker, sasl)
+               security: Security | None = None) -> None:
+    server = Server(broker, security)
     broker.set_bound_ports({lst.name: lst.port for _, lst in bound})
     async with anyio.create_task_group() as tg:
         await tg.start(_watch_signals, tg.cancel_scope)

@@ -10,7 +10,7 @@ from typing import NamedTuple
 from odradek.config.types import SECURITY_PROTOCOLS, ConfigError
 
 _WILDCARD_HOSTS = ("", "0.0.0.0", "::")
-_SERVED_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT")  # SSL and SASL_SSL: not yet (issue #13)
+_SERVED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 class Listener(NamedTuple):
@@ -71,7 +71,7 @@ def checked_listeners(
     controller_names: Collection[str] = (),
 ) -> list[Listener]:
     """Parse the `key` setting's listeners and return the client ones: at least one, each
-    with a protocol served (PLAINTEXT, SASL_PLAINTEXT). Listeners named in `controller_names` (KRaft's
+    with a security protocol. Listeners named in `controller_names` (KRaft's
     `controller.listener.names`) belong to the controller, which Odradek does not run as a
     separate server: they are parsed, then left out."""
     parsed = parse_listeners(items, key)

@@ -40,6 +40,8 @@ LOG = f"{STORAGE}/test_storage_log.py"
 RESOURCES = "tests/integration/test_resources.py"
 SASL_UNIT = "tests/unit/broker/security/test_authenticator.py"
 SASL_IT = "tests/integration/test_sasl.py"
+TLS_UNIT = "tests/unit/broker/security/test_tls.py"
+TLS_IT = "tests/integration/test_tls.py"
 
 TOPIC: dict[str, tuple[str, ...]] = {
     "cleanup.policy": (
@@ -280,6 +282,20 @@ BROKER: dict[str, tuple[str, ...]] = {
         f"{SASL_UNIT}::test_reauthentication_deadline_and_rules",
         f"{SASL_IT}::test_connections_max_reauth_ms",
     ),
+    "ssl.client.auth": (f"{TLS_IT}::test_mtls_principal_from_the_client_certificate",
+                        f"{TLS_UNIT}::test_listener_tls_settings"),
+    "ssl.enabled.protocols": (f"{TLS_IT}::test_tls_versions", f"{TLS_UNIT}::test_listener_tls_settings"),
+    "ssl.key.password": (f"{TLS_UNIT}::test_listener_tls_settings",),
+    "ssl.keystore.certificate.chain": (f"{TLS_UNIT}::test_listener_tls_settings",),
+    "ssl.keystore.key": (f"{TLS_UNIT}::test_listener_tls_settings",),
+    "ssl.keystore.location": (f"{TLS_IT}::test_sasl_ssl_clients", f"{TLS_UNIT}::test_unusable_tls_settings"),
+    "ssl.keystore.type": (f"{TLS_UNIT}::test_unusable_tls_settings",),
+    "ssl.principal.mapping.rules": (f"{TLS_UNIT}::test_mapping_rules",
+                                    f"{TLS_IT}::test_mtls_principal_from_the_client_certificate"),
+    "ssl.truststore.certificates": (f"{TLS_UNIT}::test_listener_tls_settings",),
+    "ssl.truststore.location": (f"{TLS_IT}::test_mtls_principal_from_the_client_certificate",
+                                f"{TLS_UNIT}::test_unusable_tls_settings"),
+    "ssl.truststore.type": (f"{TLS_UNIT}::test_unusable_tls_settings",),
     "scram.bootstrap.credentials": (
         f"{SASL_UNIT}::test_store_persists_and_bootstrap_never_overrides",
         f"{SASL_IT}::test_scram_credentials_survive_a_restart",
