@@ -43,31 +43,65 @@ WRONG = {"PLAIN": "Authentication failed: Invalid username or password",
                           "credentials with SASL mechanism SCRAM-SHA-512"}
 
 
-def start(target: str, workdir: Path, port: int) -> Broker:
+def make_certs(d: Path) -> None:
+    """A throwaway CA, a server certificate for 127.0.0.1, a client one (CN=alice)."""
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-days", "2", "-subj", "/CN=Test CA")
+    (d / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    for name, subj in (("server", "/CN=localhost"), ("client", "/O=Example/CN=alice")):
+        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+            f"{name}.csr", "-subj", subj)
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", f"{name}.pem", "-days", "2",
+            *(["-extfile", "san.ext"] if name == "server" else []))
+    (d / "server-keystore.pem").write_text((d / "server.key").read_text()
+                                           + (d / "server.pem").read_text())
+
+
+def tls_settings(certs: Path) -> dict[str, str]:
+    return {
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs / "server-keystore.pem"),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs / "ca.pem"),
+        "listener.name.ssl.ssl.client.auth": "required",
+        "ssl.principal.mapping.rules": "RULE:^CN=([a-z]+),.*$/$1/,DEFAULT",
+        "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
+    }
+
+
+def start(target: str, workdir: Path, ports: dict[str, int], certs: Path) -> Broker:
     data = Path(tempfile.mkdtemp(prefix=f"sasl-{target}-", dir=workdir))
     log = workdir / f"broker-sasl-{target}.log"
     broker: Broker
+    settings = {**SETTINGS, **tls_settings(certs)}
     if target == "odradek":
+        listeners = ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items())
         broker = OdradekBroker(data, log, {
-            **SETTINGS, "scram.bootstrap.credentials": SCRAM_USER,
-            "listeners": f"PLAINTEXT://127.0.0.1:0,{LISTENER}://127.0.0.1:{port}"})
+            **settings, "scram.bootstrap.credentials": SCRAM_USER,
+            "listeners": f"PLAINTEXT://127.0.0.1:0,{listeners}"})
     else:
-        broker = KafkaBroker(data, log, SETTINGS, extra_listeners={LISTENER: (LISTENER, port)},
+        broker = KafkaBroker(data, log, settings,
+                             extra_listeners={n: (n, p) for n, p in ports.items()},
                              format_args=["--add-scram", SCRAM_USER])
     broker.start()
     return broker
 
 
-def confluent(port: int, mech: str, user: str, pw: str) -> tuple[bool, str]:
+def confluent(port: int, mech: str, user: str, pw: str,
+              extra: dict[str, Any] | None = None) -> tuple[bool, str]:
     from confluent_kafka import Consumer, Producer
 
     conf: dict[str, Any] = {"bootstrap.servers": f"127.0.0.1:{port}",
                             "security.protocol": LISTENER, "sasl.mechanisms": mech,
-                            "sasl.username": user, "sasl.password": pw}
+                            "sasl.username": user, "sasl.password": pw, **(extra or {})}
+    if mech == "-":  # TLS only
+        conf = {k: v for k, v in conf.items() if not k.startswith("sasl.")}
     errors: list[str] = []
     topic = f"sasl-{uuid.uuid4().hex[:8]}"
     producer = Producer({**conf, "error_cb": lambda e: errors.append(str(e))})
-    if pw != USERS[mech][1]:
+    if mech in USERS and pw != USERS[mech][1]:
         deadline = time.monotonic() + 20
         while not errors and time.monotonic() < deadline:
             producer.poll(0.2)
@@ -89,12 +123,15 @@ def confluent(port: int, mech: str, user: str, pw: str) -> tuple[bool, str]:
     return got == 20, f"consumed {got}/20 in a group"
 
 
-def java(port: int, mech: str, user: str, pw: str, workdir: Path) -> tuple[bool, str]:
+def java(port: int, mech: str, user: str, pw: str, workdir: Path,
+         protocol: str = LISTENER, certs: Path | None = None) -> tuple[bool, str]:
     cp = java_classpath("clients-4.4")
     module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mech == "PLAIN"
               else "org.apache.kafka.common.security.scram.ScramLoginModule")
     props = workdir / f"client-{mech}.properties"
-    props.write_text(f"security.protocol={LISTENER}\nsasl.mechanism={mech}\n"
+    tls = (f"ssl.truststore.type=PEM\nssl.truststore.location={certs / 'ca.pem'}\n"
+           if certs is not None else "")
+    props.write_text(f"security.protocol={protocol}\nsasl.mechanism={mech}\n{tls}"
                      f'sasl.jaas.config={module} required username="{user}" password="{pw}";\n')
     topic = f"jsasl-{uuid.uuid4().hex[:8]}"
     base = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", cp]
@@ -120,10 +157,32 @@ def main() -> int:
     ap.add_argument("--no-java", action="store_true")
     args = ap.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="sasl-check-"))
-    port = free_port()
-    broker = start(args.target, workdir, port)
+    certs = workdir / "certs"
+    certs.mkdir()
+    make_certs(certs)
+    ports = {LISTENER: free_port(), "SSL": free_port(), "SASL_SSL": free_port()}
+    port = ports[LISTENER]
+    broker = start(args.target, workdir, ports, certs)
     failed = 0
+    ca = str(certs / "ca.pem")
+    mtls = {"security.protocol": "SSL", "ssl.ca.location": ca,
+            "ssl.certificate.location": str(certs / "client.pem"),
+            "ssl.key.location": str(certs / "client.key")}
+    sasl_ssl = {"security.protocol": "SASL_SSL", "ssl.ca.location": ca}
+    tls_checks: list[tuple[str, str, Any]] = [
+        ("SSL mTLS", "confluent", lambda: confluent(ports["SSL"], "-", "-", "-", mtls)),
+        ("SASL_SSL", "confluent SCRAM-SHA-512",
+         lambda: confluent(ports["SASL_SSL"], "SCRAM-SHA-512", "bob", "bob-pw", sasl_ssl))]
+    if not args.no_java:
+        tls_checks.append(("SASL_SSL", "java-4.4 SCRAM-SHA-512", lambda: java(
+            ports["SASL_SSL"], "SCRAM-SHA-512", "bob", "bob-pw", workdir, "SASL_SSL", certs)))
     try:
+        for what, name, check in tls_checks:
+            t = time.monotonic()
+            ok, detail = check()
+            failed += not ok
+            print(f"{args.target:8} {what:14} {name:25} {'PASS' if ok else 'FAIL'} "
+                  f"({time.monotonic() - t:.1f}s) {detail}", flush=True)
         for mech, (user, pw) in USERS.items():
             checks = [("confluent", lambda m=mech, u=user, p=pw: confluent(port, m, u, p)),
                       ("confluent-wrong-password",
