@@ -31,6 +31,7 @@ from odradek.broker.coordinators.runtime import CoordinatorRuntime, InternalTopi
 from odradek.broker.features import FeatureLevelError, Features
 from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.partitions import LocalPartitions
+from odradek.broker.security.store import ScramStore
 from odradek.broker.storage.cleaner import LogCleaner
 from odradek.broker.storage.manager import LogManager
 from odradek.config import (
@@ -117,6 +118,7 @@ class NotAppliedWarnings:
 class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
+        self.scram: ScramStore | None = None  # set by the server (odradek/broker/security)
         self.not_applied = NotAppliedWarnings()
         self.not_applied.broker(config)
         # Cluster metadata first: the logs are opened with each topic's effective config.
@@ -298,7 +300,8 @@ class Broker:
             partitions=self.partitions, groups=self.groups, transactions=self.transactions,
             features=self.features, fetch_sessions=self.fetch_sessions,
             client=client, api_key=request.api_key, api_version=request.api_version,
-            correlation_id=request.correlation_id, client_id=request.client_id)
+            correlation_id=request.correlation_id, client_id=request.client_id,
+            scram=self.scram)
 
     @staticmethod
     def now_ms() -> int:

@@ -15,6 +15,7 @@ from odradek.broker.coordinators.runtime import CoordinatorRuntime
 from odradek.broker.features import Features
 from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.partitions import Partitions
+from odradek.broker.security.store import ScramStore
 from odradek.config import BrokerConfig
 from odradek.coordinator.common import Clock
 from odradek.coordinator.group.coordinator import GroupCoordinator
@@ -67,3 +68,5 @@ class RequestContext:
     api_version: int
     correlation_id: int
     client_id: str | None
+    # SCRAM credentials (DescribeUserScramCredentials / AlterUserScramCredentials)
+    scram: ScramStore | None = None

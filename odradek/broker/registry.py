@@ -45,6 +45,8 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.DESCRIBE_LOG_DIRS: HandlerEntry("describe_log_dirs", 0, 5),
     ApiKey.CREATE_PARTITIONS: HandlerEntry("create_partitions", 0, 3),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: HandlerEntry("incremental_alter_configs", 0, 1),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: HandlerEntry("describe_user_scram_credentials", 0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: HandlerEntry("alter_user_scram_credentials", 0, 0),
     ApiKey.DESCRIBE_CLUSTER: HandlerEntry("describe_cluster", 0, 2),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: HandlerEntry("describe_topic_partitions", 0, 0),
     ApiKey.FIND_COORDINATOR: HandlerEntry("find_coordinator", 0, 6),

@@ -486,6 +486,8 @@ async def serve(config: BrokerConfig) -> None:
 async def _run(broker: Broker, bound: list[tuple[socket.socket, Listener]],
                security: Security | None = None) -> None:
     server = Server(broker, security)
+    if security is not None:
+        broker.scram = security.scram
     broker.set_bound_ports({lst.name: lst.port for _, lst in bound})
     async with anyio.create_task_group() as tg:
         await tg.start(_watch_signals, tg.cancel_scope)

@@ -54,6 +54,15 @@ def make_credential(mechanism: str, password: str, iterations: int = DEFAULT_ITE
                            _hmac(digest, salted, b"Server Key"), iterations)
 
 
+def credential_from_salted(mechanism: str, salted: bytes, salt: bytes,
+                           iterations: int) -> ScramCredential:
+    """What AlterUserScramCredentials carries (the client salts and hashes the password)."""
+    digest = MECHANISMS[mechanism]
+    client_key = _hmac(digest, salted, b"Client Key")
+    return ScramCredential(salt, hashlib.new(digest, client_key).digest(),
+                           _hmac(digest, salted, b"Server Key"), iterations)
+
+
 def _decode_name(text: str) -> str:
     """RFC 5802 saslname: ',' and '=' travel as '=2C' and '=3D'; any other '=' is invalid."""
     if re.search(r"=(?!2C|3D)", text):

@@ -22,6 +22,7 @@ TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 class Security:
     sasl: dict[str, ListenerSasl] = field(default_factory=dict)  # by listener name
     tls: dict[str, ListenerTls] = field(default_factory=dict)
+    scram: ScramStore = field(default_factory=lambda: ScramStore(None))
 
 
 def build_security(config: BrokerConfig) -> Security:
@@ -34,14 +35,14 @@ def build_security(config: BrokerConfig) -> Security:
     for lst in config.listeners:
         if protocols.get(lst.name) in TLS_PROTOCOLS:
             security.tls[lst.name] = listener_tls(lst.name, settings, config.get)
-    if sasl_listeners:
-        store = ScramStore(config.log_dirs[0] / FILE_NAME)
-        bootstrap = config.get("scram.bootstrap.credentials")
-        if bootstrap:
-            try:
-                store.bootstrap(parse_bootstrap(str(bootstrap)))
-            except ValueError as e:
-                raise SecurityConfigError(str(e), "scram.bootstrap.credentials") from None
-        security.sasl = {name: listener_sasl(name, settings, config.get, store)
-                         for name in sasl_listeners}
+    store = security.scram = ScramStore(config.log_dirs[0] / FILE_NAME)
+    # The store serves AlterUserScramCredentials on any listener, as Kafka's does.
+    bootstrap = config.get("scram.bootstrap.credentials")
+    if bootstrap:
+        try:
+            store.bootstrap(parse_bootstrap(str(bootstrap)))
+        except ValueError as e:
+            raise SecurityConfigError(str(e), "scram.bootstrap.credentials") from None
+    security.sasl = {name: listener_sasl(name, settings, config.get, store)
+                     for name in sasl_listeners}
     return security
