@@ -148,9 +148,16 @@ class KafkaBroker(Broker):
     cp_name = "clients-4.4"  # kafka_2.13 and kafka-tools 4.4.0: see java/pom.xml
 
     def __init__(self, data_dir: Path, log_path: Path, overrides: dict[str, str] | None = None,
-                 source: Path | None = None, features: dict[str, int] | None = None) -> None:
+                 source: Path | None = None, features: dict[str, int] | None = None,
+                 extra_listeners: dict[str, tuple[str, int]] | None = None,
+                 format_args: list[str] | None = None) -> None:
         """`source`: run the odradek package of another checkout (a benchmark baseline).
-        `features`: finalized feature levels given to `kafka-storage format --feature`."""
+        `features`: finalized feature levels given to `kafka-storage format --feature`.
+        `extra_listeners`: {name: (security protocol, port)} besides PLAINTEXT (which stays
+        the inter-broker one); `format_args`: more `kafka-storage format` arguments (e.g.
+        `--add-scram`)."""
+        self.extra_listeners = dict(extra_listeners or {})
+        self.format_args = list(format_args or [])
         self.source = source
         self.data_dir = data_dir
         self.log_path = log_path
@@ -165,15 +172,17 @@ class KafkaBroker(Broker):
         self.port, cport = free_port(), free_port()
         props = self.data_dir / "server.properties"
         (self.data_dir / "logs").mkdir(parents=True, exist_ok=True)
+        extra = "".join(f",{n}://127.0.0.1:{port}" for n, (_, port) in self.extra_listeners.items())
+        extra_map = "".join(f",{n}:{proto}" for n, (proto, _) in self.extra_listeners.items())
         settings = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{cport}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{cport}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{cport}{extra}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}{extra}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{extra_map}",
             "log.dirs": str(self.data_dir / "logs"),
             "num.partitions": "1",
             "offsets.topic.replication.factor": "1",
@@ -190,7 +199,7 @@ class KafkaBroker(Broker):
         log = self.log_path.open("w")
         feature_args = [a for k, v in self.features.items() for a in ("--feature", f"{k}={v}")]
         fmt = subprocess.run([*java, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(props),
-                              *feature_args],
+                              *feature_args, *self.format_args],
                              stdout=log, stderr=subprocess.STDOUT, timeout=120)
         if fmt.returncode != 0:
             raise RuntimeError(f"kafka storage format failed; see {self.log_path}")

@@ -85,7 +85,8 @@ def _serve(args: argparse.Namespace) -> int:
     from odradek.broker.acls import AUTHORIZER_SETTINGS
 
     for key in sorted(config.unknown):
-        if key not in AUTHORIZER_SETTINGS:  # the authorizer's own settings (broker/acls.py)
+        # the authorizer's own settings (broker/acls.py) and those the security code reads
+        if key not in AUTHORIZER_SETTINGS and not _read_by_security(key):
             log.warning("unknown config ignored", key=key)
     from odradek.wire.records import record_walker  # "python": the C extension was not built
 
@@ -121,6 +122,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CONFIG
     result: int = args.func(args)
     return result
+
+
+def _read_by_security(key: str) -> bool:
+    """Listener-prefixed settings the SASL listeners read (odradek/broker/security)."""
+    return key.startswith("listener.name.") and (".ssl." in key or key.endswith(
+        (".sasl.enabled.mechanisms", ".sasl.jaas.config", ".connections.max.reauth.ms")))
 
 
 if __name__ == "__main__":

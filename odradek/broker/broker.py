@@ -44,6 +44,7 @@ from odradek.broker.features import FeatureLevelError, Features
 from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.metrics import Metrics, Sources
 from odradek.broker.partitions import LocalPartitions
+from odradek.broker.security.store import ScramStore
 from odradek.broker.storage.cleaner import LogCleaner
 from odradek.broker.storage.manager import LogManager
 from odradek.config import (
@@ -136,6 +137,7 @@ class NotAppliedWarnings:
 class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
+        self.scram: ScramStore | None = None  # set by the server (odradek/broker/security)
         self.not_applied = NotAppliedWarnings()
         self.not_applied.broker(config)
         # Cluster metadata first: the logs are opened with each topic's effective config.
@@ -404,7 +406,8 @@ class Broker:
             faults=self.faults, api_ranges=self.api_ranges, metrics=self.metrics,
             authorizer=self.authorizer,
             client=client, api_key=request.api_key, api_version=request.api_version,
-            correlation_id=request.correlation_id, client_id=request.client_id)
+            correlation_id=request.correlation_id, client_id=request.client_id,
+            scram=self.scram)
 
     def connection_closed(self, client: ClientInfo) -> None:
         """A client's connection ended: its share sessions go, and the records they held

@@ -18,6 +18,7 @@ from odradek.broker.features import Features
 from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.metrics import Metrics
 from odradek.broker.partitions import Partitions
+from odradek.broker.security.store import ScramStore
 from odradek.config import BrokerConfig
 from odradek.coordinator.acl.authorizer import Authorizer
 from odradek.coordinator.common import Clock
@@ -82,3 +83,5 @@ class RequestContext:
     api_version: int
     correlation_id: int
     client_id: str | None
+    # SCRAM credentials (DescribeUserScramCredentials / AlterUserScramCredentials)
+    scram: ScramStore | None = None

@@ -57,7 +57,7 @@ import socket
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import anyio
 import anyio.abc
@@ -70,6 +70,9 @@ from odradek.broker.cluster import MetadataError
 from odradek.broker.connection import CloseConnection, Connection
 from odradek.broker.context import ClientInfo
 from odradek.broker.dispatch import dispatch
+from odradek.broker.security.authenticator import SaslSession, SecurityConfigError
+from odradek.broker.security.setup import Security, build_security
+from odradek.broker.security.tls import map_principal, tls_accept
 from odradek.broker.storage import faults
 from odradek.broker.storage.dir_lock import DirLock, LogDirLockedError, lock_log_dirs
 from odradek.config import BrokerConfig, ConfigError, Listener
@@ -158,6 +161,7 @@ async def _send_region(sock: socket.socket, region: FileRegion) -> None:
 
 
 _ACCEPT_BACKOFF_S = 0.05  # after accept() failed for lack of descriptors
+_TLS_HANDSHAKE_S = 30.0  # a TLS handshake not done by then closes the connection
 
 
 class _Readable:
@@ -256,8 +260,11 @@ class _Activity:
 
 
 class Server:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, security: Security | None = None) -> None:
         self.broker = broker
+        security = security or Security()
+        self.sasl = security.sasl  # by listener name: SASL listeners (security/authenticator.py)
+        self.tls = security.tls  # by listener name: SSL and SASL_SSL listeners (security/tls.py)
         self.connections = 0
         self._activity: dict[int, _Activity] = {}  # by id(), for `reap_idle`
         self.per_ip: defaultdict[str, int] = defaultdict(int)
@@ -332,9 +339,27 @@ class Server:
         with anyio.CancelScope() as scope:
             activity = _Activity(address, scope)
             self._activity[id(activity)] = activity
+            stream = None
             try:
-                await self._serve(sock, address, listener, activity)
+                principal = "User:ANONYMOUS"
+                tls = self.tls.get(listener)
+                if tls is not None:  # TLS stands in for the socket; the plain path is untouched
+                    try:
+                        stream = await tls_accept(sock, tls, _TLS_HANDSHAKE_S)
+                        dn = stream.peer_dn()
+                        if dn is not None:
+                            principal = "User:" + map_principal(dn, tls.rules)
+                            log.info("authenticated", client=address, principal=principal,
+                                     listener=listener, dn=dn)
+                    except (ConnectionError, ValueError) as e:
+                        log.warning("closing connection", reason=str(e), client=address)
+                        return
+                    activity.last = time.monotonic()
+                await self._serve(sock if stream is None else cast(socket.socket, stream),
+                                  address, listener, activity, principal)
             finally:
+                if stream is not None:
+                    stream.close()
                 del self._activity[id(activity)]
                 self.connections -= 1
                 self.per_ip[ip] -= 1
@@ -343,9 +368,15 @@ class Server:
                 sock.close()
 
     async def _serve(self, sock: socket.socket, address: str, listener: str,
-                     activity: _Activity) -> None:
+                     activity: _Activity, principal: str = "User:ANONYMOUS") -> None:
         conn = Connection(self.broker.config.get_int("socket.request.max.bytes"))
-        client = ClientInfo(address=address, listener=listener, zero_copy=True)  # plain socket
+        # os.sendfile only on a plain socket: a TLS stream must encrypt what it sends
+        client = ClientInfo(address=address, listener=listener, principal=principal,
+                            zero_copy=isinstance(sock, socket.socket))
+        sasl_setup = self.sasl.get(listener)
+        session = None if sasl_setup is None else SaslSession(sasl_setup, address)
+        if session is not None:
+            client.extra["sasl"] = session
         memory = self.memory
         charged = 0  # what this connection holds of `memory`
         buf = self._recv_buf
@@ -379,6 +410,8 @@ class Server:
                         # other connection, and fetches woken by its appends, wait.
                         await anyio.lowlevel.checkpoint()
                     waited = False
+                    if session is not None and (why := session.admit(request.api_key)):
+                        raise CloseConnection(why)  # as Kafka's SASL authenticator closes
                     activity.busy = True
                     out = await dispatch(self.broker.context(client, request), request)
                     del request  # the frame is freed here, before the response is sent
@@ -387,6 +420,8 @@ class Server:
                     charged = held
                     if out is not None:
                         await send_all(sock, out)
+                    if session is not None and session.closing:
+                        raise CloseConnection("SASL authentication failed")
                     activity.busy = False
                     activity.last = time.monotonic()
         except (ProtocolError, CloseConnection) as e:
@@ -420,6 +455,7 @@ class StartupFailure(enum.IntEnum):
     LOCKED = 5  # a log dir is held by another broker
     METADATA = 6  # the broker's metadata files cannot be read
     STORAGE = 7  # anything else that fails while opening the logs
+    SECURITY = 8  # a SASL listener's settings are unusable
 
 
 class StartupError(Exception):
@@ -530,6 +566,11 @@ async def serve(config: BrokerConfig) -> None:
         try:
             before, limit = raise_descriptor_limit()
             try:
+                try:
+                    security = build_security(config)
+                except SecurityConfigError as exc:
+                    raise StartupError(StartupFailure.SECURITY,
+                                       f"{exc}; check `{exc.key}`") from None
                 broker = _open_broker(config)
             except StartupError:
                 for lock in locks:  # a start that fails leaves no file behind
@@ -540,7 +581,7 @@ async def serve(config: BrokerConfig) -> None:
                      **({"raised_from": before} if limit != before else {}),
                      segments_may_hold=broker.logs.handles.capacity)
             try:
-                await _run(broker, bound, admin_sock)
+                await _run(broker, bound, admin_sock, security)
             finally:
                 broker.close()
                 log.info("stopped")
@@ -555,8 +596,10 @@ async def serve(config: BrokerConfig) -> None:
 
 
 async def _run(broker: Broker, bound: list[tuple[socket.socket, Listener]],
-               admin_sock: socket.socket | None) -> None:
-    server = Server(broker)
+               admin_sock: socket.socket | None, security: Security | None = None) -> None:
+    server = Server(broker, security)
+    if security is not None:
+        broker.scram = security.scram
     broker.set_bound_ports({lst.name: lst.port for _, lst in bound})
     async with anyio.create_task_group() as tg:
         await tg.start(_watch_signals, tg.cancel_scope)

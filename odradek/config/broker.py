@@ -144,6 +144,10 @@ _ODRADEK_ONLY: tuple[ConfigDef, ...] = (
     # (odradek/broker/emulation.py); "" is this broker's own (4.4's) ranges.
     ConfigDef("emulate.kafka.version", ConfigType.STRING, "", _emulated_release,
               internal=True, why="Odradek's Kafka release emulation"),
+    # SCRAM users written at start-up, as `kafka-storage format --add-scram` writes them:
+    # `SCRAM-SHA-512=[name=alice,password=...]`, several separated by `;` (never described).
+    ConfigDef("scram.bootstrap.credentials", ConfigType.PASSWORD, None, internal=True,
+              why="Odradek's stand-in for kafka-storage format --add-scram"),
 )
 
 

@@ -10,6 +10,7 @@ from typing import NamedTuple
 from odradek.config.types import SECURITY_PROTOCOLS, ConfigError
 
 _WILDCARD_HOSTS = ("", "0.0.0.0", "::")
+_SERVED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 class Listener(NamedTuple):
@@ -70,7 +71,7 @@ def checked_listeners(
     controller_names: Collection[str] = (),
 ) -> list[Listener]:
     """Parse the `key` setting's listeners and return the client ones: at least one, each
-    with a (PLAINTEXT) protocol. Listeners named in `controller_names` (KRaft's
+    with a security protocol. Listeners named in `controller_names` (KRaft's
     `controller.listener.names`) belong to the controller, which Odradek does not run as a
     separate server: they are parsed, then left out."""
     parsed = parse_listeners(items, key)
@@ -91,9 +92,10 @@ def checked_listeners(
                 "listener.security.protocol.map",
                 key,
             )
-        if protocol != "PLAINTEXT":
+        if protocol not in _SERVED_PROTOCOLS:
             raise ConfigError(
-                f"listener {listener.name} uses {protocol}; only PLAINTEXT is supported for now",
+                f"listener {listener.name} uses {protocol}; only "
+                f"{' and '.join(_SERVED_PROTOCOLS)} are supported for now",
                 key,
             )
     return listeners

@@ -53,11 +53,12 @@ def test_a_port_in_use_is_one_line_and_creates_nothing(tmp_path: Path) -> None:
 def test_an_unsupported_setting_that_changes_what_clients_see_is_one_line_and_exit_2(
         tmp_path: Path) -> None:
     # Issue #18: never stored and silently ignored; nothing written into the data dir.
-    result = serve(tmp_path / "data", 0, "ssl.keystore.location=/etc/kafka/broker.jks")
+    result = serve(tmp_path / "data", 0, "ssl.cipher.suites=TLS_AES_128_GCM_SHA256")
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
-        "odradek: configuration error: ssl.keystore.location: not supported by Odradek yet "
-        "(PLAINTEXT only: no TLS, SASL or authentication); remove it"]
+        "odradek: configuration error: ssl.cipher.suites: not supported by Odradek yet "
+        "(issue #13: so far TLS with PEM keys and SASL PLAIN and SCRAM only); remove it or set "
+        "its default ()"]
     assert not (tmp_path / "data").exists()
 
 

@@ -371,16 +371,14 @@ def test_duplicate_listener_names() -> None:
         BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:1,plaintext://127.0.0.1:2"})
 
 
-def test_only_plaintext_is_supported() -> None:
-    with pytest.raises(ConfigError, match="only PLAINTEXT"):
-        BrokerConfig({"listeners": "SSL://127.0.0.1:9093"})
-    with pytest.raises(ConfigError, match="only PLAINTEXT"):
-        BrokerConfig(
-            {
-                "listeners": "SECURE://127.0.0.1:9093",
-                "listener.security.protocol.map": "SECURE:SASL_SSL",
-            }
-        )
+def test_every_kafka_security_protocol_is_a_listener() -> None:
+    config = BrokerConfig({
+        "listeners": "SSL://127.0.0.1:9093,SECURE://127.0.0.1:9094,S://127.0.0.1:9095",
+        "listener.security.protocol.map": "SSL:SSL,SECURE:SASL_SSL,S:SASL_PLAINTEXT"})
+    assert [lst.name for lst in config.listeners] == ["SSL", "SECURE", "S"]
+    with pytest.raises(ConfigError, match="unknown security protocol"):
+        BrokerConfig({"listeners": "X://127.0.0.1:9093",
+                      "listener.security.protocol.map": "X:KERBEROS"})
 
 
 def test_custom_listener_names_via_protocol_map() -> None:

@@ -42,6 +42,10 @@ FAULTS = "tests/integration/test_fault_injection.py"
 SHARE = f"{API}/test_share_handlers.py"
 SHARE_SETTINGS = "test_the_configured_heartbeat_interval_session_timeout_and_max_size"
 SNAPSHOT_CADENCE = "test_first_write_is_a_snapshot_then_updates_then_a_snapshot_again"
+SASL_UNIT = "tests/unit/broker/security/test_authenticator.py"
+SASL_IT = "tests/integration/test_sasl.py"
+TLS_UNIT = "tests/unit/broker/security/test_tls.py"
+TLS_IT = "tests/integration/test_tls.py"
 
 TOPIC: dict[str, tuple[str, ...]] = {
     "cleanup.policy": (
@@ -297,6 +301,36 @@ BROKER: dict[str, tuple[str, ...]] = {
     ),
     "producer.id.expiration.check.interval.ms": (PERIODIC,),
     # Odradek's own (internal, never described): the finalized transaction.version level
+    "sasl.enabled.mechanisms": (
+        f"{SASL_UNIT}::test_listener_settings_override_the_global_ones",
+        f"{SASL_IT}::test_unsupported_mechanism_and_wrong_password",
+    ),
+    "sasl.jaas.config": (
+        f"{SASL_UNIT}::test_listener_settings_override_the_global_ones",
+        f"{SASL_IT}::test_confluent_produce_consume_group",
+    ),
+    "connections.max.reauth.ms": (
+        f"{SASL_UNIT}::test_reauthentication_deadline_and_rules",
+        f"{SASL_IT}::test_connections_max_reauth_ms",
+    ),
+    "ssl.client.auth": (f"{TLS_IT}::test_mtls_principal_from_the_client_certificate",
+                        f"{TLS_UNIT}::test_listener_tls_settings"),
+    "ssl.enabled.protocols": (f"{TLS_IT}::test_tls_versions", f"{TLS_UNIT}::test_listener_tls_settings"),
+    "ssl.key.password": (f"{TLS_UNIT}::test_listener_tls_settings",),
+    "ssl.keystore.certificate.chain": (f"{TLS_UNIT}::test_listener_tls_settings",),
+    "ssl.keystore.key": (f"{TLS_UNIT}::test_listener_tls_settings",),
+    "ssl.keystore.location": (f"{TLS_IT}::test_sasl_ssl_clients", f"{TLS_UNIT}::test_unusable_tls_settings"),
+    "ssl.keystore.type": (f"{TLS_UNIT}::test_unusable_tls_settings",),
+    "ssl.principal.mapping.rules": (f"{TLS_UNIT}::test_mapping_rules",
+                                    f"{TLS_IT}::test_mtls_principal_from_the_client_certificate"),
+    "ssl.truststore.certificates": (f"{TLS_UNIT}::test_listener_tls_settings",),
+    "ssl.truststore.location": (f"{TLS_IT}::test_mtls_principal_from_the_client_certificate",
+                                f"{TLS_UNIT}::test_unusable_tls_settings"),
+    "ssl.truststore.type": (f"{TLS_UNIT}::test_unusable_tls_settings",),
+    "scram.bootstrap.credentials": (
+        f"{SASL_UNIT}::test_store_persists_and_bootstrap_never_overrides",
+        f"{SASL_IT}::test_scram_credentials_survive_a_restart",
+    ),
     "transaction.version": (
         f"{API}/test_api_versions.py::test_transaction_version_1_is_selected_by_the_broker_setting",
     ),

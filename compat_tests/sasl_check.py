@@ -1,0 +1,204 @@
+"""SASL_PLAINTEXT against Odradek and the Apache Kafka oracle with the same settings (issue #13):
+confluent-kafka and the Java 4.4 client (Kafka's own ProducerPerformance and ConsoleConsumer,
+with a consumer group) with PLAIN and SCRAM-SHA-512, and a wrong password's error text.
+
+    python -m compat_tests.sasl_check --target odradek|kafka
+
+SCRAM users: Odradek's `scram.bootstrap.credentials`, Kafka's `kafka-storage format
+--add-scram` with the same value. Prints one line per check and exits 1 if any fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from compat_tests.brokers import (
+    Broker,
+    KafkaBroker,
+    OdradekBroker,
+    free_port,
+    java_classpath,
+)
+
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+              'username="admin" password="admin-pw" user_admin="admin-pw" user_alice="alice-pw";')
+SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+SCRAM_USER = "SCRAM-SHA-512=[name=bob,password=bob-pw]"
+LISTENER = "SASL_PLAINTEXT"
+SETTINGS = {
+    "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
+}
+USERS = {"PLAIN": ("alice", "alice-pw"), "SCRAM-SHA-512": ("bob", "bob-pw")}
+WRONG = {"PLAIN": "Authentication failed: Invalid username or password",
+         "SCRAM-SHA-512": "Authentication failed during authentication due to invalid "
+                          "credentials with SASL mechanism SCRAM-SHA-512"}
+
+
+def make_certs(d: Path) -> None:
+    """A throwaway CA, a server certificate for 127.0.0.1, a client one (CN=alice)."""
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-days", "2", "-subj", "/CN=Test CA")
+    (d / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    for name, subj in (("server", "/CN=localhost"), ("client", "/O=Example/CN=alice")):
+        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+            f"{name}.csr", "-subj", subj)
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", f"{name}.pem", "-days", "2",
+            *(["-extfile", "san.ext"] if name == "server" else []))
+    (d / "server-keystore.pem").write_text((d / "server.key").read_text()
+                                           + (d / "server.pem").read_text())
+
+
+def tls_settings(certs: Path) -> dict[str, str]:
+    return {
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs / "server-keystore.pem"),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs / "ca.pem"),
+        "listener.name.ssl.ssl.client.auth": "required",
+        "ssl.principal.mapping.rules": "RULE:^CN=([a-z]+),.*$/$1/,DEFAULT",
+        "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
+    }
+
+
+def start(target: str, workdir: Path, ports: dict[str, int], certs: Path) -> Broker:
+    data = Path(tempfile.mkdtemp(prefix=f"sasl-{target}-", dir=workdir))
+    log = workdir / f"broker-sasl-{target}.log"
+    broker: Broker
+    settings = {**SETTINGS, **tls_settings(certs)}
+    if target == "odradek":
+        listeners = ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items())
+        broker = OdradekBroker(data, log, {
+            **settings, "scram.bootstrap.credentials": SCRAM_USER,
+            "listeners": f"PLAINTEXT://127.0.0.1:0,{listeners}"})
+    else:
+        broker = KafkaBroker(data, log, settings,
+                             extra_listeners={n: (n, p) for n, p in ports.items()},
+                             format_args=["--add-scram", SCRAM_USER])
+    broker.start()
+    return broker
+
+
+def confluent(port: int, mech: str, user: str, pw: str,
+              extra: dict[str, Any] | None = None) -> tuple[bool, str]:
+    from confluent_kafka import Consumer, Producer
+
+    conf: dict[str, Any] = {"bootstrap.servers": f"127.0.0.1:{port}",
+                            "security.protocol": LISTENER, "sasl.mechanisms": mech,
+                            "sasl.username": user, "sasl.password": pw, **(extra or {})}
+    if mech == "-":  # TLS only
+        conf = {k: v for k, v in conf.items() if not k.startswith("sasl.")}
+    errors: list[str] = []
+    topic = f"sasl-{uuid.uuid4().hex[:8]}"
+    producer = Producer({**conf, "error_cb": lambda e: errors.append(str(e))})
+    if mech in USERS and pw != USERS[mech][1]:
+        deadline = time.monotonic() + 20
+        while not errors and time.monotonic() < deadline:
+            producer.poll(0.2)
+        return any(WRONG[mech] in e for e in errors), (errors or ["no error"])[0][:200]
+    for i in range(20):
+        producer.produce(topic, f"v{i}".encode())
+    if producer.flush(30):
+        return False, f"produce did not finish: {errors[:1]}"
+    consumer = Consumer({**conf, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < 20 and time.monotonic() < deadline:
+        msg = consumer.poll(1)
+        if msg is not None and not msg.error():
+            got += 1
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    return got == 20, f"consumed {got}/20 in a group"
+
+
+def java(port: int, mech: str, user: str, pw: str, workdir: Path,
+         protocol: str = LISTENER, certs: Path | None = None) -> tuple[bool, str]:
+    cp = java_classpath("clients-4.4")
+    module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mech == "PLAIN"
+              else "org.apache.kafka.common.security.scram.ScramLoginModule")
+    props = workdir / f"client-{mech}.properties"
+    tls = (f"ssl.truststore.type=PEM\nssl.truststore.location={certs / 'ca.pem'}\n"
+           if certs is not None else "")
+    props.write_text(f"security.protocol={protocol}\nsasl.mechanism={mech}\n{tls}"
+                     f'sasl.jaas.config={module} required username="{user}" password="{pw}";\n')
+    topic = f"jsasl-{uuid.uuid4().hex[:8]}"
+    base = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", cp]
+    prod = subprocess.run([*base, "org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
+                           "--num-records", "200", "--record-size", "100", "--throughput", "-1",
+                           "--producer-props", f"bootstrap.servers=127.0.0.1:{port}", "acks=all",
+                           "--producer.config", str(props)],
+                          capture_output=True, text=True, timeout=120)
+    if prod.returncode != 0 or "200 records sent" not in prod.stdout:
+        return False, f"producer failed: {(prod.stdout + prod.stderr)[-300:]}"
+    cons = subprocess.run([*base, "org.apache.kafka.tools.consumer.ConsoleConsumer",
+                           "--bootstrap-server", f"127.0.0.1:{port}", "--topic", topic,
+                           "--from-beginning", "--max-messages", "200", "--group", f"g-{topic}",
+                           "--timeout-ms", "30000", "--consumer.config", str(props)],
+                          capture_output=True, text=True, timeout=120)
+    lines = [ln for ln in cons.stdout.splitlines() if len(ln) == 100]  # the records
+    return len(lines) == 200, f"java 4.4 produced 200, consumed {len(lines)} in a group"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--target", choices=("odradek", "kafka"), default="odradek")
+    ap.add_argument("--no-java", action="store_true")
+    args = ap.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="sasl-check-"))
+    certs = workdir / "certs"
+    certs.mkdir()
+    make_certs(certs)
+    ports = {LISTENER: free_port(), "SSL": free_port(), "SASL_SSL": free_port()}
+    port = ports[LISTENER]
+    broker = start(args.target, workdir, ports, certs)
+    failed = 0
+    ca = str(certs / "ca.pem")
+    mtls = {"security.protocol": "SSL", "ssl.ca.location": ca,
+            "ssl.certificate.location": str(certs / "client.pem"),
+            "ssl.key.location": str(certs / "client.key")}
+    sasl_ssl = {"security.protocol": "SASL_SSL", "ssl.ca.location": ca}
+    tls_checks: list[tuple[str, str, Any]] = [
+        ("SSL mTLS", "confluent", lambda: confluent(ports["SSL"], "-", "-", "-", mtls)),
+        ("SASL_SSL", "confluent SCRAM-SHA-512",
+         lambda: confluent(ports["SASL_SSL"], "SCRAM-SHA-512", "bob", "bob-pw", sasl_ssl))]
+    if not args.no_java:
+        tls_checks.append(("SASL_SSL", "java-4.4 SCRAM-SHA-512", lambda: java(
+            ports["SASL_SSL"], "SCRAM-SHA-512", "bob", "bob-pw", workdir, "SASL_SSL", certs)))
+    try:
+        for what, name, check in tls_checks:
+            t = time.monotonic()
+            ok, detail = check()
+            failed += not ok
+            print(f"{args.target:8} {what:14} {name:25} {'PASS' if ok else 'FAIL'} "
+                  f"({time.monotonic() - t:.1f}s) {detail}", flush=True)
+        for mech, (user, pw) in USERS.items():
+            checks = [("confluent", lambda m=mech, u=user, p=pw: confluent(port, m, u, p)),
+                      ("confluent-wrong-password",
+                       lambda m=mech, u=user: confluent(port, m, u, "not-the-password"))]
+            if not args.no_java:
+                checks.append(("java-4.4", lambda m=mech, u=user, p=pw: java(port, m, u, p, workdir)))
+            for name, check in checks:
+                t = time.monotonic()
+                ok, detail = check()
+                failed += not ok
+                print(f"{args.target:8} {mech:14} {name:25} {'PASS' if ok else 'FAIL'} "
+                      f"({time.monotonic() - t:.1f}s) {detail}", flush=True)
+    finally:
+        broker.stop()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""SaslHandshake (key 17), version 1.
+
+- On a SASL listener before authentication (and to start re-authentication, KIP-368): the
+  mechanism is accepted if the listener enables it, else UNSUPPORTED_SASL_MECHANISM with the
+  enabled list, and the connection closes once answered (as Kafka's authenticator does).
+- On a listener without SASL, or after a handshake already accepted: ILLEGAL_SASL_STATE.
+Not implemented: version 0 (raw SASL tokens after the handshake, without SaslAuthenticate).
+"""
+
+from __future__ import annotations
+
+from odradek.broker.context import RequestContext
+from odradek.broker.security.authenticator import SaslSession
+from odradek.wire import ErrorCode
+from odradek.wire._generated.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+
+
+async def handle(ctx: RequestContext, request: SaslHandshakeRequest) -> SaslHandshakeResponse:
+    session = ctx.client.extra.get("sasl")
+    if not isinstance(session, SaslSession) or (session.state == "handshake"):
+        return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
+    accepted, enabled = session.handshake(request.mechanism)
+    return SaslHandshakeResponse(
+        error_code=ErrorCode.NONE if accepted else ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+        mechanisms=list(enabled))

@@ -1,0 +1,249 @@
+"""SASL_PLAINTEXT listeners end to end (issue #13): real clients (confluent-kafka,
+kafka-python, aiokafka) with PLAIN and SCRAM, and raw frames for what clients never send
+(requests before authentication, frames split at every byte, re-authentication deadlines)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from it_support import BrokerProcess, StartBroker
+from test_bad_input import Raw, request
+
+from odradek.wire._generated.sasl_authenticate import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+)
+from odradek.wire._generated.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+
+pytestmark = pytest.mark.timeout(120)
+
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+              'username="admin" password="admin-pw" user_admin="admin-pw" user_alice="alice-pw";')
+SASL = {
+    "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+    "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+    "scram.bootstrap.credentials": "SCRAM-SHA-512=[name=bob,password=bob-pw];"
+                                   "SCRAM-SHA-256=[name=bob,password=bob-pw]",
+}
+SCRAM_FAILED = ("Authentication failed during authentication due to invalid credentials with "
+                "SASL mechanism {}")
+
+
+@pytest.fixture
+def sasl_broker(start_broker: StartBroker, tmp_path: Path) -> BrokerProcess:
+    return start_broker(tmp_path / "data", SASL)
+
+
+def _conf(broker: BrokerProcess, mech: str, user: str, pw: str) -> dict[str, Any]:
+    return {"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": mech, "sasl.username": user, "sasl.password": pw}
+
+
+def _confluent_round_trip(conf: dict[str, Any]) -> int:
+    topic = f"sasl-{uuid.uuid4().hex[:8]}"
+    producer = Producer(conf)
+    for i in range(10):
+        producer.produce(topic, f"v{i}".encode())
+    assert producer.flush(30) == 0
+    consumer = Consumer({**conf, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < 10 and time.monotonic() < deadline:
+        msg = consumer.poll(1)
+        if msg is not None and not msg.error():
+            got.append(msg.value())
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    return len(got)
+
+
+@pytest.mark.parametrize("mech,user,pw", [("PLAIN", "alice", "alice-pw"),
+                                          ("SCRAM-SHA-256", "bob", "bob-pw"),
+                                          ("SCRAM-SHA-512", "bob", "bob-pw")])
+def test_confluent_produce_consume_group(sasl_broker: BrokerProcess, mech: str, user: str,
+                                         pw: str) -> None:
+    assert _confluent_round_trip(_conf(sasl_broker, mech, user, pw)) == 10
+    assert f"principal=User:{user}" in sasl_broker.stderr_text()
+
+
+@pytest.mark.parametrize("mech,user,message", [
+    ("PLAIN", "alice", "Authentication failed: Invalid username or password"),
+    ("SCRAM-SHA-512", "bob", SCRAM_FAILED.format("SCRAM-SHA-512")),
+    ("SCRAM-SHA-512", "nobody", "Authentication failed: Invalid user credentials"),
+])
+def test_confluent_wrong_password(sasl_broker: BrokerProcess, mech: str, user: str,
+                                  message: str) -> None:
+    errors: list[str] = []
+    producer = Producer({**_conf(sasl_broker, mech, user, "wrong-pw"),
+                         "error_cb": lambda e: errors.append(str(e))})
+    deadline = time.monotonic() + 20
+    while not errors and time.monotonic() < deadline:
+        producer.poll(0.2)
+    assert any(message in e for e in errors), errors
+    assert "wrong-pw" not in sasl_broker.stderr_text()
+
+
+@pytest.mark.parametrize("mech,user,pw", [("PLAIN", "alice", "alice-pw"),
+                                          ("SCRAM-SHA-512", "bob", "bob-pw")])
+def test_kafka_python_and_aiokafka(sasl_broker: BrokerProcess, mech: str, user: str,
+                                   pw: str) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from kafka import KafkaConsumer, KafkaProducer
+
+    sec: dict[str, Any] = {"bootstrap_servers": sasl_broker.bootstrap,
+                           "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mech,
+                           "sasl_plain_username": user, "sasl_plain_password": pw}
+    topic = f"kp-{uuid.uuid4().hex[:8]}"
+    producer = KafkaProducer(**sec)
+    for i in range(5):
+        producer.send(topic, f"v{i}".encode())
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest",
+                             consumer_timeout_ms=10000, **sec)
+    assert len([m for _, m in zip(range(5), consumer, strict=False)]) == 5
+    consumer.close()
+
+    async def aio() -> int:
+        p = AIOKafkaProducer(**sec)
+        await p.start()
+        try:
+            for i in range(5):
+                await p.send_and_wait(topic, f"a{i}".encode())
+        finally:
+            await p.stop()
+        c = AIOKafkaConsumer(topic, group_id=f"a-{topic}", auto_offset_reset="earliest", **sec)
+        await c.start()
+        try:
+            got = 0
+            deadline = time.monotonic() + 20
+            while got < 10 and time.monotonic() < deadline:
+                batch = await c.getmany(timeout_ms=1000)
+                got += sum(len(v) for v in batch.values())
+            return got
+        finally:
+            await c.stop()
+
+    assert asyncio.run(aio()) == 10
+
+
+def _handshake(mech: str, cid: int = 1) -> bytes:
+    return request(17, 1, cid, b"".join(SaslHandshakeRequest(mechanism=mech).encode(1)))
+
+
+def _authenticate(token: bytes, cid: int = 2, version: int = 1) -> bytes:
+    body = b"".join(SaslAuthenticateRequest(auth_bytes=token).encode(version))
+    return request(36, version, cid, body, flexible=version >= 2)
+
+
+def _auth_response(raw: Raw, version: int = 1) -> SaslAuthenticateResponse:
+    payload = raw.read_frame()
+    start = 4 + (1 if version >= 2 else 0)
+    return SaslAuthenticateResponse.decode(payload, version, start)[0]
+
+
+METADATA_V1 = request(3, 1, 9, struct.pack(">i", -1))
+
+
+def test_requests_before_authentication_close_the_connection(sasl_broker: BrokerProcess) -> None:
+    with Raw(sasl_broker) as raw:  # Metadata first
+        raw.send(METADATA_V1)
+        assert raw.closed_by_broker()
+    with Raw(sasl_broker) as raw:  # SaslAuthenticate before the handshake
+        raw.send(_authenticate(b"\0alice\0alice-pw"))
+        assert raw.closed_by_broker()
+    with Raw(sasl_broker) as raw:  # after the handshake, anything but SaslAuthenticate
+        raw.send(_handshake("PLAIN"))
+        raw.read_frame()
+        raw.send(METADATA_V1)
+        assert raw.closed_by_broker()
+    with Raw(sasl_broker) as raw:  # ApiVersions is served before authentication
+        raw.send(request(18, 0, 5))
+        assert struct.unpack(">i", raw.read_frame()[:4])[0] == 5
+
+
+def test_unsupported_mechanism_and_wrong_password(sasl_broker: BrokerProcess) -> None:
+    with Raw(sasl_broker) as raw:
+        raw.send(_handshake("GSSAPI"))
+        resp = SaslHandshakeResponse.decode(raw.read_frame(), 1, 4)[0]
+        assert resp.error_code == 33
+        assert resp.mechanisms == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+        assert raw.closed_by_broker()
+    with Raw(sasl_broker) as raw:
+        raw.send(_handshake("PLAIN"))
+        raw.read_frame()
+        raw.send(_authenticate(b"\0alice\0nope"))
+        resp2 = _auth_response(raw)
+        assert (resp2.error_code, resp2.error_message) == (
+            58, "Authentication failed: Invalid username or password")
+        assert raw.closed_by_broker()
+
+
+def test_handshake_split_at_every_byte(sasl_broker: BrokerProcess) -> None:
+    data = _handshake("PLAIN") + _authenticate(b"\0alice\0alice-pw", version=2) + METADATA_V1
+    with Raw(sasl_broker) as raw:
+        for i in range(len(data)):
+            raw.send(data[i:i + 1])
+            time.sleep(0.001)
+        assert SaslHandshakeResponse.decode(raw.read_frame(), 1, 4)[0].error_code == 0
+        resp = _auth_response(raw, version=2)
+        assert resp.error_code == 0 and resp.session_lifetime_ms == 0
+        assert struct.unpack(">i", raw.read_frame()[:4])[0] == 9  # Metadata served
+
+
+def test_sasl_apis_on_a_plaintext_listener_are_illegal_state(broker: BrokerProcess) -> None:
+    with Raw(broker) as raw:
+        raw.send(_handshake("PLAIN"))
+        assert SaslHandshakeResponse.decode(raw.read_frame(), 1, 4)[0].error_code == 34
+        raw.send(_authenticate(b"\0a\0b"))
+        assert _auth_response(raw).error_code == 34
+        raw.send(request(18, 0, 5))  # still usable
+        assert struct.unpack(">i", raw.read_frame()[:4])[0] == 5
+
+
+def test_connections_max_reauth_ms(start_broker: StartBroker, tmp_path: Path) -> None:
+    broker = start_broker(tmp_path / "data", {**SASL, "connections.max.reauth.ms": "1500"})
+    with Raw(broker) as raw:
+        raw.send(_handshake("PLAIN"))
+        raw.read_frame()
+        raw.send(_authenticate(b"\0alice\0alice-pw"))
+        assert _auth_response(raw).session_lifetime_ms == 1500
+        raw.send(METADATA_V1)
+        raw.read_frame()
+        time.sleep(1.7)
+        raw.send(METADATA_V1)  # not re-authenticated in time
+        assert raw.closed_by_broker()
+    with Raw(broker) as raw:  # re-authenticating in time keeps the connection
+        raw.send(_handshake("PLAIN"))
+        raw.read_frame()
+        raw.send(_authenticate(b"\0alice\0alice-pw"))
+        _auth_response(raw)
+        time.sleep(1.0)
+        raw.send(_handshake("PLAIN", 3))
+        assert SaslHandshakeResponse.decode(raw.read_frame(), 1, 4)[0].error_code == 0
+        raw.send(_authenticate(b"\0alice\0alice-pw", 4))
+        assert _auth_response(raw).error_code == 0
+        time.sleep(1.0)
+        raw.send(METADATA_V1)
+        assert struct.unpack(">i", raw.read_frame()[:4])[0] == 9
+
+
+def test_scram_credentials_survive_a_restart(start_broker: StartBroker, tmp_path: Path) -> None:
+    broker = start_broker(tmp_path / "data", SASL)
+    broker.stop()
+    stored = (tmp_path / "data" / "scram-credentials.json").read_text()
+    assert "bob-pw" not in stored and set(json.loads(stored)["bob"]) == {
+        "SCRAM-SHA-256", "SCRAM-SHA-512"}
+    broker.overrides = {k: v for k, v in SASL.items() if k != "scram.bootstrap.credentials"}
+    broker.start()
+    assert _confluent_round_trip(_conf(broker, "SCRAM-SHA-512", "bob", "bob-pw")) == 10
