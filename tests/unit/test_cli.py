@@ -52,7 +52,7 @@ def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None
 @pytest.mark.parametrize(
     ("args", "env", "fragment"),
     [
-        (["--override", "listeners=SSL://127.0.0.1:0"], {}, "only PLAINTEXT"),
+        (["--override", "listeners=BOGUS://127.0.0.1:0"], {}, "no security protocol for listener BOGUS"),
         (["--override", "num.partitions=zero"], {}, "num.partitions"),
         (["--override", "oops"], {}, "key=value"),
         (["--config", "/nonexistent/server.properties"], {}, "cannot read config file"),
