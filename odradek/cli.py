@@ -53,7 +53,7 @@ def build_parser(*, admin: bool = True) -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info", choices=LEVELS, help="default: info")
     serve.add_argument("--emulate-kafka", default=None, metavar="RELEASE",
                        help="advertise and serve the api versions and features of that Apache "
-                            "Kafka release: 2.8, 3.0-3.8 or 4.4 (setting emulate.kafka.version)")
+                            "Kafka release: 2.8, 3.0-3.9 or 4.0-4.4 (setting emulate.kafka.version)")
     serve.set_defaults(func=_serve)
 
     if admin:

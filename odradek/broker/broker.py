@@ -153,7 +153,8 @@ class Broker:
         release = config.get_str("emulate.kafka.version")
         try:
             self.features = Features.finalize(
-                self.now_ms(), transaction_version=config.get_int("transaction.version"))
+                self.now_ms(), transaction_version=config.get_int("transaction.version"),
+                **emulation.finalized_levels(release))
         except FeatureLevelError as e:
             raise ConfigError(str(e), "transaction.version") from None
         if not emulation.finalizes_features(release):

@@ -46,8 +46,9 @@ METADATA_VERSION_MIN, METADATA_VERSION_LEVEL = 7, 33
 TRANSACTION_VERSION_MAX = 2  # TV2: epoch bump per transaction, implicit partition adds
 # 1: KIP-848 consumer groups (the group coordinator says which levels it serves).
 GROUP_VERSION_MAX = group_version_supported()[1]
-# 1: KIP-932 share groups (4.1); 2: Kafka 4.2+'s level (ShareFetch/ShareAcknowledge v2,
-# RENEW), finalized by default on a 4.4 cluster. At 0 the share apis are not advertised.
+# 1: KIP-932 share groups (4.1, finalized by default from 4.2); 2: ShareFetch/ShareAcknowledge
+# v2, RENEW, a level kafka-server-common defines from 4.4 (4.2 and 4.3 have 0-1), finalized by
+# default on a 4.4 cluster. At 0 the share apis are not advertised.
 SHARE_VERSION_MAX = 2
 
 

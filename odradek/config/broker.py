@@ -112,15 +112,14 @@ _ODRADEK_VALIDATORS: Mapping[str, Validator] = {
 
 # The releases `tools/kafka_releases.py` found specs for (odradek/broker/kafka_releases.py;
 # a unit test keeps the two lists equal: config imports nothing of the broker).
-EMULATED_RELEASES = ("2.8", "3.0", "3.1", "3.2", "3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "4.4")
-
+EMULATED_RELEASES = ("2.8", "3.0", "3.1", "3.2", "3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "3.9",
+                     "4.0", "4.1", "4.2", "4.3", "4.4")
 
 
 def _emulated_release(value: ConfigValue) -> str | None:
     if value in ("", None, *EMULATED_RELEASES):
         return None
-    return (f"Kafka releases that can be emulated: {', '.join(EMULATED_RELEASES)} (3.9 and "
-            "4.0-4.3 have no specs here)")
+    return f"Kafka releases that can be emulated: {', '.join(EMULATED_RELEASES)}"
 
 
 # Odradek's own settings (not Kafka's, so never described). transaction.version: the finalized
