@@ -196,7 +196,8 @@ class TlsSocket:
         except ssl.SSLError as e:
             raise ConnectionError(f"TLS error: {e.reason}") from None
 
-    def sendmsg(self, views: Sequence[memoryview]) -> int:
+    def sendmsg(self, views: Sequence[memoryview], _ancdata: object = (), _flags: int = 0) -> int:
+        # socket.sendmsg's signature; ancillary data and flags (MSG_MORE) mean nothing in TLS.
         # One TLS write of up to 64 KiB; the same views after a BlockingIOError give the same
         # bytes again, as OpenSSL needs for a retried write.
         chunk = bytearray()
