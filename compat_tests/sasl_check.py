@@ -26,6 +26,7 @@ from compat_tests.brokers import (
     free_port,
     java_classpath,
 )
+from odradek.testing.certs import make_test_certs
 
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
               'username="admin" password="admin-pw" user_admin="admin-pw" user_alice="alice-pw";')
@@ -41,23 +42,6 @@ USERS = {"PLAIN": ("alice", "alice-pw"), "SCRAM-SHA-512": ("bob", "bob-pw")}
 WRONG = {"PLAIN": "Authentication failed: Invalid username or password",
          "SCRAM-SHA-512": "Authentication failed during authentication due to invalid "
                           "credentials with SASL mechanism SCRAM-SHA-512"}
-
-
-def make_certs(d: Path) -> None:
-    """A throwaway CA, a server certificate for 127.0.0.1, a client one (CN=alice)."""
-    def run(*args: str) -> None:
-        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-        "-days", "2", "-subj", "/CN=Test CA")
-    (d / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    for name, subj in (("server", "/CN=localhost"), ("client", "/O=Example/CN=alice")):
-        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
-            f"{name}.csr", "-subj", subj)
-        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", f"{name}.pem", "-days", "2",
-            *(["-extfile", "san.ext"] if name == "server" else []))
-    (d / "server-keystore.pem").write_text((d / "server.key").read_text()
-                                           + (d / "server.pem").read_text())
 
 
 def tls_settings(certs: Path) -> dict[str, str]:
@@ -159,7 +143,7 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="sasl-check-"))
     certs = workdir / "certs"
     certs.mkdir()
-    make_certs(certs)
+    make_test_certs(certs, client_subject="/O=Example/CN=alice")
     ports = {LISTENER: free_port(), "SSL": free_port(), "SASL_SSL": free_port()}
     port = ports[LISTENER]
     broker = start(args.target, workdir, ports, certs)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import ssl
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -17,6 +16,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from it_support import BrokerProcess, StartBroker
 
+from odradek.testing.certs import make_test_certs
+
 pytestmark = [pytest.mark.timeout(120),
               pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")]
 
@@ -24,27 +25,11 @@ PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required 
               'user_alice="alice-pw";')
 
 
-def make_certs(d: Path) -> None:
-    def run(*args: str) -> None:
-        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-        "-days", "2", "-subj", "/CN=Test CA")
-    (d / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    for name, subj in (("server", "/CN=localhost"), ("client", "/C=US/O=Example/OU=eng/CN=alice")):
-        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
-            f"{name}.csr", "-subj", subj)
-        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", f"{name}.pem", "-days", "2",
-            *(["-extfile", "san.ext"] if name == "server" else []))
-    (d / "server-keystore.pem").write_text((d / "server.key").read_text()
-                                           + (d / "server.pem").read_text())
-
-
 @pytest.fixture
 def certs(tmp_path: Path) -> Path:
     d = tmp_path / "certs"
     d.mkdir()
-    make_certs(d)
+    make_test_certs(d)
     return d
 
 

@@ -4,13 +4,13 @@ TLS settings (certificates made by openssl in a temp dir)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from odradek.broker.security.authenticator import SecurityConfigError
 from odradek.broker.security.tls import listener_tls, map_principal, parse_mapping_rules, rfc2253
+from odradek.testing.certs import make_test_certs
 
 SUBJECT = ((("countryName", "US"),), (("organizationName", "Example, Inc"),),
            (("organizationalUnitName", "eng"),), (("commonName", "Alice"),))
@@ -49,26 +49,8 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("openssl") is None:
         pytest.skip("openssl not installed")
     d = tmp_path_factory.mktemp("certs")
-    make_certs(d)
+    make_test_certs(d)
     return d
-
-
-def make_certs(d: Path) -> None:
-    """A CA, a server certificate for 127.0.0.1 and a client certificate, all throwaway."""
-    def run(*args: str) -> None:
-        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-        "-days", "2", "-subj", "/CN=Test CA")
-    (d / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    for name, subj in (("server", "/CN=localhost"), ("client", "/C=US/O=Example/OU=eng/CN=alice")):
-        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
-            f"{name}.csr", "-subj", subj)
-        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", f"{name}.pem", "-days", "2",
-            *(["-extfile", "san.ext"] if name == "server" else []))
-    (d / "server-keystore.pem").write_text((d / "server.key").read_text()
-                                           + (d / "server.pem").read_text())
-    run("pkey", "-in", "server.key", "-aes256", "-passout", "pass:kpw", "-out", "server-enc.key")
 
 
 def _get(values: dict[str, object]) -> object:
