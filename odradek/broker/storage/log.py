@@ -573,15 +573,7 @@ class PartitionLog:
         at or after `upper_bound` (exclusive, e.g. the high watermark or the LSO; default the
         log end). Reads from one segment. Raises OffsetOutOfRangeError outside
         [log_start_offset, log_end_offset]."""
-        self._check_open()
-        if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"offset {fetch_offset} is outside [{self.log_start_offset}, "
-                f"{self.log_end_offset}] for {self.topic}-{self.partition}"
-            )
-        bound = (
-            self.log_end_offset if upper_bound is None else min(upper_bound, self.log_end_offset)
-        )
+        bound = self._read_bound(fetch_offset, upper_bound)
         if fetch_offset >= bound:
             return b""
         try:
@@ -602,6 +594,17 @@ class PartitionLog:
             raise self._dir_failed(exc, f"read at offset {fetch_offset}") from exc
         return b""
 
+    def _read_bound(self, fetch_offset: int, upper_bound: int | None) -> int:
+        """The exclusive offset a read from `fetch_offset` stops at (`upper_bound`, at most the
+        log end); OffsetOutOfRangeError outside [log_start_offset, log_end_offset]."""
+        self._check_open()
+        if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {fetch_offset} is outside [{self.log_start_offset}, "
+                f"{self.log_end_offset}] for {self.topic}-{self.partition}"
+            )
+        return self.log_end_offset if upper_bound is None else min(upper_bound, self.log_end_offset)
+
     def read_region(
         self,
         fetch_offset: int,
@@ -617,15 +620,7 @@ class PartitionLog:
         descriptor is left for the dup (EMFILE/ENFILE). With `with_upper`, also the
         exclusive upper offset of the returned batches (one more header read; for the aborted
         transactions of read_committed), else -1."""
-        self._check_open()
-        if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"offset {fetch_offset} is outside [{self.log_start_offset}, "
-                f"{self.log_end_offset}] for {self.topic}-{self.partition}"
-            )
-        bound = (
-            self.log_end_offset if upper_bound is None else min(upper_bound, self.log_end_offset)
-        )
+        bound = self._read_bound(fetch_offset, upper_bound)
         if fetch_offset >= bound:
             return None, -1
         try:
