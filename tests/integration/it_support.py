@@ -453,3 +453,49 @@ def by_partition(recs: Sequence[Rec]) -> dict[int, list[Rec]]:
     for rec in recs:
         groups.setdefault(rec.partition, []).append(rec)
     return {p: sorted(g, key=lambda r: r.offset) for p, g in sorted(groups.items())}
+
+
+def python_clients_round_trip(topic: str, sec: Mapping[str, Any],
+                              cafile: str | None = None) -> tuple[int, int]:
+    """kafka-python then aiokafka, each producing 5 records to `topic` and reading it through a
+    group of its own, with the security settings `sec` (and a CA file for TLS): how many
+    records kafka-python read (5 expected) and how many aiokafka read (all 10)."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.helpers import create_ssl_context
+    from kafka import KafkaConsumer, KafkaProducer
+
+    kp_tls: dict[str, Any] = {} if cafile is None else {"ssl_cafile": cafile}
+    producer = KafkaProducer(**kp_tls, **sec)
+    for i in range(5):
+        producer.send(topic, f"v{i}".encode())
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest",
+                             consumer_timeout_ms=10000, **kp_tls, **sec)
+    kafka_python_read = len([m for _, m in zip(range(5), consumer, strict=False)])
+    consumer.close()
+
+    async def aio() -> int:
+        aio_tls: dict[str, Any] = ({} if cafile is None
+                                   else {"ssl_context": create_ssl_context(cafile=cafile)})
+        p = AIOKafkaProducer(**aio_tls, **sec)
+        await p.start()
+        try:
+            for i in range(5):
+                await p.send_and_wait(topic, f"a{i}".encode())
+        finally:
+            await p.stop()
+        c = AIOKafkaConsumer(topic, group_id=f"a-{topic}", auto_offset_reset="earliest",
+                             **aio_tls, **sec)
+        await c.start()
+        try:
+            got = 0
+            deadline = time.monotonic() + 20
+            while got < 10 and time.monotonic() < deadline:
+                batch = await c.getmany(timeout_ms=1000)
+                got += sum(len(v) for v in batch.values())
+            return got
+        finally:
+            await c.stop()
+
+    return kafka_python_read, asyncio.run(aio())

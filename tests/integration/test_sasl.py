@@ -4,7 +4,6 @@ kafka-python, aiokafka) with PLAIN and SCRAM, and raw frames for what clients ne
 
 from __future__ import annotations
 
-import asyncio
 import json
 import struct
 import time
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from it_support import BrokerProcess, StartBroker
+from it_support import BrokerProcess, StartBroker, python_clients_round_trip
 from test_bad_input import Raw, request
 
 from odradek.wire._generated.sasl_authenticate import (
@@ -97,44 +96,14 @@ def test_confluent_wrong_password(sasl_broker: BrokerProcess, mech: str, user: s
                                           ("SCRAM-SHA-512", "bob", "bob-pw")])
 def test_kafka_python_and_aiokafka(sasl_broker: BrokerProcess, mech: str, user: str,
                                    pw: str) -> None:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-    from kafka import KafkaConsumer, KafkaProducer
 
     sec: dict[str, Any] = {"bootstrap_servers": sasl_broker.bootstrap,
                            "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mech,
                            "sasl_plain_username": user, "sasl_plain_password": pw}
     topic = f"kp-{uuid.uuid4().hex[:8]}"
-    producer = KafkaProducer(**sec)
-    for i in range(5):
-        producer.send(topic, f"v{i}".encode())
-    producer.flush(30)
-    producer.close()
-    consumer = KafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest",
-                             consumer_timeout_ms=10000, **sec)
-    assert len([m for _, m in zip(range(5), consumer, strict=False)]) == 5
-    consumer.close()
-
-    async def aio() -> int:
-        p = AIOKafkaProducer(**sec)
-        await p.start()
-        try:
-            for i in range(5):
-                await p.send_and_wait(topic, f"a{i}".encode())
-        finally:
-            await p.stop()
-        c = AIOKafkaConsumer(topic, group_id=f"a-{topic}", auto_offset_reset="earliest", **sec)
-        await c.start()
-        try:
-            got = 0
-            deadline = time.monotonic() + 20
-            while got < 10 and time.monotonic() < deadline:
-                batch = await c.getmany(timeout_ms=1000)
-                got += sum(len(v) for v in batch.values())
-            return got
-        finally:
-            await c.stop()
-
-    assert asyncio.run(aio()) == 10
+    kafka_python_read, aiokafka_read = python_clients_round_trip(topic, sec)
+    assert kafka_python_read == 5
+    assert aiokafka_read == 10
 
 
 def _handshake(mech: str, cid: int = 1) -> bytes:

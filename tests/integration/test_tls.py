@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from it_support import BrokerProcess, StartBroker
+from it_support import BrokerProcess, StartBroker, python_clients_round_trip
 
 from odradek.testing.certs import make_test_certs
 
@@ -116,46 +116,12 @@ def test_sasl_ssl_clients(start_broker: StartBroker, tmp_path: Path, certs: Path
 
 
 def _python_clients(broker: BrokerProcess, certs: Path, mech: str, user: str, pw: str) -> None:
-    import asyncio
 
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-    from aiokafka.helpers import create_ssl_context
-    from kafka import KafkaConsumer, KafkaProducer
 
     sec: dict[str, Any] = {"bootstrap_servers": broker.bootstrap, "security_protocol": "SASL_SSL",
                            "sasl_mechanism": mech, "sasl_plain_username": user,
                            "sasl_plain_password": pw}
     topic = f"py-{uuid.uuid4().hex[:8]}"
-    producer = KafkaProducer(ssl_cafile=str(certs / "ca.pem"), **sec)
-    for i in range(5):
-        producer.send(topic, f"v{i}".encode())
-    producer.flush(30)
-    producer.close()
-    consumer = KafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest",
-                             consumer_timeout_ms=10000, ssl_cafile=str(certs / "ca.pem"), **sec)
-    assert len([m for _, m in zip(range(5), consumer, strict=False)]) == 5
-    consumer.close()
-
-    async def aio() -> int:
-        ctx = create_ssl_context(cafile=str(certs / "ca.pem"))
-        p = AIOKafkaProducer(ssl_context=ctx, **sec)
-        await p.start()
-        try:
-            for i in range(5):
-                await p.send_and_wait(topic, f"a{i}".encode())
-        finally:
-            await p.stop()
-        c = AIOKafkaConsumer(topic, group_id=f"a-{topic}", auto_offset_reset="earliest",
-                             ssl_context=ctx, **sec)
-        await c.start()
-        try:
-            got = 0
-            deadline = time.monotonic() + 20
-            while got < 10 and time.monotonic() < deadline:
-                batch = await c.getmany(timeout_ms=1000)
-                got += sum(len(v) for v in batch.values())
-            return got
-        finally:
-            await c.stop()
-
-    assert asyncio.run(aio()) == 10
+    kafka_python_read, aiokafka_read = python_clients_round_trip(topic, sec, cafile=str(certs / "ca.pem"))
+    assert kafka_python_read == 5
+    assert aiokafka_read == 10
