@@ -400,7 +400,10 @@ class Generator:
         elif kind == "record-length":
             if codec != CompressionType.NONE:
                 return self.damage(batch, codec, n)
-            batch[61] = rng.choice([0x00, 0x01, 0x7E, (batch[61] + 2) & 0x7F])
+            # Never the byte already there: a 63-byte record is encoded 0x7E, and "damaging"
+            # it to 0x7E left a valid batch that the broker rightly acknowledged.
+            batch[61] = rng.choice([b for b in (0x00, 0x01, 0x7E, (batch[61] + 2) & 0x7F)
+                                    if b != batch[61]])
         elif kind == "record-fields":
             # Bytes inside the first record that its fields do not cover: the length chain
             # still adds up, only a walk of every field sees it (DefaultRecord.readFrom).
