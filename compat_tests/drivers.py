@@ -91,7 +91,8 @@ DRIVERS: dict[str, Driver] = {
         Driver("kafka-python", "Python", extra_scenarios=tuple(FETCH_SESSION_SCENARIOS)),
         Driver("aiokafka", "Python"),
         Driver("franz-go", "Go",
-               extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS)),
+               extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
+                                "share-group-split")),
         Driver("sarama", "Go"),
         Driver("kafkajs", "Node"),
     )

@@ -139,14 +139,16 @@ BROKER_SCENARIOS: dict[str, str] = {
 }
 
 # KIP-932 share groups: KafkaShareConsumer (kafka-clients 4.0+: the java-4.4 driver) and,
-# for share-group-split, librdkafka's ShareConsumer (confluent-kafka 2.16, a preview).
+# for share-group-split, librdkafka's ShareConsumer (confluent-kafka 2.16, a preview) and
+# franz-go's kgo.ShareGroup (1.22).
 # share.auto.offset.reset is `latest`: each scenario first produces probe records until a
 # member of the group got one, so its records come after the share-partition's start offset.
 SHARE_SCENARIOS: dict[str, str] = {
     "share-group-split": (
         "three share consumers of one group on a 1-partition topic, implicit acknowledgement "
         "(Java: max.poll.records 20, commitSync after every poll; confluent-kafka: librdkafka's "
-        "ShareConsumer, a preview in 2.16): 300 records, each delivered to exactly one of "
+        "ShareConsumer, a preview in 2.16; franz-go: kgo.ShareGroup, 20 records per ShareFetch, "
+        "strict): 300 records, each delivered to exactly one of "
         "them, all 300 delivered, nothing redelivered within 1.5 s after"
     ),
     "share-group-redelivery": (

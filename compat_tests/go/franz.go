@@ -32,6 +32,7 @@ func franzScenarios() map[string]scenarioFunc {
 		"idle-fetch-sessions":       fgIdleFetchSessions,
 		"consumer-protocol-group":   fgConsumerProtocolGroup,
 		"consumer-protocol-regex":   fgConsumerProtocolRegex,
+		"share-group-split":         fgShareGroupSplit,
 	}
 }
 
