@@ -42,6 +42,7 @@ from odradek.broker.fault_inject import can_error
 from odradek.broker.fault_rules import FaultRules
 from odradek.broker.features import FeatureLevelError, Features
 from odradek.broker.fetch_sessions import FetchSessionCache
+from odradek.broker.group_configs import GROUP_CONFIG_FILE, GroupConfigs
 from odradek.broker.metrics import Metrics, Sources
 from odradek.broker.partitions import LocalPartitions
 from odradek.broker.security.store import ScramStore
@@ -171,6 +172,7 @@ class Broker:
                 raise ConfigError("admin.http.metrics needs prometheus-client: pip install "
                                   "'odradek[metrics]'", "admin.http.metrics")
             self.metrics = Metrics(self._topic_name)
+        self.group_configs = GroupConfigs(config.log_dirs[0] / GROUP_CONFIG_FILE, config)
         self.groups: GroupRuntime = self._group_runtime()
         self.share: ShareRuntime = self._share_runtime()
         self.transactions: TxnRuntime = self._transaction_runtime()
@@ -237,6 +239,9 @@ class Broker:
                 num_standby_replicas=cfg.get_int("group.streams.num.standby.replicas"),
                 max_size=cfg.get_int("group.streams.max.size"),
             ))
+        configs = self.group_configs
+        shard.consumer_overrides = lambda gid: configs.consumer_config(gid, shard.consumer_config)
+        shard.share.config_for = lambda gid: configs.share_group_config(gid, shard.share.config)
         return CoordinatorRuntime("group", shard, topic, self.partitions, self.cluster, self)
 
     def _share_runtime(self) -> ShareRuntime:
@@ -252,6 +257,8 @@ class Broker:
                 record_lock_duration_ms=cfg.get_int("group.share.record.lock.duration.ms"),
                 delivery_count_limit=cfg.get_int("group.share.delivery.count.limit"),
                 max_record_locks=cfg.get_int("group.share.partition.max.record.locks"),
+                # share.renew.acknowledge.enable: a group config only, default true (4.4)
+                renew_enabled=True,
             ),
             # share.auto.offset.reset is a group config; Kafka's default is latest.
             parse_offset_reset("latest"),
@@ -260,6 +267,10 @@ class Broker:
                 "share.coordinator.snapshot.update.records.per.snapshot"),
             max_sessions=cfg.get_int("group.share.max.share.sessions"),
             log=_logger("odradek.share"))
+        configs, base = self.group_configs, shard.partition_config
+        shard.partitions.config = lambda gid: configs.share_partition_config(gid, base)
+        shard.reset_for = configs.offset_reset
+        configs.on_change = shard.partitions.reconfigure
         runtime = CoordinatorRuntime("share", shard, topic, self.partitions, self.cluster, self)
         # A share member that left or timed out gives its records back at once.
         def member_removed(gid: str, mid: str) -> None:
@@ -408,7 +419,7 @@ class Broker:
             authorizer=self.authorizer,
             client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id,
-            scram=self.scram)
+            scram=self.scram, group_configs=self.group_configs)
 
     def connection_closed(self, client: ClientInfo) -> None:
         """A client's connection ended: its share sessions go, and the records they held

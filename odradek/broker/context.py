@@ -16,6 +16,7 @@ from odradek.broker.coordinators.runtime import CoordinatorRuntime
 from odradek.broker.fault_rules import FaultRules
 from odradek.broker.features import Features
 from odradek.broker.fetch_sessions import FetchSessionCache
+from odradek.broker.group_configs import GroupConfigs
 from odradek.broker.metrics import Metrics
 from odradek.broker.partitions import Partitions
 from odradek.broker.security.store import ScramStore
@@ -85,3 +86,5 @@ class RequestContext:
     client_id: str | None
     # SCRAM credentials (DescribeUserScramCredentials / AlterUserScramCredentials)
     scram: ScramStore | None = None
+    # GROUP config resources (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs)
+    group_configs: GroupConfigs | None = None

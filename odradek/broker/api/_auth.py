@@ -65,17 +65,20 @@ def authorized_operations(ctx: RequestContext, resource: ResourceType, name: str
     return a.authorized_operations(ctx.client.principal, host(ctx), resource, name)
 
 
-_CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER = 2, 4, 8  # config resource types
+_CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER, _CONFIG_GROUP = 2, 4, 8, 32  # config types
 
 
 def config_resource_error(ctx: RequestContext, resource_type: int, name: str,
                           op: AclOperation) -> ErrorCode | None:
     """Kafka's check on a configs resource: TOPIC `op` on a topic, CLUSTER `op` on a broker
-    or broker logger; None when allowed (or another type, left to the handler)."""
+    or broker logger, GROUP `op` on a group; None when allowed (or another type, left to the
+    handler)."""
     if ctx.authorizer is None:
         return None
     if resource_type == _CONFIG_TOPIC:
         return None if topic_allowed(ctx, op, name) else ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if resource_type in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER):
         return None if cluster_allowed(ctx, op) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if resource_type == _CONFIG_GROUP:
+        return None if group_allowed(ctx, op, name) else ErrorCode.GROUP_AUTHORIZATION_FAILED
     return None

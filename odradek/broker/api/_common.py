@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from odradek.broker.cluster import LEADER_EPOCH, ClusterError, topic_name_error
 from odradek.broker.context import RequestContext
-from odradek.config import validate_topic_configs
+from odradek.config import ConfigError, validate_topic_configs
 from odradek.config.broker import CLUSTER_DEFAULT, PER_BROKER
 from odradek.wire import ErrorCode
 
@@ -85,6 +85,22 @@ def alter_broker_configs(ctx: RequestContext, name: str, configs: Mapping[str, s
         ctx.cluster.set_broker_configs(scope, configs, validate_only=validate_only)
     except ClusterError as e:
         raise ApiError(e.code, e.message) from None
+
+
+def replace_group_configs(ctx: RequestContext, group: str, configs: Mapping[str, str],
+                          validate_only: bool) -> None:
+    """Replace a GROUP resource's overrides (any group name, existing or not, as Kafka),
+    checked whole: INVALID_CONFIG with Kafka's message for an unknown name or a bad value."""
+    store = ctx.group_configs
+    if store is None:
+        raise ApiError(ErrorCode.INVALID_REQUEST, "Group configs are not served here.")
+    try:
+        if validate_only:
+            store.check(configs)
+        else:
+            store.replace(group, configs)
+    except ConfigError as e:
+        raise ApiError(ErrorCode.INVALID_CONFIG, e.reason) from None
 
 
 def check_duplicate_keys(names: list[str]) -> None:

@@ -11,9 +11,12 @@
   cannot change at run time, INVALID_CONFIG for a bad value.
 - Each resource at most once, each key at most once, no null values (INVALID_REQUEST, as
   Kafka's broker-side checks). BROKER_LOGGER and unknown types: INVALID_REQUEST.
+- GROUP resources: the given configs become the group's whole set of overrides (checked as
+  IncrementalAlterConfigs checks them; any group name).
 - validate_only runs every check and changes nothing.
 Authorization (when an authorizer is on): TOPIC / CLUSTER ALTER_CONFIGS per resource
-(TOPIC_ / CLUSTER_AUTHORIZATION_FAILED).
+(TOPIC_ / CLUSTER_AUTHORIZATION_FAILED); GROUP ALTER_CONFIGS for a group
+(GROUP_AUTHORIZATION_FAILED).
 Not implemented: group and client-metrics configs, alter-config policies.
 """
 
@@ -31,6 +34,7 @@ from odradek.broker.api._common import (
     apply_topic_configs,
     check_broker_name,
     check_duplicate_keys,
+    replace_group_configs,
 )
 from odradek.broker.cluster import ClusterError
 from odradek.broker.context import RequestContext
@@ -57,6 +61,10 @@ def _alter(ctx: RequestContext, resource: Resource, validate_only: bool) -> None
         if not validate_only:
             log.info("broker configs replaced", resource=name or "<default>",
                      configs=sorted(names), client=ctx.client_id)
+        return
+    if kind == ResourceType.GROUP and ctx.group_configs is not None:
+        replace_group_configs(ctx, name, {c.name: c.value for c in resource.configs
+                                          if c.value is not None}, validate_only)
         return
     if kind != ResourceType.TOPIC:
         raise ApiError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")

@@ -9,8 +9,12 @@
   Kafka can change it at run time) or "" (the cluster-wide dynamic defaults: none exist here,
   so an empty list); any other name is INVALID_REQUEST, as Kafka.
 - BROKER_LOGGER: this node's id gives an empty list (no log4j loggers to report); "" or
-  another id is INVALID_REQUEST, as Kafka. Other types (GROUP, CLIENT_METRICS, unknown ids):
-  INVALID_REQUEST.
+  another id is INVALID_REQUEST, as Kafka.
+- GROUP resources (KIP-848/932/1071 group configs, any group name, existing or not, as
+  Kafka): the 21 configs Kafka 4.4 describes, each the group's override (source
+  GROUP_CONFIG, 8), else the broker setting it defaults from (its source), else the default;
+  synonyms the override then the broker setting at its default (`odradek/config/group.py`).
+- Other types (CLIENT_METRICS, unknown ids): INVALID_REQUEST.
 - `configuration_keys` null or empty means every config; unknown keys are left out.
 - Sensitive values are null. `documentation` (v3+, when asked) is null for settings Odradek
   applies; for those it accepts but does not apply, or that mean nothing for one single-node
@@ -18,8 +22,9 @@
   not shipped.
 Authorization (when an authorizer is on): TOPIC DESCRIBE_CONFIGS for a topic
 (TOPIC_AUTHORIZATION_FAILED), CLUSTER DESCRIBE_CONFIGS for a broker or broker logger
-(CLUSTER_AUTHORIZATION_FAILED), per resource.
-Not implemented: dynamic broker configs, group and client-metrics configs.
+(CLUSTER_AUTHORIZATION_FAILED), GROUP DESCRIBE_CONFIGS for a group
+(GROUP_AUTHORIZATION_FAILED), per resource.
+Not implemented: client-metrics configs.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from odradek.broker.api._common import ApiError, ResourceType, check_broker_name
 from odradek.broker.cluster import topic_name_error
 from odradek.broker.context import RequestContext
 from odradek.config import ConfigEntry, describe_topic_config
+from odradek.config.group import describe_group_config
 from odradek.wire import ErrorCode
 from odradek.wire._generated.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 
@@ -64,6 +70,9 @@ def _entries(ctx: RequestContext, resource: Resource, synonyms: bool) -> list[Co
             raise ApiError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
         check_broker_name(ctx, name)
         return []
+    if kind == ResourceType.GROUP and ctx.group_configs is not None:
+        return describe_group_config(ctx.group_configs.overrides(name), ctx.config,
+                                     include_synonyms=synonyms)
     raise ApiError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}")
 
 

@@ -12,13 +12,19 @@
   operations on that resource's dynamic broker configs (APPEND/SUBTRACT start from the
   dynamic value or else the setting's default, as Kafka), checked whole, stored and in effect
   at once (`_common.alter_broker_configs`).
+- GROUP resources (any group name, as Kafka): SET and DELETE of the group's overrides,
+  checked whole with Kafka 4.4's messages (INVALID_CONFIG: unknown name, a value its
+  validator refuses, outside the broker's group.*.min/max.* bounds); APPEND and SUBTRACT are
+  INVALID_CONFIG for every group config; saved in `group-configs.json` before the answer and
+  read by the coordinators at once (`broker/group_configs.py` says which configs act).
 - Each resource at most once, each key at most once per resource, null values only with
   DELETE, known operation ids only (INVALID_REQUEST otherwise, as Kafka's broker-side checks).
   BROKER_LOGGER (log levels) and other resource types: INVALID_REQUEST.
 - validate_only runs every check and changes nothing.
 Authorization (when an authorizer is on): TOPIC / CLUSTER ALTER_CONFIGS per resource
-(TOPIC_ / CLUSTER_AUTHORIZATION_FAILED).
-Not implemented: logger levels, group and client-metrics configs, alter-config policies.
+(TOPIC_ / CLUSTER_AUTHORIZATION_FAILED), GROUP ALTER_CONFIGS for a group
+(GROUP_AUTHORIZATION_FAILED).
+Not implemented: logger levels, client-metrics configs, alter-config policies.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from odradek.broker.api._common import (
     apply_topic_configs,
     check_broker_name,
     check_duplicate_keys,
+    replace_group_configs,
 )
 from odradek.broker.cluster import ClusterError
 from odradek.broker.context import RequestContext
@@ -128,6 +135,13 @@ def _alter(ctx: RequestContext, resource: Resource, validate_only: bool) -> None
     if kind == ResourceType.BROKER_LOGGER:
         raise ApiError(ErrorCode.INVALID_REQUEST,
                        "Changing logger levels at run time is not supported by this broker.")
+    if kind == ResourceType.GROUP and ctx.group_configs is not None:
+        ops = _ops(resource)
+        # Kafka 4.4 refuses APPEND/SUBTRACT on every group config, LIST ones included.
+        new = updated_overrides(ctx.group_configs.overrides(name), ops, {})
+        replace_group_configs(ctx, name, {k: v for k, v in new.items() if v is not None},
+                              validate_only)
+        return
     if kind != ResourceType.TOPIC:
         raise ApiError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")
     ops = _ops(resource)

@@ -28,7 +28,7 @@ Resp = ShareAcknowledgeResponse
 async def handle(ctx: RequestContext,
                  request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     now = ctx.clock.now_ms()
-    lock_ms = ctx.share.shard.partition_config.record_lock_duration_ms
+    lock_ms = ctx.share.shard.partitions.config(request.group_id or "").record_lock_duration_ms
     problem = check_ids(request.group_id, request.member_id)
     if problem is not None:
         return ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST,

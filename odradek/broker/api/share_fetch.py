@@ -56,7 +56,7 @@ log = structlog.get_logger("odradek.share")
 
 async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
     now = ctx.clock.now_ms()
-    lock_ms = ctx.share.shard.partition_config.record_lock_duration_ms
+    lock_ms = ctx.share.shard.partitions.config(request.group_id or "").record_lock_duration_ms
 
     def top(error: ErrorCode, message: str | None) -> ShareFetchResponse:
         return ShareFetchResponse(error_code=error, error_message=message,

@@ -8,8 +8,8 @@
   (`group.share.heartbeat.interval.ms`) and the assignment when it changed.
 - A share-partition is assigned only once its state exists in `__share_group_state`: the
   heartbeat that first sees it records it as initialising, and this handler then
-  initialises it (start offset from `share.auto.offset.reset`, Kafka's default `latest`:
-  the log end at that moment; 0 for new partitions of a topic the group had) and tells the
+  initialises it (start offset from the group's `share.auto.offset.reset`, a GROUP config,
+  Kafka's default `latest`: the log end at that moment; 0 for new partitions of a topic the group had) and tells the
   group coordinator, so the member's next heartbeat gets it, as on Kafka.
 - Errors as Kafka: INVALID_REQUEST (empty group or member id, empty rack, a join without
   topics, an epoch below -1), GROUP_ID_NOT_FOUND (the id is a classic or consumer group's),
@@ -19,7 +19,7 @@
   record it holds.
 - Not implemented yet: retrying initialisations left pending after a crash (Kafka: every
   `group.share.initialize.retry.interval.ms`), DeleteShareGroupState for topics no longer
-  subscribed, per-group configs (`share.auto.offset.reset` is always `latest`), ACLs.
+  subscribed, ACLs.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ async def initialize(ctx: RequestContext, group_id: str,
             info = log_info(ctx, init.name, p)
             if start < 0:
                 start = 0 if info is None else resolve_start_offset(
-                    ctx.share.shard.reset, info, now)
+                    ctx.share.shard.reset_for(group_id), info, now)
             error = await ctx.share.wait(
                 lambda s, key=key, start=start: s.initialize(key, start, now))  # type: ignore[misc]
             target = done if error == ErrorCode.NONE else failed

@@ -89,6 +89,8 @@ class ShareCoordinator:
         self.state_partitions = state_partitions
         self.store = ShareStateStore(updates_per_snapshot)
         self.partitions = SharePartitions(lambda _gid: partition_config)
+        # where a group's new share-partitions start (its share.auto.offset.reset)
+        self.reset_for: Callable[[str], OffsetReset] = lambda _gid: reset
         self.sessions = ShareSessionCache(max_sessions)
         self.outbox = Outbox()
         self._clock = clock
@@ -152,7 +154,8 @@ class ShareCoordinator:
         sp = self.partitions.get(key)
         if sp is None:
             persisted: PersistedState | None = self.store.read_state(key)
-            sp = self.partitions.load(key, persisted, self.reset, log.log_start_offset,
+            sp = self.partitions.load(key, persisted, self.reset_for(key.group_id),
+                                      log.log_start_offset,
                                       log.log_end_offset, log.offset_for_timestamp, now)
         return sp
 

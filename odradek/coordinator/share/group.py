@@ -259,6 +259,8 @@ class ShareGroups:
     def __init__(self, config: ShareGroupConfig, topics: TopicsView,
                  other_group: Callable[[str], bool] = lambda _gid: False) -> None:
         self.config = config
+        # A group's own config (the GROUP resource's overrides); the broker's by default.
+        self.config_for: Callable[[str], ShareGroupConfig] = lambda _gid: self.config
         self.topics = topics
         self.other_group = other_group
         self.groups: dict[str, ShareGroup] = {}
@@ -281,7 +283,7 @@ class ShareGroups:
         """Every member loaded gets a fresh session (Kafka schedules one per member)."""
         for gid, group in self.groups.items():
             for mid in group.members:
-                self.timers.set((gid, mid), now + self.config.session_timeout_ms)
+                self.timers.set((gid, mid), now + self.config_for(gid).session_timeout_ms)
 
     def restore(self, group_id: str, snapshot: ShareGroup | None) -> None:
         """Undo an operation whose records could not be written."""
@@ -379,7 +381,7 @@ class ShareGroups:
         return metadata_hash(found) if found else 0
 
     def _heartbeat(self, req: ShareHeartbeatRequest, now: int) -> Outcome:
-        cfg = self.config
+        cfg = self.config_for(req.group_id)
         joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
         group, created = self._group(req.group_id, create=joining)
         snapshot = None if created else group.copy()
@@ -393,7 +395,7 @@ class ShareGroups:
 
     def _changes(self, group: ShareGroup, req: ShareHeartbeatRequest,
                  now: int) -> tuple[ShareHeartbeatResult, _Changes]:
-        cfg = self.config
+        cfg = self.config_for(group.group_id)
         gid, mid = group.group_id, req.member_id
         joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
         member = group.members.get(mid)

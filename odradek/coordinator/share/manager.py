@@ -52,6 +52,13 @@ class SharePartitions:
     def get(self, key: SharePartitionKey) -> SharePartition | None:
         return self.partitions.get(key)
 
+    def reconfigure(self, group_id: str) -> None:
+        """The group's config changed: its loaded share-partitions take it at once."""
+        cfg = self.config(group_id)
+        for key, sp in self.partitions.items():
+            if key.group_id == group_id:
+                sp.config = cfg
+
     def load(self, key: SharePartitionKey, persisted: PersistedState | None,
              reset: OffsetReset, log_start_offset: int, log_end_offset: int,
              offset_for_timestamp: Callable[[int], int | None], now: int) -> SharePartition:

@@ -33,7 +33,8 @@ SharePartition.java, KIP-932, KIP-1206, KIP-1222, KIP-1240, KIP-1226):
 - Acknowledgement types (ShareFetch/ShareAcknowledge v2): 0 GAP and 3 REJECT archive, 1 ACCEPT
   acknowledges, 2 RELEASE releases, 4 RENEW (KIP-1222) restarts the lock and leaves state and
   count alone; RENEW is refused with INVALID_RECORD_STATE unless
-  `share.renew.acknowledge.enable` (a group config, default false). A batch gives one type
+  `share.renew.acknowledge.enable` (a group config; Kafka 4.4's default, true, is what the
+  broker passes; this class's own default is off). A batch gives one type
   for all its offsets or one per offset.
 - Errors as Kafka's: an offset that is not ACQUIRED (never acquired, acknowledged already, or
   its lock expired) or is held by another member -> INVALID_RECORD_STATE; acknowledging with

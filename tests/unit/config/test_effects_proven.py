@@ -38,6 +38,7 @@ PRODUCE_CONFIGS = f"{API}/test_produce_topic_configs.py"
 CLEANER = f"{STORAGE}/test_cleaner.py"
 LOG = f"{STORAGE}/test_storage_log.py"
 RESOURCES = "tests/integration/test_resources.py"
+GROUP_CONFIG_BOUNDS = f"{API}/test_group_configs.py::test_the_broker_settings_bound_group_configs"
 FAULTS = "tests/integration/test_fault_injection.py"
 SHARE = f"{API}/test_share_handlers.py"
 SHARE_SETTINGS = "test_the_configured_heartbeat_interval_session_timeout_and_max_size"
@@ -344,6 +345,23 @@ BROKER: dict[str, tuple[str, ...]] = {
         "tests/integration/test_metrics.py::test_counts_after_produce_and_consume",
         "tests/integration/test_metrics.py::test_metrics_are_opt_in",
     ),
+    # The group.*.min/max.* settings bound the group configs (GROUP resources).
+    **{name: (GROUP_CONFIG_BOUNDS,) for name in (
+        "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms",
+        "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms",
+        "group.consumer.min.assignment.interval.ms", "group.consumer.max.assignment.interval.ms",
+        "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms",
+        "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms",
+        "group.share.min.assignment.interval.ms", "group.share.max.assignment.interval.ms",
+        "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms",
+        "group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit",
+        "group.share.min.partition.max.record.locks",
+        "group.share.max.partition.max.record.locks",
+        "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms",
+        "group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms",
+        "group.streams.min.assignment.interval.ms", "group.streams.max.assignment.interval.ms",
+        "group.streams.max.standby.replicas", "group.streams.max.warmup.replicas",
+        "group.streams.min.task.offset.interval.ms")},
     # Odradek's own: Kafka release emulation (issue #16)
     "emulate.kafka.version": (
         f"{API}/test_emulation.py::test_api_versions_of_an_emulated_2_8_broker",

@@ -257,6 +257,13 @@ class ConsumerGroupOps:
     # lastMetadataImageWithNewTopics): a group whose regexes were resolved at an older one
     # resolves them again at its next heartbeat. Set by `topics_created`.
     topics_version: int = -1
+    # A group's config with its own overrides (the GROUP config resource), set by the broker.
+    consumer_overrides: Callable[[str], ConsumerConfig] | None = None
+
+    def consumer_config_for(self, group_id: str) -> ConsumerConfig:
+        """The broker's config, or the group's own when `consumer_overrides` is set."""
+        overrides = self.consumer_overrides
+        return self.consumer_config if overrides is None else overrides(group_id)
 
     def now(self) -> int:  # pragma: no cover - GroupCoordinator's
         raise NotImplementedError
@@ -444,7 +451,7 @@ class ConsumerGroupOps:
 
     def _heartbeat_changes(self, group: Group, cg: ConsumerGroup, req: HeartbeatRequest,
                            now: int) -> tuple[HeartbeatResult, _Changes]:
-        cfg = self.consumer_config
+        cfg = self.consumer_config_for(req.group_id)
         gid = req.group_id
         changes = _Changes(gid, cg)
         member_id = req.member_id
@@ -810,7 +817,7 @@ class ConsumerGroupOps:
                 continue
             for mid, m in cg.members.items():
                 session = (m.classic.session_timeout_ms if m.classic is not None
-                           else self.consumer_config.session_timeout_ms)
+                           else self.consumer_config_for(gid).session_timeout_ms)
                 self._timers.set(("cg-session", gid, mid), now + session)
                 if m.state is MemberState.UNREVOKED_PARTITIONS:
                     self._timers.set(("cg-rebalance", gid, mid),
