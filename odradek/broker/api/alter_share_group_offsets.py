@@ -1,8 +1,11 @@
 """AlterShareGroupOffsets (key 91), version 0: set a share group's start offsets (KIP-932;
 `kafka-share-groups.sh --reset-offsets`).
 
-- Top level: GROUP_ID_NOT_FOUND for an unknown id or one of a classic or consumer group;
+- Top level: GROUP_ID_NOT_FOUND for the id of a classic, consumer or streams group;
   NON_EMPTY_GROUP while the share group has members ("The group is not empty."), as Kafka.
+  An id no group has yet gets an empty share group (Kafka 4.4), so start offsets can be set
+  before the first member joins; the altered share-partitions count as initialised, so a
+  member joining later starts at them, not at share.auto.offset.reset.
 - Per partition: UNKNOWN_TOPIC_OR_PARTITION for an unknown topic or partition; otherwise the
   share-partition gets a fresh state in `__share_group_state` at the next state epoch,
   starting at the given offset (nothing in flight, delivery counts gone), and is rebuilt
@@ -30,13 +33,15 @@ async def handle(ctx: RequestContext,
                  request: AlterShareGroupOffsetsRequest) -> AlterShareGroupOffsetsResponse:
     gid = request.group_id
     error, message, group = await ctx.groups.read(lambda g: g.share.describe(gid))
-    if group is None:
+    taken = await ctx.groups.read(lambda g: g.share.other_group(gid))
+    if group is None and taken:
         return AlterShareGroupOffsetsResponse(error_code=error, error_message=message)
-    if group.members:
+    if group is not None and group.members:
         return AlterShareGroupOffsetsResponse(error_code=ErrorCode.NON_EMPTY_GROUP,
                                               error_message="The group is not empty.")
     now = ctx.clock.now_ms()
     topics = []
+    altered: dict[uuid.UUID, tuple[str, frozenset[int]]] = {}
     for t in request.topics:
         topic = ctx.cluster.get(t.topic_name)
         parts = []
@@ -57,7 +62,14 @@ async def handle(ctx: RequestContext,
                 lambda s, key=key, start=p.start_offset: s.alter_start_offset(key, start, now))  # type: ignore[misc]
             parts.append(Resp.AlterShareGroupOffsetsResponsePartition(
                 partition_index=p.partition_index, error_code=code))
+            if code == ErrorCode.NONE:
+                name, done = altered.get(topic.topic_id, (topic.name, frozenset()))
+                altered[topic.topic_id] = (name, done | {p.partition_index})
         topics.append(Resp.AlterShareGroupOffsetsResponseTopic(
             topic_name=t.topic_name, topic_id=topic.topic_id if topic else uuid.UUID(int=0),
             partitions=parts))
+    if altered or group is None:
+        code = await ctx.groups.wait(lambda g: g.share_offsets_altered(gid, altered))
+        if code != ErrorCode.NONE:  # the group's record could not be written
+            return AlterShareGroupOffsetsResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return AlterShareGroupOffsetsResponse(responses=topics)

@@ -1193,6 +1193,19 @@ class GroupCoordinator(MigrationOps):
                    else self.share.initialize_failed(group_id, topics))
         self._write_share(outcome, lambda _error: None)
 
+    def share_offsets_altered(self, group_id: str,
+                              topics: dict[uuid.UUID, tuple[str, frozenset[int]]],
+                              ) -> Pending[ErrorCode]:
+        """AlterShareGroupOffsets' group half (ShareGroups.offsets_altered), written before
+        the answer."""
+        pending: Pending[ErrorCode] = Pending()
+        outcome = self.share.offsets_altered(group_id, topics)
+        if outcome.result.error != ErrorCode.NONE:
+            pending.resolve(outcome.result.error)
+            return pending
+        self._write_share(outcome, pending.resolve)
+        return pending
+
     def share_forget_topics(self, group_id: str,
                             topic_ids: set[uuid.UUID]) -> Pending[ErrorCode]:
         """DeleteShareGroupOffsets' group half: the topics leave the group's share-partition

@@ -575,6 +575,36 @@ class ShareGroups:
         return Outcome(ShareHeartbeatResult(ErrorCode.NONE), changes.records, snapshot,
                        group_id)
 
+    def offsets_altered(self, group_id: str,
+                        topics: dict[uuid.UUID, tuple[str, frozenset[int]]]) -> Outcome:
+        """AlterShareGroupOffsets wrote these share-partitions' state: they count as
+        initialised (a member joining later must not start them over from
+        share.auto.offset.reset). A group that does not exist yet is created empty, as
+        Kafka 4.4 does, so a group's start offsets can be set before its first member."""
+        try:
+            group, created = self._group(group_id, create=True)
+        except _Fail as e:
+            return Outcome(ShareHeartbeatResult(e.error, e.message), [], None, group_id)
+        snapshot = None if created else group.copy()
+        changes = _Changes(group)
+        if created:
+            changes.add(rec.group_epoch_record(group_id, 0, 0))
+        md = group.state_partitions
+        initializing, initialized = dict(md.initializing), dict(md.initialized)
+        for topic_id, (name, parts) in topics.items():
+            name_was, pending = initializing.get(topic_id, (name, frozenset()))
+            if pending - parts:
+                initializing[topic_id] = (name_was, pending - parts)
+            else:
+                initializing.pop(topic_id, None)
+            old = initialized.get(topic_id, (name, frozenset()))[1]
+            initialized[topic_id] = (name, old | parts)
+        new = replace(md, initializing=initializing, initialized=initialized)
+        if new != md:
+            changes.add(rec.state_partition_metadata_record(group_id, new))
+        return Outcome(ShareHeartbeatResult(ErrorCode.NONE), changes.records, snapshot,
+                       group_id)
+
     def forget_topics(self, group_id: str, topic_ids: set[uuid.UUID]) -> Outcome:
         """DeleteShareGroupOffsets: these topics' share-partitions are neither initialised
         nor initialising any more (their state is deleted; a later subscription starts them

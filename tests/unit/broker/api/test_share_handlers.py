@@ -394,8 +394,23 @@ def test_alter_share_group_offsets(broker: Broker) -> None:
     join(broker, "m2")
     # From offset 1 again: 1-3 are delivered once more, as new records (count 1).
     assert acquired(fetch(broker, 0, "m2")) == [(1, 3, 1)]
-    other = call(broker, ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, Alt(group_id="nope"))
-    assert other.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_alter_share_group_offsets_of_a_new_group_sets_where_it_starts(broker: Broker) -> None:
+    """Kafka 4.4: a group id no group has gets an empty share group; its first member
+    starts at the altered offset, not at share.auto.offset.reset (latest)."""
+    from odradek.wire._generated.alter_share_group_offsets import (
+        AlterShareGroupOffsetsRequest as Alt,
+    )
+
+    produce(broker, "t", 0, [1, 2, 3, 4])
+    r = call(broker, ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, Alt(group_id="fresh", topics=[
+        Alt.AlterShareGroupOffsetsRequestTopic(topic_name="t", partitions=[
+            Alt.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=2)])]))
+    assert (r.error_code, r.responses[0].partitions[0].error_code) == (ErrorCode.NONE,
+                                                                       ErrorCode.NONE)
+    join(broker, "m1", group="fresh")
+    assert acquired(fetch(broker, 0, group="fresh")) == [(2, 3, 1)]
 
 
 def test_delete_share_group_offsets(broker: Broker) -> None:
