@@ -171,6 +171,7 @@ class SaslSession:
     expires_at: float | None = None
     closing: bool = False  # close once the response in flight is sent
     reauthenticating: bool = False
+    raw_tokens: bool = False  # after a v0 SaslHandshake: tokens as bare size-prefixed frames
     _scram: ScramServer | None = field(default=None, repr=False)
     _oauth: OAuthBearerServer | None = field(default=None, repr=False)
 
@@ -189,8 +190,9 @@ class SaslSession:
             return None
         return f"unexpected request (api {api_key}) during SASL handshake"
 
-    def handshake(self, mechanism: str) -> tuple[bool, tuple[str, ...]]:
-        """(accepted, enabled mechanisms). A refusal closes the connection once answered."""
+    def handshake(self, mechanism: str, version: int = 1) -> tuple[bool, tuple[str, ...]]:
+        """(accepted, enabled mechanisms). A refusal closes the connection once answered.
+        After an accepted v0 handshake the tokens come as bare frames (`raw_token`)."""
         enabled = self.setup.mechanisms
         if self.state == "complete":
             if mechanism != self.mechanism:
@@ -206,12 +208,23 @@ class SaslSession:
             return False, enabled
         self.mechanism = mechanism
         self.state = "handshake"
+        self.raw_tokens = version == 0
         if mechanism in SCRAM_MECHANISMS:
             store = self.setup.scram
             self._scram = ScramServer(mechanism, lambda user: store.lookup(user, mechanism))
         elif mechanism == "OAUTHBEARER":
             self._oauth = OAuthBearerServer(self.setup.oauth, self.wall_ms)
         return True, enabled
+
+    def raw_token(self, token: bytes) -> bytes | None:
+        """One bare SASL token after a v0 handshake: the bare token to send back, or None
+        when the exchange failed (Kafka closes a v0 connection without an answer)."""
+        out, error, _lifetime = self.authenticate(token)
+        if error is not None:
+            return None
+        if self.state == "complete":
+            self.raw_tokens = False  # Kafka requests again from here on
+        return out
 
     def authenticate(self, token: bytes) -> tuple[bytes, str | None, int]:
         """(response token, error message or None, session lifetime ms). Errors close the
@@ -268,5 +281,6 @@ class SaslSession:
             lifetime = min(x for x in (left, reauth_ms) if x is not None)
             self.expires_at = self.clock() + lifetime / 1000
         log.info("authenticated", client=self.address, principal=principal,
-                 mechanism=mechanism, listener=self.setup.listener)
+                 mechanism=mechanism, listener=self.setup.listener,
+                 handshake="v0" if self.raw_tokens else "v1")
         return out, None, lifetime
