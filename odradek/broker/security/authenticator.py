@@ -5,17 +5,19 @@ Per listener, with Kafka's names and precedence: `listener.name.<listener>.<sett
 `<setting>` for `sasl.enabled.mechanisms` and `connections.max.reauth.ms`, and the JAAS
 config of a mechanism from `listener.name.<listener>.<mechanism>.sasl.jaas.config` (lower
 case names), else `sasl.jaas.config`. PLAIN users are the `user_<name>="<password>"` options
-of its PlainLoginModule; SCRAM users are in the credential store.
+of its PlainLoginModule; SCRAM users are in the credential store; OAUTHBEARER takes the
+`unsecuredValidator*` options of its OAuthBearerLoginModule (oauthbearer.py).
 
 A connection on a SASL listener, as Kafka's SaslServerAuthenticator: before authentication
-only ApiVersions and SaslHandshake (v1) are served, then SaslAuthenticate; any other request
-closes the connection. An unsupported mechanism gets UNSUPPORTED_SASL_MECHANISM with the
+only ApiVersions and SaslHandshake are served, then SaslAuthenticate (after a v1 handshake) or
+bare size-prefixed tokens (after a v0 one, `raw_token`); any other request closes the
+connection. An unsupported mechanism gets UNSUPPORTED_SASL_MECHANISM with the
 enabled list, a failed exchange SASL_AUTHENTICATION_FAILED with Kafka's text; both close the
-connection once answered. With `connections.max.reauth.ms` > 0 the session lifetime is sent
-(SaslAuthenticate v1+) and a request other than SaslHandshake after it expires closes the
-connection (KIP-368); re-authentication must keep the mechanism and the principal.
-Not implemented: the v0 handshake (raw tokens without SaslAuthenticate framing), GSSAPI,
-OAUTHBEARER.
+connection once answered. The session lifetime, min(`connections.max.reauth.ms` when > 0,
+an OAUTHBEARER token's exp - now), is sent (SaslAuthenticate v1+) and a request other than
+SaslHandshake after it expires closes the connection (KIP-368); re-authentication must keep
+the mechanism and the principal.
+Not implemented: GSSAPI, OAUTHBEARER's secured (JWKS) validator.
 """
 
 from __future__ import annotations

@@ -1,16 +1,19 @@
-"""TLS for SSL and SASL_SSL listeners: the server context from Kafka's ssl.* settings (PEM
-only), the handshake, and `TlsSocket`, a stand-in for the raw socket the server reads and
+"""TLS for SSL and SASL_SSL listeners: the server context from Kafka's ssl.* settings, the
+handshake, and `TlsSocket`, a stand-in for the raw socket the server reads and
 writes, so the plaintext path stays exactly as it is.
 
 Settings, each with Kafka's `listener.name.<listener>.` prefix first: `ssl.keystore.type`
-PEM with `ssl.keystore.location` (key and certificate chain in one PEM file) or
-`ssl.keystore.key` + `ssl.keystore.certificate.chain` (PEM text), `ssl.key.password` for an
-encrypted key; `ssl.truststore.type` PEM with `ssl.truststore.location` or
-`ssl.truststore.certificates`; `ssl.client.auth` none|requested|required;
+JKS (the default, as Kafka's) or PKCS12 with `ssl.keystore.location` and
+`ssl.keystore.password` (keystores.py decodes them in memory), or PEM with
+`ssl.keystore.location` (key and certificate chain in one PEM file) or `ssl.keystore.key` +
+`ssl.keystore.certificate.chain` (PEM text); `ssl.key.password` for an encrypted key (a
+JKS key's own password); `ssl.truststore.type` JKS, PKCS12 (with `ssl.truststore.location`
+and `ssl.truststore.password`) or PEM (`ssl.truststore.location` or
+`ssl.truststore.certificates`); `ssl.client.auth` none|requested|required;
 `ssl.enabled.protocols` (TLSv1.2, TLSv1.3); `ssl.principal.mapping.rules` (DEFAULT and
 RULE:pattern/replacement/[LU]) turn the client certificate's distinguished name, in the
 RFC 2253 form Kafka prints (`CN=alice,OU=eng,O=Example,C=US`), into the principal.
-Not implemented: PKCS12 and JKS keystores (refused at start-up), ssl.cipher.suites,
+Not implemented: JCEKS stores, ssl.cipher.suites,
 ssl.endpoint.identification.algorithm on the broker side, ssl.engine.factory.class.
 """
 

@@ -48,7 +48,7 @@ def _handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> str | None:
                 cert = s.getpeercert()
                 seen.append(rfc2253(cert["subject"]) if cert else None)  # type: ignore[arg-type]
                 s.sendall(b"x")
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:
             errors.append(e)
 
     t = threading.Thread(target=serve)
