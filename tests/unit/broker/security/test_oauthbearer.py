@@ -139,3 +139,33 @@ def test_session_refused_token_closes_after_the_ack() -> None:
     assert (out, err, session.closing) == (b'{"status":"invalid_token"}', None, False)
     out, err, _ = session.authenticate(b"\x01")
     assert err == '{"status":"invalid_token"}' and session.closing and session.principal is None
+
+
+def test_reauthentication_with_a_new_token_renews_the_session() -> None:
+    clock = Clock()
+    setup = ListenerSasl("SASL", ("OAUTHBEARER",), {}, ScramStore(None), 0)
+    session = SaslSession(setup, "c", clock=clock, wall_ms=lambda: NOW_MS)
+    session.handshake("OAUTHBEARER")
+    assert session.authenticate(initial(jws(claims(exp=NOW_MS / 1000 + 10))))[2] == 10_000
+    clock.now += 9
+    assert session.handshake("OAUTHBEARER")[0] and session.reauthenticating
+    assert session.authenticate(initial(jws(claims(exp=NOW_MS / 1000 + 100))))[2] == 100_000
+    clock.now += 50
+    assert session.admit(3) is None
+    session.handshake("OAUTHBEARER")  # another principal may not take the connection over
+    _, err, _ = session.authenticate(initial(jws(claims(sub="mallory"))))
+    assert err is not None and "Cannot change principals" in err and session.closing
+
+
+def test_v0_session_takes_bare_tokens_until_complete() -> None:
+    setup = ListenerSasl("SASL", ("OAUTHBEARER",), {}, ScramStore(None), 0)
+    session = SaslSession(setup, "c", wall_ms=lambda: NOW_MS)
+    session.handshake("OAUTHBEARER", version=0)
+    assert session.raw_tokens
+    assert session.raw_token(initial(jws(claims(exp=1)))) == b'{"status":"invalid_token"}'
+    assert session.raw_tokens and not session.closing
+    assert session.raw_token(b"\x01") is None and session.closing
+    session = SaslSession(setup, "c", wall_ms=lambda: NOW_MS)
+    session.handshake("OAUTHBEARER", version=0)
+    assert session.raw_token(initial(jws(claims()))) == b""
+    assert not session.raw_tokens and session.principal == "User:alice"
