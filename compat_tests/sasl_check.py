@@ -225,7 +225,12 @@ def main() -> int:
         ("OAUTHBEARER", "confluent expired token", lambda: confluent(
             port, "OAUTHBEARER", "-", '{"status":"invalid_token"}',
             {"oauth_cb": lambda _cfg: (expired, time.time() + 3600, "alice")}))]
-    valid = unsecured_jws({"sub": "alice", "iat": now, "exp": now + 60, "scope": "kafka"})
+    # '>>>???<<<~~~' puts '-' and '_' in base64url and '+' and '/' in standard base64
+    url_claims = {"sub": "alice", "iat": now, "exp": now + 60, "scope": "kafka",
+                  "data": ">>>???<<<~~~"}
+    valid = unsecured_jws(url_claims)
+    standard = valid.split(".")[0] + "." + base64.b64encode(
+        json.dumps(url_claims).encode()).decode().rstrip("=") + "."
     tls_checks += [
         ("v0 handshake", "raw PLAIN", lambda: sasl_raw.v0_plain(port, "alice", "alice-pw")),
         ("v0 handshake", "raw PLAIN wrong password",
@@ -234,6 +239,8 @@ def main() -> int:
         ("OAUTHBEARER", "raw token lifetime", lambda: sasl_raw.oauth_lifetime(port, valid, 60)),
         ("OAUTHBEARER", "raw expired token", lambda: sasl_raw.oauth_refused(
             port, expired, '{"status":"invalid_token"}')),
+        ("OAUTHBEARER", "raw base64 not base64url", lambda: sasl_raw.oauth_refused(
+            port, standard, '{"status":"invalid_token"}')),
         ("OAUTHBEARER", "raw missing scope", lambda: sasl_raw.oauth_refused(
             port, unsecured_jws({"sub": "alice", "iat": now, "exp": now + 60}),
             '{"status":"insufficient_scope", "scope":"[kafka]"}'))]

@@ -46,6 +46,7 @@ _INITIAL = re.compile(
 _AUTH = re.compile(r"(?P<scheme>\w+) +(?P<token>[-_~+/.a-zA-Z0-9]+=*)")
 _KEY_RE = re.compile(_KEY)
 _VALUE_RE = re.compile(_VALUE)
+_B64URL = re.compile(r"[A-Za-z0-9_-]*={0,2}")
 _SCOPE_ITEM = re.compile(r"[\x21\x23-\x5B\x5D-\x7E]+")  # RFC 6749 scope-token
 
 
@@ -109,11 +110,12 @@ class Token:
 
 
 def _b64_json(part: str) -> dict[str, object]:
-    # base64url as RFC 7515 says, padding optional; the standard alphabet too, as a
-    # lenient decoder takes it.
-    padded = part + "=" * (-len(part) % 4)
+    # base64url, padding optional, as Kafka decodes it since KAFKA-17089 (4.1): the
+    # standard alphabet's '+' and '/' are refused.
+    if not _B64URL.fullmatch(part):
+        raise _Invalid("malformed Base64 URL encoded value")
     try:
-        raw = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+        raw = base64.urlsafe_b64decode(part.rstrip("=") + "=" * (-len(part.rstrip("=")) % 4))
     except (binascii.Error, ValueError):
         raise _Invalid("malformed Base64 URL encoded value") from None
     try:

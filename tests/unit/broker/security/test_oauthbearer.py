@@ -169,3 +169,15 @@ def test_v0_session_takes_bare_tokens_until_complete() -> None:
     session.handshake("OAUTHBEARER", version=0)
     assert session.raw_token(initial(jws(claims()))) == b""
     assert not session.raw_tokens and session.principal == "User:alice"
+
+
+def test_token_parts_are_base64url() -> None:
+    """Kafka decodes base64url (KAFKA-17089): '-' and '_' are fine, '+' and '/' are not."""
+    c = claims(data=">>>???<<<~~~")
+    token = jws(c)
+    assert "-" in token or "_" in token
+    assert server().evaluate(initial(token)) == b""
+    std = base64.b64encode(json.dumps(c).encode()).decode().rstrip("=")
+    assert "+" in std or "/" in std
+    bad = f"{_b64({'alg': 'none'})}.{std}."
+    assert server().evaluate(initial(bad)) == b'{"status":"invalid_token"}'
