@@ -45,6 +45,11 @@ class Connection:
     def receive_data(self, data: Buffer) -> None:
         self._frames.feed(data)
 
+    def next_raw_frame(self) -> bytearray | None:
+        """The next payload without decoding a header: the bare SASL tokens that follow a
+        v0 SaslHandshake."""
+        return self._frames.next_frame()
+
     def next_request(self) -> IncomingRequest | None:
         frame = self._frames.next_frame()
         if frame is None:

@@ -77,6 +77,7 @@ from odradek.broker.storage import faults
 from odradek.broker.storage.dir_lock import DirLock, LogDirLockedError, lock_log_dirs
 from odradek.config import BrokerConfig, ConfigError, Listener
 from odradek.wire import ProtocolError
+from odradek.wire.framing import frame_size_prefix
 from odradek.wire.regions import FileRegion, Part
 
 if TYPE_CHECKING:
@@ -403,7 +404,13 @@ class Server:
                 if held != charged:
                     memory.charge(held - charged)
                     charged = held
-                while (request := conn.next_request()) is not None:
+                while True:
+                    if session is not None and session.raw_tokens:  # after a v0 handshake
+                        if not await _sasl_v0_token(conn, session, sock):
+                            break
+                        continue
+                    if (request := conn.next_request()) is None:
+                        break
                     if not waited:
                         # A backlog (pipelined requests, a socket never empty): yield once per
                         # request, or this task would run until the client pauses while every
@@ -435,6 +442,18 @@ class Server:
             if charged:
                 memory.charge(-charged)
             self.broker.connection_closed(client)
+
+
+async def _sasl_v0_token(conn: Connection, session: SaslSession, sock: socket.socket) -> bool:
+    """Serve one bare SASL token frame (after a v0 SaslHandshake); False if none is complete."""
+    frame = conn.next_raw_frame()
+    if frame is None:
+        return False
+    out = session.raw_token(bytes(frame))
+    if out is None:
+        raise CloseConnection("SASL authentication failed")  # v0: closed without an answer
+    await send_all(sock, [frame_size_prefix(len(out)) + out])
+    return True
 
 
 async def _watch_signals(scope: anyio.CancelScope, *,

@@ -5,6 +5,7 @@ kafka-python, aiokafka) with PLAIN and SCRAM, and raw frames for what clients ne
 from __future__ import annotations
 
 import json
+import os
 import struct
 import time
 import uuid
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 from it_support import BrokerProcess, StartBroker, python_clients_round_trip
-from test_bad_input import Raw, request
+from test_bad_input import Raw, parse_api_versions_v0, request
 
 from odradek.wire._generated.sasl_authenticate import (
     SaslAuthenticateRequest,
@@ -216,3 +217,164 @@ def test_scram_credentials_survive_a_restart(start_broker: StartBroker, tmp_path
     broker.overrides = {k: v for k, v in SASL.items() if k != "scram.bootstrap.credentials"}
     broker.start()
     assert _confluent_round_trip(_conf(broker, "SCRAM-SHA-512", "bob", "bob-pw")) == 10
+
+
+# --- SaslHandshake v0: the tokens travel as bare size-prefixed frames (clients before 1.0)
+
+
+def _handshake_v0(mech: str, cid: int = 1) -> bytes:
+    return request(17, 0, cid, b"".join(SaslHandshakeRequest(mechanism=mech).encode(0)))
+
+
+def _bare(token: bytes) -> bytes:
+    return struct.pack(">i", len(token)) + token
+
+
+def test_api_versions_advertises_sasl_handshake_v0_and_v1(sasl_broker: BrokerProcess) -> None:
+    with Raw(sasl_broker) as raw:
+        raw.send(request(18, 0, 5))
+        _, error, apis = parse_api_versions_v0(raw.read_frame())
+        assert error == 0 and apis[17] == (0, 1) and apis[36] == (0, 2)
+
+
+def test_v0_plain(sasl_broker: BrokerProcess) -> None:
+    with Raw(sasl_broker) as raw:
+        raw.send(_handshake_v0("PLAIN"))
+        resp = SaslHandshakeResponse.decode(raw.read_frame(), 0, 4)[0]
+        assert resp.error_code == 0 and "PLAIN" in resp.mechanisms
+        raw.send(_bare(b"\0alice\0alice-pw"))
+        assert raw.read_frame() == b""  # PLAIN's empty server token, framed
+        raw.send(METADATA_V1)  # then requests, as usual
+        assert struct.unpack(">i", raw.read_frame()[:4])[0] == 9
+    with Raw(sasl_broker) as raw:  # a wrong password: closed without an answer
+        raw.send(_handshake_v0("PLAIN"))
+        raw.read_frame()
+        raw.send(_bare(b"\0alice\0wrong"))
+        assert raw.closed_by_broker()
+
+
+def test_v0_scram_split_at_every_byte(sasl_broker: BrokerProcess) -> None:
+    import base64
+    import hashlib
+    import hmac
+
+    with Raw(sasl_broker) as raw:
+        data = _handshake_v0("SCRAM-SHA-512") + _bare(b"n,,n=bob,r=clientnonce")
+        for i in range(len(data)):
+            raw.send(data[i:i + 1])
+        assert SaslHandshakeResponse.decode(raw.read_frame(), 0, 4)[0].error_code == 0
+        server_first = raw.read_frame().decode()
+        attrs = dict(a.split("=", 1) for a in server_first.split(","))
+        assert attrs["r"].startswith("clientnonce")
+        salted = hashlib.pbkdf2_hmac("sha512", b"bob-pw", base64.b64decode(attrs["s"]),
+                                     int(attrs["i"]))
+        client_key = hmac.new(salted, b"Client Key", "sha512").digest()
+        stored = hashlib.sha512(client_key).digest()
+        without = f"c=biws,r={attrs['r']}"
+        auth = f"n=bob,r=clientnonce,{server_first},{without}".encode()
+        proof = bytes(a ^ b for a, b in zip(client_key, hmac.new(stored, auth, "sha512").digest(),
+                                            strict=True))
+        raw.send(_bare(f"{without},p={base64.b64encode(proof).decode()}".encode()))
+        server_final = raw.read_frame().decode()
+        server_key = hmac.new(salted, b"Server Key", "sha512").digest()
+        assert server_final == "v=" + base64.b64encode(
+            hmac.new(server_key, auth, "sha512").digest()).decode()
+        raw.send(METADATA_V1)
+        assert struct.unpack(">i", raw.read_frame()[:4])[0] == 9
+
+
+def test_kafka_python_with_a_0_11_api_version_uses_v0(sasl_broker: BrokerProcess) -> None:
+    """kafka-python told the broker is 0.11 sends SaslHandshake v0 and bare tokens."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    sec: dict[str, Any] = {"bootstrap_servers": sasl_broker.bootstrap,
+                           "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+                           "sasl_plain_username": "alice", "sasl_plain_password": "alice-pw",
+                           "api_version": (0, 11, 0)}
+    topic = f"kp0-{uuid.uuid4().hex[:8]}"
+    producer = KafkaProducer(**sec)
+    for i in range(5):
+        producer.send(topic, f"v{i}".encode())
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=15000,
+                             **sec)
+    got = [m.value for m in consumer]
+    consumer.close()
+    assert got == [f"v{i}".encode() for i in range(5)]
+    if not os.environ.get("ODRADEK_IT_SERVER_CMD"):  # Odradek's log says which handshake
+        assert "handshake=v0" in sasl_broker.stderr_text()
+        assert "handshake=v1" not in sasl_broker.stderr_text()
+
+
+# --- OAUTHBEARER with Kafka's default unsecured validator
+
+OAUTH_SASL = {
+    "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+    "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "OAUTHBEARER",
+    "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+        'unsecuredLoginStringClaim_sub="admin" unsecuredValidatorRequiredScope="kafka";',
+}
+
+
+def _jws(claims: dict[str, Any]) -> str:
+    import base64
+
+    def b64(o: object) -> str:
+        return base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()
+    return f"{b64({'alg': 'none'})}.{b64(claims)}."
+
+
+def _oauth_initial(token: str) -> bytes:
+    return f"n,,\x01auth=Bearer {token}\x01traceId=t1\x01\x01".encode()
+
+
+def test_oauthbearer_raw(start_broker: StartBroker, tmp_path: Path) -> None:
+    broker = start_broker(tmp_path / "data", OAUTH_SASL)
+    now = time.time()
+    good = _jws({"sub": "alice", "iat": now, "exp": now + 2, "scope": "kafka"})
+    with Raw(broker) as raw:  # a valid token: its exp bounds the session
+        raw.send(_handshake("OAUTHBEARER"))
+        raw.read_frame()
+        raw.send(_authenticate(_oauth_initial(good)))
+        resp = _auth_response(raw)
+        assert resp.error_code == 0 and 1000 < resp.session_lifetime_ms <= 2000
+        raw.send(METADATA_V1)
+        raw.read_frame()
+        time.sleep(2.2)
+        raw.send(METADATA_V1)
+        assert raw.closed_by_broker()
+    cases = [
+        (_jws({"sub": "alice", "iat": now - 20, "exp": now - 10, "scope": "kafka"}),
+         '{"status":"invalid_token"}'),
+        (_jws({"sub": "alice", "iat": now, "exp": now + 60}),
+         '{"status":"insufficient_scope", "scope":"[kafka]"}'),
+    ]
+    for token, challenge in cases:
+        with Raw(broker) as raw:
+            raw.send(_handshake("OAUTHBEARER"))
+            raw.read_frame()
+            raw.send(_authenticate(_oauth_initial(token)))
+            resp = _auth_response(raw)
+            assert (resp.error_code, bytes(resp.auth_bytes)) == (0, challenge.encode())
+            raw.send(_authenticate(b"\x01", 3))
+            resp = _auth_response(raw)
+            assert (resp.error_code, resp.error_message) == (58, challenge)
+            assert raw.closed_by_broker()
+
+
+def test_oauthbearer_confluent_unsecured_jwt(start_broker: StartBroker, tmp_path: Path) -> None:
+    """librdkafka makes an unsecured JWT from sasl.oauthbearer.config."""
+    broker = start_broker(tmp_path / "data", OAUTH_SASL)
+    conf = {"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": True,
+            "sasl.oauthbearer.config": "principal=alice scope=kafka"}
+    assert _confluent_round_trip(conf) == 10
+    errors: list[str] = []
+    producer = Producer({**conf, "sasl.oauthbearer.config": "principal=alice scope=other",
+                         "error_cb": lambda e: errors.append(str(e))})
+    deadline = time.monotonic() + 20
+    while not errors and time.monotonic() < deadline:
+        producer.poll(0.2)
+    assert any("insufficient_scope" in e for e in errors), errors

@@ -125,3 +125,74 @@ def _python_clients(broker: BrokerProcess, certs: Path, mech: str, user: str, pw
     kafka_python_read, aiokafka_read = python_clients_round_trip(topic, sec, cafile=str(certs / "ca.pem"))
     assert kafka_python_read == 5
     assert aiokafka_read == 10
+
+
+# --- Java keystores: JKS and PKCS12, made by keytool and openssl pkcs12
+
+STORE_PW, KEY_PW = "storepw", "key-pw"
+
+
+def _store_settings(certs: Path, kind: str) -> dict[str, str]:
+    store = {"JKS": "server.jks", "PKCS12": "server.p12"}[kind]
+    trust = {"JKS": "truststore.jks", "PKCS12": "truststore-keytool.p12"}[kind]
+    return {"listeners": "SSL://127.0.0.1:0",
+            "ssl.keystore.type": kind, "ssl.keystore.location": str(certs / store),
+            "ssl.keystore.password": STORE_PW,
+            **({"ssl.key.password": KEY_PW} if kind == "JKS" else {}),
+            # the per-listener prefix wins over the unprefixed settings
+            "ssl.truststore.type": "PEM",
+            "listener.name.ssl.ssl.truststore.type": kind,
+            "listener.name.ssl.ssl.truststore.location": str(certs / trust),
+            "listener.name.ssl.ssl.truststore.password": STORE_PW,
+            "ssl.client.auth": "required",
+            "ssl.principal.mapping.rules": "RULE:^CN=([a-z]+),.*$/$1/L,DEFAULT"}
+
+
+@pytest.fixture
+def java_certs(certs: Path) -> Path:
+    if shutil.which("keytool") is None:
+        pytest.skip("needs Java's keytool")
+    from odradek.testing.certs import make_java_stores
+
+    make_java_stores(certs, password=STORE_PW, key_password=KEY_PW)
+    return certs
+
+
+@pytest.mark.parametrize("kind", ["JKS", "PKCS12"])
+def test_keystores_with_mtls(start_broker: StartBroker, tmp_path: Path, java_certs: Path,
+                             kind: str) -> None:
+    broker = start_broker(tmp_path / "data", _store_settings(java_certs, kind))
+    conf = {"bootstrap.servers": broker.bootstrap, "security.protocol": "SSL",
+            "ssl.ca.location": str(java_certs / "ca.pem"),
+            "ssl.certificate.location": str(java_certs / "client.pem"),
+            "ssl.key.location": str(java_certs / "client.key")}
+    assert _round_trip(conf) == 10
+    assert "principal=User:alice" in broker.stderr_text()
+
+
+@pytest.mark.parametrize("kind,override,setting", [
+    ("JKS", {"ssl.keystore.password": "not-it"}, "ssl.keystore.password"),
+    ("JKS", {"ssl.key.password": "not-it"}, "ssl.key.password"),
+    ("PKCS12", {"ssl.keystore.password": "not-it"}, "ssl.keystore.password"),
+    ("JKS", {"listener.name.ssl.ssl.truststore.password": "not-it"}, "ssl.truststore.password"),
+    ("PKCS12", {"ssl.keystore.location": "CORRUPT"}, "ssl.keystore.password"),
+])
+def test_unusable_keystores_stop_start_up(tmp_path: Path, java_certs: Path, kind: str,
+                                          override: dict[str, str], setting: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    if os.environ.get("ODRADEK_IT_SERVER_CMD"):
+        pytest.skip("Odradek's exit codes")
+    corrupt = tmp_path / "corrupt.p12"
+    corrupt.write_bytes((java_certs / "server.p12").read_bytes()[:300])
+    settings = {**_store_settings(java_certs, kind), "log.dirs": str(tmp_path / "data"),
+                **{k: str(corrupt) if v == "CORRUPT" else v for k, v in override.items()}}
+    args = [a for k, v in settings.items() for a in ("--override", f"{k}={v}")]
+    result = subprocess.run([sys.executable, "-m", "odradek", "serve", *args],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 8, result.stderr
+    assert f"listener.name.ssl.{setting}`" in result.stderr
+    assert "Traceback" not in result.stderr and "not-it" not in result.stderr
+    assert STORE_PW not in result.stderr

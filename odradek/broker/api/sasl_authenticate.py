@@ -1,13 +1,17 @@
 """SaslAuthenticate (key 36), versions 0-2.
 
-- After an accepted SaslHandshake: one SASL token of the chosen mechanism (PLAIN, SCRAM-SHA-256,
-  SCRAM-SHA-512) per request; on success the connection's principal becomes `User:<name>`
-  and v1+ carries session_lifetime_ms (`connections.max.reauth.ms`, 0 when unset, KIP-368).
+- After an accepted v1 SaslHandshake: one SASL token of the chosen mechanism (PLAIN,
+  SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER with Kafka's unsecured tokens) per request; on
+  success the connection's principal becomes `User:<name>` and v1+ carries
+  session_lifetime_ms (KIP-368: `connections.max.reauth.ms`, bounded by an OAUTHBEARER
+  token's exp; 0 when neither applies).
+- OAUTHBEARER's refused token: a success carrying the RFC 7628 error JSON, then, on the
+  client's `\x01`, SASL_AUTHENTICATION_FAILED with that JSON, as Kafka answers.
 - A failed exchange: SASL_AUTHENTICATION_FAILED with Kafka's message, then the connection
   closes.
 - Without an exchange in progress (a listener without SASL, or after authentication):
   ILLEGAL_SASL_STATE, and the connection stays usable, as Kafka's KafkaApis answers.
-Not implemented: GSSAPI, OAUTHBEARER.
+Not implemented: GSSAPI, OAUTHBEARER's secured (JWKS) validator.
 """
 
 from __future__ import annotations

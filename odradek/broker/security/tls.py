@@ -1,16 +1,19 @@
-"""TLS for SSL and SASL_SSL listeners: the server context from Kafka's ssl.* settings (PEM
-only), the handshake, and `TlsSocket`, a stand-in for the raw socket the server reads and
+"""TLS for SSL and SASL_SSL listeners: the server context from Kafka's ssl.* settings, the
+handshake, and `TlsSocket`, a stand-in for the raw socket the server reads and
 writes, so the plaintext path stays exactly as it is.
 
 Settings, each with Kafka's `listener.name.<listener>.` prefix first: `ssl.keystore.type`
-PEM with `ssl.keystore.location` (key and certificate chain in one PEM file) or
-`ssl.keystore.key` + `ssl.keystore.certificate.chain` (PEM text), `ssl.key.password` for an
-encrypted key; `ssl.truststore.type` PEM with `ssl.truststore.location` or
-`ssl.truststore.certificates`; `ssl.client.auth` none|requested|required;
+JKS (the default, as Kafka's) or PKCS12 with `ssl.keystore.location` and
+`ssl.keystore.password` (keystores.py decodes them in memory), or PEM with
+`ssl.keystore.location` (key and certificate chain in one PEM file) or `ssl.keystore.key` +
+`ssl.keystore.certificate.chain` (PEM text); `ssl.key.password` for an encrypted key (a
+JKS key's own password); `ssl.truststore.type` JKS, PKCS12 (with `ssl.truststore.location`
+and `ssl.truststore.password`) or PEM (`ssl.truststore.location` or
+`ssl.truststore.certificates`); `ssl.client.auth` none|requested|required;
 `ssl.enabled.protocols` (TLSv1.2, TLSv1.3); `ssl.principal.mapping.rules` (DEFAULT and
 RULE:pattern/replacement/[LU]) turn the client certificate's distinguished name, in the
 RFC 2253 form Kafka prints (`CN=alice,OU=eng,O=Example,C=US`), into the principal.
-Not implemented: PKCS12 and JKS keystores (refused at start-up), ssl.cipher.suites,
+Not implemented: JCEKS stores, ssl.cipher.suites,
 ssl.endpoint.identification.algorithm on the broker side, ssl.engine.factory.class.
 """
 
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 import anyio
 
 from odradek.broker.security.authenticator import SecurityConfigError, listener_value
+from odradek.broker.security.keystores import KeystoreError, load_store
 
 _PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL,
@@ -36,6 +40,7 @@ _SHORT = {"commonName": "CN", "countryName": "C", "localityName": "L",
           "organizationalUnitName": "OU", "streetAddress": "STREET",
           "domainComponent": "DC", "userId": "UID"}
 _SEND_CHUNK = 64 * 1024
+_STORE_TYPES = ("JKS", "PKCS12", "PEM")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +114,6 @@ def listener_tls(listener: str, settings: Mapping[str, str],
         return v
 
     prefix = f"listener.name.{listener.lower()}."
-    ktype = (value("ssl.keystore.type") or "JKS").upper()
-    if ktype != "PEM":
-        raise SecurityConfigError(f"ssl.keystore.type {ktype} is not supported on listener "
-                                  f"{listener}; use PEM", prefix + "ssl.keystore.type")
     protocols = [p.strip() for p in (value("ssl.enabled.protocols") or "").split(",") if p.strip()]
     unknown = [p for p in protocols if p not in _PROTOCOLS]
     if unknown or not protocols:
@@ -121,9 +122,61 @@ def listener_tls(listener: str, settings: Mapping[str, str],
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     versions = sorted(_PROTOCOLS[p] for p in protocols)
     ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+    _load_keystore(ctx, listener, value, prefix)
+    auth = (value("ssl.client.auth") or "none").lower()
+    if auth not in _CLIENT_AUTH:
+        raise SecurityConfigError(f"ssl.client.auth {auth!r} is not none, requested or required",
+                                  prefix + "ssl.client.auth")
+    ctx.verify_mode = _CLIENT_AUTH[auth]
+    if auth != "none":
+        _load_truststore(ctx, listener, value, prefix, auth)
+    rules = parse_mapping_rules(value("ssl.principal.mapping.rules") or "DEFAULT")
+    return ListenerTls(ctx, tuple(rules))
+
+
+def _store_type(value: Callable[[str], str | None], name: str, prefix: str) -> str:
+    kind = (value(name) or "JKS").upper()  # Kafka's default for both stores
+    if kind not in _STORE_TYPES:
+        raise SecurityConfigError(f"{name} {kind} is not JKS, PKCS12 or PEM", prefix + name)
+    return kind
+
+
+def _read_store(path: str, listener: str, setting: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise SecurityConfigError(f"cannot read {path} for listener {listener}: "
+                                  f"{e.strerror or e}", setting) from None
+
+
+def _load_keystore(ctx: ssl.SSLContext, listener: str, value: Callable[[str], str | None],
+                   prefix: str) -> None:
+    kind = _store_type(value, "ssl.keystore.type", prefix)
     password = value("ssl.key.password")
     location, key, chain = (value("ssl.keystore.location"), value("ssl.keystore.key"),
                             value("ssl.keystore.certificate.chain"))
+    if kind != "PEM":
+        if not location:
+            raise SecurityConfigError(f"listener {listener} needs ssl.keystore.location for "
+                                      f"its {kind} keystore", prefix + "ssl.keystore.location")
+        data = _read_store(location, listener, prefix + "ssl.keystore.location")
+        try:
+            material = load_store(kind, data, value("ssl.keystore.password"), password)
+        except KeystoreError as e:
+            setting = "ssl.key.password" if "ssl.key.password" in str(e) \
+                else "ssl.keystore.password"
+            raise SecurityConfigError(f"cannot load the {kind} keystore {location} of listener "
+                                      f"{listener}: {e}", prefix + setting) from None
+        if material.key_pem is None:
+            raise SecurityConfigError(f"the {kind} keystore {location} of listener {listener} "
+                                      "holds no private key", prefix + "ssl.keystore.location")
+        try:
+            _load_from_text(ctx, "".join(material.chain_pem), material.key_pem, None)
+        except ssl.SSLError as e:
+            raise SecurityConfigError(f"cannot use the key of {location} (listener {listener}): "
+                                      f"{e.reason or e}", prefix + "ssl.keystore.location") from None
+        return
     try:
         if location:
             ctx.load_cert_chain(location, password=password)
@@ -137,38 +190,55 @@ def listener_tls(listener: str, settings: Mapping[str, str],
         raise SecurityConfigError(f"cannot load the keystore of listener {listener}: "
                                   f"{getattr(e, 'reason', None) or e.__class__.__name__}",
                                   prefix + "ssl.keystore.location") from None
-    auth = (value("ssl.client.auth") or "none").lower()
-    if auth not in _CLIENT_AUTH:
-        raise SecurityConfigError(f"ssl.client.auth {auth!r} is not none, requested or required",
-                                  prefix + "ssl.client.auth")
-    ctx.verify_mode = _CLIENT_AUTH[auth]
-    if auth != "none":
-        ttype = (value("ssl.truststore.type") or "JKS").upper()
-        tloc, tcerts = value("ssl.truststore.location"), value("ssl.truststore.certificates")
-        if ttype != "PEM":
-            raise SecurityConfigError(f"ssl.truststore.type {ttype} is not supported; use PEM",
-                                      prefix + "ssl.truststore.type")
-        try:
-            if tloc:
-                ctx.load_verify_locations(cafile=tloc)
-            elif tcerts:
-                ctx.load_verify_locations(cadata=tcerts)
-            else:
-                raise SecurityConfigError(f"ssl.client.auth={auth} on listener {listener} needs "
-                                          "a truststore", prefix + "ssl.truststore.location")
-        except (ssl.SSLError, OSError) as e:
-            raise SecurityConfigError(f"cannot load the truststore of listener {listener}: {e}",
-                                      prefix + "ssl.truststore.location") from None
-    rules = parse_mapping_rules(value("ssl.principal.mapping.rules") or "DEFAULT")
-    return ListenerTls(ctx, tuple(rules))
+
+
+def _load_truststore(ctx: ssl.SSLContext, listener: str, value: Callable[[str], str | None],
+                     prefix: str, auth: str) -> None:
+    kind = _store_type(value, "ssl.truststore.type", prefix)
+    tloc, tcerts = value("ssl.truststore.location"), value("ssl.truststore.certificates")
+    if not tloc and not (kind == "PEM" and tcerts):
+        raise SecurityConfigError(f"ssl.client.auth={auth} on listener {listener} needs "
+                                  "a truststore", prefix + "ssl.truststore.location")
+    try:
+        if kind != "PEM":
+            assert tloc is not None
+            data = _read_store(tloc, listener, prefix + "ssl.truststore.location")
+            try:
+                material = load_store(kind, data, value("ssl.truststore.password"))
+            except KeystoreError as e:
+                raise SecurityConfigError(f"cannot load the {kind} truststore {tloc} of "
+                                          f"listener {listener}: {e}",
+                                          prefix + "ssl.truststore.password") from None
+            certs = material.trusted_pem + material.chain_pem
+            if not certs:
+                raise SecurityConfigError(f"the {kind} truststore {tloc} of listener {listener} "
+                                          "holds no certificate", prefix + "ssl.truststore.location")
+            ctx.load_verify_locations(cadata="".join(certs))
+        elif tloc:
+            ctx.load_verify_locations(cafile=tloc)
+        else:
+            ctx.load_verify_locations(cadata=tcerts)
+    except (ssl.SSLError, OSError) as e:
+        raise SecurityConfigError(f"cannot load the truststore of listener {listener}: {e}",
+                                  prefix + "ssl.truststore.location") from None
 
 
 def _load_from_text(ctx: ssl.SSLContext, chain: str, key: str, password: str | None) -> None:
-    """ssl can only load files: the PEM text goes through a private file, removed at once."""
+    """ssl loads a key only from a path: the PEM goes through an anonymous in-memory file
+    (memfd, never on disk), or, where the OS has none, a 0600 temp file removed at once."""
+    text = (key.strip() + "\n" + chain.strip() + "\n").encode()
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("odradek-key", getattr(os, "MFD_CLOEXEC", 0))
+        try:
+            os.write(fd, text)
+            ctx.load_cert_chain(f"/proc/self/fd/{fd}", password=password)
+        finally:
+            os.close(fd)
+        return
     fd, path = tempfile.mkstemp(prefix="odradek-key-")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(key.strip() + "\n" + chain.strip() + "\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(text)
         ctx.load_cert_chain(path, password=password)
     finally:
         os.unlink(path)

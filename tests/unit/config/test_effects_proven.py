@@ -37,6 +37,7 @@ INTERNAL_TOPICS = f"{EFFECTS}::test_internal_topics_are_created_with_their_setti
 PRODUCE_CONFIGS = f"{API}/test_produce_topic_configs.py"
 CLEANER = f"{STORAGE}/test_cleaner.py"
 LOG = f"{STORAGE}/test_storage_log.py"
+KEYSTORES = "tests/unit/broker/security/test_keystores.py"
 RESOURCES = "tests/integration/test_resources.py"
 GROUP_CONFIG_BOUNDS = f"{API}/test_group_configs.py::test_the_broker_settings_bound_group_configs"
 FAULTS = "tests/integration/test_fault_injection.py"
@@ -321,10 +322,15 @@ BROKER: dict[str, tuple[str, ...]] = {
     "ssl.keystore.certificate.chain": (f"{TLS_UNIT}::test_listener_tls_settings",),
     "ssl.keystore.key": (f"{TLS_UNIT}::test_listener_tls_settings",),
     "ssl.keystore.location": (f"{TLS_IT}::test_sasl_ssl_clients", f"{TLS_UNIT}::test_unusable_tls_settings"),
-    "ssl.keystore.type": (f"{TLS_UNIT}::test_unusable_tls_settings",),
+    "ssl.keystore.password": (f"{KEYSTORES}::test_unusable_keystores_name_the_setting",
+                              f"{TLS_IT}::test_keystores_with_mtls"),
+    "ssl.keystore.type": (f"{TLS_UNIT}::test_unusable_tls_settings",
+                          f"{KEYSTORES}::test_keystore_serves_tls_and_truststore_checks_clients"),
     "ssl.principal.mapping.rules": (f"{TLS_UNIT}::test_mapping_rules",
                                     f"{TLS_IT}::test_mtls_principal_from_the_client_certificate"),
     "ssl.truststore.certificates": (f"{TLS_UNIT}::test_listener_tls_settings",),
+    "ssl.truststore.password": (f"{TLS_IT}::test_unusable_keystores_stop_start_up",
+                                f"{KEYSTORES}::test_keystore_serves_tls_and_truststore_checks_clients"),
     "ssl.truststore.location": (f"{TLS_IT}::test_mtls_principal_from_the_client_certificate",
                                 f"{TLS_UNIT}::test_unusable_tls_settings"),
     "ssl.truststore.type": (f"{TLS_UNIT}::test_unusable_tls_settings",),

@@ -84,8 +84,9 @@ def test_listener_tls_settings(certs: Path) -> None:
 
 
 @pytest.mark.parametrize("values,fault", [
-    ({}, "JKS is not supported"),
-    ({"ssl.keystore.type": "PKCS12"}, "PKCS12 is not supported"),
+    ({}, "needs ssl.keystore.location for its JKS keystore"),
+    ({"ssl.keystore.type": "PKCS12"}, "needs ssl.keystore.location for its PKCS12 keystore"),
+    ({"ssl.keystore.type": "JCEKS"}, "JCEKS is not JKS, PKCS12 or PEM"),
     ({"ssl.keystore.type": "PEM"}, "needs ssl.keystore.location"),
     ({"ssl.keystore.type": "PEM", "ssl.enabled.protocols": ["TLSv1.1"]}, "TLSv1.2"),
     ({"ssl.keystore.type": "PEM", "ssl.keystore.location": "KEYSTORE",
