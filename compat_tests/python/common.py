@@ -128,6 +128,21 @@ def check_produce_consume(sent: Sequence[tuple[bytes, bytes]], got: Sequence[tup
         check(values == sorted(values, key=lambda v: v or b""), f"partition {p} is not in produce order")
 
 
+# ------------------------------------------------------------------ the security suite
+
+SECURE_COUNT = 20
+
+
+def secure_values() -> list[bytes]:
+    """The records of the authenticated round trips (sasl-*, mtls)."""
+    return [f"secure-{i:02d}".encode() for i in range(SECURE_COUNT)]
+
+
+def denied_name(ctx: Ctx, what: str) -> str:
+    """A topic / group / transactional id under the prefix mallory is denied (`denied-P-what-x`)."""
+    return f"{ctx.sec()['denied']['prefix']}{ctx.prefix}-{what}-{uuid.uuid4().hex[:6]}"
+
+
 # ------------------------------------------------------------------ the driver main
 
 def emit(client: str, version: str, scenario: str, status: str, reason: str = "") -> None:
