@@ -45,6 +45,10 @@ class Connection:
     def receive_data(self, data: Buffer) -> None:
         self._frames.feed(data)
 
+    def next_frame(self) -> bytearray | None:
+        """The next whole frame's payload, undecoded (a raw SASL token after SaslHandshake v0)."""
+        return self._frames.next_frame()
+
     def next_request(self) -> IncomingRequest | None:
         frame = self._frames.next_frame()
         if frame is None:

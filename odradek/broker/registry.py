@@ -33,7 +33,7 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.LIST_OFFSETS: HandlerEntry("list_offsets", 0, 11),
     ApiKey.METADATA: HandlerEntry("metadata", 0, 13),
     ApiKey.API_VERSIONS: HandlerEntry("api_versions", 0, 5),
-    ApiKey.SASL_HANDSHAKE: HandlerEntry("sasl_handshake", 1, 1),
+    ApiKey.SASL_HANDSHAKE: HandlerEntry("sasl_handshake", 0, 1),
     ApiKey.SASL_AUTHENTICATE: HandlerEntry("sasl_authenticate", 0, 2),
     ApiKey.CREATE_TOPICS: HandlerEntry("create_topics", 0, 7),
     ApiKey.DELETE_TOPICS: HandlerEntry("delete_topics", 0, 6),

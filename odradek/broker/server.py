@@ -65,6 +65,7 @@ import anyio.lowlevel
 import structlog
 
 from odradek.broker import heap
+from odradek.broker.api.sasl_handshake import RAW_TOKENS
 from odradek.broker.broker import Broker
 from odradek.broker.cluster import MetadataError
 from odradek.broker.connection import CloseConnection, Connection
@@ -77,6 +78,7 @@ from odradek.broker.storage import faults
 from odradek.broker.storage.dir_lock import DirLock, LogDirLockedError, lock_log_dirs
 from odradek.config import BrokerConfig, ConfigError, Listener
 from odradek.wire import ProtocolError
+from odradek.wire.framing import frame_size_prefix
 from odradek.wire.regions import FileRegion, Part
 
 if TYPE_CHECKING:
@@ -403,7 +405,13 @@ class Server:
                 if held != charged:
                     memory.charge(held - charged)
                     charged = held
-                while (request := conn.next_request()) is not None:
+                while True:
+                    if session is not None and client.extra.get(RAW_TOKENS):
+                        if not await _raw_sasl_token(conn, session, client, sock):
+                            break
+                        continue
+                    if (request := conn.next_request()) is None:
+                        break
                     if not waited:
                         # A backlog (pipelined requests, a socket never empty): yield once per
                         # request, or this task would run until the client pauses while every
@@ -435,6 +443,24 @@ class Server:
             if charged:
                 memory.charge(-charged)
             self.broker.connection_closed(client)
+
+
+async def _raw_sasl_token(conn: Connection, session: SaslSession, client: ClientInfo,
+                          sock: socket.socket) -> bool:
+    """After SaslHandshake v0: one raw SASL token frame in, the mechanism's answer out
+    (size-prefixed, no header). False when no whole frame is buffered yet."""
+    frame = conn.next_frame()
+    if frame is None:
+        return False
+    out, error, _ = session.authenticate(bytes(frame))
+    if error is not None:
+        raise CloseConnection(f"SASL authentication failed: {error}")
+    if session.state == "complete":
+        del client.extra[RAW_TOKENS]
+        if session.principal is not None:
+            client.principal = session.principal
+    await send_all(sock, [frame_size_prefix(len(out)), out])
+    return True
 
 
 async def _watch_signals(scope: anyio.CancelScope, *,
