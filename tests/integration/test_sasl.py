@@ -171,6 +171,32 @@ def test_handshake_split_at_every_byte(sasl_broker: BrokerProcess) -> None:
         assert struct.unpack(">i", raw.read_frame()[:4])[0] == 9  # Metadata served
 
 
+def test_handshake_v0_then_raw_tokens(sasl_broker: BrokerProcess) -> None:
+    """SaslHandshake v0 (advertised 0-1, as Kafka does: librdkafka before 2.11.1 enables SASL
+    only then): the tokens follow as raw size-prefixed frames, without SaslAuthenticate."""
+    v0 = request(17, 0, 1, b"".join(SaslHandshakeRequest(mechanism="PLAIN").encode(0)))
+    with Raw(sasl_broker) as raw:
+        raw.send(request(18, 0, 5))
+        versions = raw.read_frame()
+        # ApiVersions v0: correlation id, error, then (key, min, max) entries
+        count = struct.unpack(">i", versions[6:10])[0]
+        ranges = {k: (lo, hi) for k, lo, hi in struct.iter_unpack(">hhh", versions[10:10 + 6 * count])}
+        assert ranges[17] == (0, 1)
+        raw.send(v0)
+        assert SaslHandshakeResponse.decode(raw.read_frame(), 0, 4)[0].error_code == 0
+        token = b"\0alice\0alice-pw"
+        raw.send(struct.pack(">i", len(token)) + token)
+        assert raw.read_frame() == b""  # PLAIN's (empty) server token
+        raw.send(METADATA_V1)
+        assert struct.unpack(">i", raw.read_frame()[:4])[0] == 9  # authenticated: served
+    with Raw(sasl_broker) as raw:  # a wrong password: no frame can carry the error, closed
+        raw.send(v0)
+        raw.read_frame()
+        token = b"\0alice\0nope"
+        raw.send(struct.pack(">i", len(token)) + token)
+        assert raw.closed_by_broker()
+
+
 def test_sasl_apis_on_a_plaintext_listener_are_illegal_state(broker: BrokerProcess) -> None:
     with Raw(broker) as raw:
         raw.send(_handshake("PLAIN"))

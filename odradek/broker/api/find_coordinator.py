@@ -9,8 +9,10 @@
   KIP-932's share coordinator; another form is INVALID_REQUEST) creates `__share_group_state` as Kafka's does. Unknown key
   types: INVALID_REQUEST.
 - v0-3 look up one `key`; v4+ look up the batched `coordinator_keys`, each with its own error.
-- v1-3 carry Kafka's error message ("NONE" on success, as Kafka sends). Not implemented yet:
-  ACLs.
+- GROUP / TRANSACTIONAL_ID DESCRIBE is checked (GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+- v1+ carry Kafka's error message: "NONE" on success (v1-3, as Kafka sends), else the
+  error's default text as Kafka's Errors has it (clients print it: kcat shows "Group
+  authorization failed."); the error name where that text is not known here.
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ from odradek.wire._generated.find_coordinator import (
 KEY_GROUP = 0
 KEY_TRANSACTION = 1
 KEY_SHARE = 2
+# Kafka's Errors.<error>.message() for the errors _lookup returns.
+_MESSAGES = {
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
+}
 
 
 def _share_key_ok(key: str) -> bool:
@@ -67,7 +75,8 @@ async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCo
     if ctx.api_version < 4:
         error = _lookup(ctx, key_type, request.key)
         if error != ErrorCode.NONE:
-            return FindCoordinatorResponse(error_code=error, error_message=error.name,
+            return FindCoordinatorResponse(error_code=error,
+                                           error_message=_MESSAGES.get(error, error.name),
                                            node_id=-1, host="", port=-1)
         return FindCoordinatorResponse(error_code=ErrorCode.NONE, error_message="NONE",
                                        node_id=node, host=host, port=port)
@@ -78,5 +87,5 @@ async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCo
         coordinators.append(FindCoordinatorResponse.Coordinator(
             key=key, node_id=node if ok else -1, host=host if ok else "",
             port=port if ok else -1, error_code=error,
-            error_message=None if ok else error.name))
+            error_message=None if ok else _MESSAGES.get(error, error.name)))
     return FindCoordinatorResponse(coordinators=coordinators)

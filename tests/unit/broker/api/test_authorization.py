@@ -275,6 +275,13 @@ def test_find_coordinator_needs_describe(broker: Broker) -> None:
             key=key, key_type=key_type), principal=ALICE).error_code)
     assert find("g", 0) == ErrorCode.GROUP_AUTHORIZATION_FAILED
     assert find("tx", 1) == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    # Kafka's default texts (kcat prints them), in v1-3 and in v4+'s per-key entries
+    old = call(broker, ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="g", key_type=0),
+               principal=ALICE)
+    assert old.error_message == "Group authorization failed."
+    new = call(broker, ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(
+        key_type=1, coordinator_keys=["tx"]), principal=ALICE)
+    assert new.coordinators[0].error_message == "Transactional Id authorization failed."
     grant(broker, G, "g", Op.READ)  # implies DESCRIBE
     assert find("g", 0) == ErrorCode.NONE
 
