@@ -14,6 +14,7 @@ from compat_tests.scenarios import (
     FETCH_SESSION_SCENARIOS,
     MIGRATION_SCENARIOS,
     SCENARIOS,
+    SECURITY_SCENARIOS,
     SHARE_SCENARIOS,
 )
 
@@ -26,9 +27,14 @@ class Driver:
     family: str
     scenarios: tuple[str, ...] = tuple(SCENARIOS)
     extra_scenarios: tuple[str, ...] = field(default=())
+    # The rows of `run.py --suite security` (its own broker, see compat_tests/security_setup.py).
+    security_scenarios: tuple[str, ...] = tuple(SECURITY_SCENARIOS)
 
     def all_scenarios(self) -> tuple[str, ...]:
         return self.scenarios + self.extra_scenarios
+
+    def suite_scenarios(self, suite: str) -> tuple[str, ...]:
+        return self.security_scenarios if suite == "security" else self.all_scenarios()
 
     def command(self) -> list[str]:
         """argv before --bootstrap/--scenario/--topic-prefix; raises if the driver isn't built."""

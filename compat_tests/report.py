@@ -2,12 +2,14 @@
 
 The runner stores one JSON document per target under docs/compat-results/<target>.json; the
 page is rebuilt from whichever of them exist, so the Apache Kafka oracle's table stays beside
-Odradek's after a run of either target.
+Odradek's after a run of either target. The security suite (`--suite security`) stores
+security-<target>.json and gets its own section.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from compat_tests.scenarios import (
     FETCH_SESSION_SCENARIOS,
     MIGRATION_SCENARIOS,
     SCENARIOS,
+    SECURITY_SCENARIOS,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,14 +49,15 @@ def _cell(text: str) -> str:
     return " ".join(text.replace("|", "\\|").split())
 
 
-def section(target: str, run: dict[str, Any]) -> list[str]:
+def section(target: str, run: dict[str, Any], names: Iterable[str] = ALL_SCENARIOS,
+            level: str = "##") -> list[str]:
     rows: list[dict[str, Any]] = run["rows"]
     clients = [c for c in DRIVERS if any(r["client"] == c for r in rows)]
     by = {(r["client"], r["scenario"]): r for r in rows}
     versions = {r["client"]: r.get("client_version", "?") for r in rows}
     counts = {s: sum(1 for r in rows if r["status"] == s) for s in MARK}
     out = [
-        f"## {TARGETS.get(target, target)}",
+        f"{level} {TARGETS.get(target, target)}",
         "",
         f"Broker: {run['broker']} {run['broker_version']}; run {run['date']} on {run['host']}; "
         f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['NOT_SUPPORTED']} not supported "
@@ -66,7 +70,7 @@ def section(target: str, run: dict[str, Any]) -> list[str]:
         out.append(f"| {c} | {DRIVERS[c].family} | {_cell(versions.get(c, '?'))} |")
     out += ["", "| scenario | " + " | ".join(clients) + " |", "| --- |" + " --- |" * len(clients)]
     notes: list[str] = []
-    for s in ALL_SCENARIOS:
+    for s in names:
         if not any((c, s) in by for c in clients):
             continue
         cells = []
@@ -104,6 +108,7 @@ def render() -> str:
         run = load(target)
         if run is not None:
             lines += section(target, run)
+    lines += security_section()
     lines += [
         "## Upstream suites",
         "",
@@ -132,6 +137,28 @@ def render() -> str:
               "copier from the 4.4 tools):", ""]
     lines += [f"- **{name}**: {text}" for name, text in APP_SCENARIOS.items()]
     return "\n".join(lines) + "\n"
+
+
+def security_section() -> list[str]:
+    """The security suite's tables (one per target that has results) and its scenarios."""
+    lines = [
+        "## Security suite",
+        "",
+        "`python -m compat_tests.run --suite security [--target kafka --strict]`: one broker with "
+        "PLAINTEXT (admin), SASL_PLAINTEXT (PLAIN, SCRAM-SHA-512, OAUTHBEARER), SSL "
+        "(ssl.client.auth=required) and SASL_SSL (SCRAM-SHA-512, OAUTHBEARER) listeners, the "
+        "StandardAuthorizer with `allow.everyone.if.no.acl.found=true`, and DENY ALL for "
+        "User:mallory on the PREFIXED `denied-` topics, groups and transactional ids "
+        "(compat_tests/security_setup.py; docs/security.md).",
+        "",
+    ]
+    for target in TARGETS:
+        run = load(f"security-{target}")
+        if run is not None:
+            lines += section(target, run, SECURITY_SCENARIOS, "###")
+    lines += ["Security scenarios:", ""]
+    lines += [f"- **{name}**: {text}" for name, text in SECURITY_SCENARIOS.items()]
+    return [*lines, ""]
 
 
 def write() -> Path:

@@ -6,6 +6,11 @@ collects one row per (client, scenario), stores them in docs/compat-results/<tar
 rewrites docs/compat.md. A driver that dies or hangs still yields a FAIL row for each scenario
 it did not report. Exit status 0 whatever the rows say (the pytest entry judges them),
 unless --strict (used for the Apache Kafka oracle, where every row must pass).
+
+`--suite security` runs the security rows (scenarios.SECURITY_SCENARIOS) instead, on a broker
+with SASL/TLS listeners and ACLs (compat_tests/security_setup.py); each driver also gets
+`--security FILE` (listeners, certificates, users, token). Its results go to
+docs/compat-results/security-<target>.json and the security section of docs/compat.md.
 """
 
 from __future__ import annotations
@@ -30,14 +35,17 @@ from typing import Any
 from compat_tests import report
 from compat_tests.brokers import Broker, make_broker
 from compat_tests.drivers import DRIVERS, SLOW_ROWS, Driver
-from compat_tests.scenarios import ALL_SCENARIOS
+from compat_tests.scenarios import ALL_SCENARIOS, SECURITY_SCENARIOS
 
 SCENARIO_TIMEOUT = 45.0
+# Security rows that need a SASL mechanism the broker may not enable (Odradek before it has it).
+NEEDS_MECHANISM = {"sasl-oauthbearer": "OAUTHBEARER"}
 
 
 def run_driver(driver: Driver, scenarios: list[str], broker: Broker, workdir: Path, timeout: float,
-               skip_slow: bool = False) -> list[dict[str, Any]]:
-    wanted = [s for s in scenarios if s in driver.all_scenarios()
+               skip_slow: bool = False, suite: str = "main",
+               security_file: Path | None = None) -> list[dict[str, Any]]:
+    wanted = [s for s in scenarios if s in driver.suite_scenarios(suite)
               and not (skip_slow and (driver.name, s) in SLOW_ROWS)]
     if not wanted:
         return []
@@ -55,7 +63,9 @@ def run_driver(driver: Driver, scenarios: list[str], broker: Broker, workdir: Pa
              "--timeout", str(timeout), "--scenario", ",".join(wanted)]
     if driver.name.startswith("java-"):
         argv += ["--log-dirs", ",".join(str(d) for d in broker.log_dirs())]
-    err_path = workdir / f"driver-{driver.name}.stderr"
+    if security_file is not None:
+        argv += ["--security", str(security_file)]
+    err_path = workdir / f"driver-{driver.name}{'-' + suite if suite != 'main' else ''}.stderr"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     started = time.monotonic()
     with err_path.open("wb") as err:
@@ -77,6 +87,8 @@ def run_driver(driver: Driver, scenarios: list[str], broker: Broker, workdir: Pa
                 continue
             if row.get("scenario") in wanted:
                 row["client"] = driver.name
+                if row.get("status") == "UNSUPPORTED":  # the security contract's spelling
+                    row["status"] = "NOT_SUPPORTED"
                 rows[row["scenario"]] = row
         code = proc.wait()
         killer.cancel()
@@ -96,6 +108,8 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m compat_tests.run", description=__doc__.splitlines()[0])
     ap.add_argument("--target", choices=["odradek", "kafka", "kafka-4.4"], default="odradek")
+    ap.add_argument("--suite", choices=["main", "security"], default="main",
+                    help="security: the SASL/TLS/ACL rows on a broker with those listeners")
     ap.add_argument("--transaction-version", type=int, default=None,
                     help="finalize transaction.version at this level (default: the broker's, 2 "
                          "on Odradek and Kafka 4.4)")
@@ -116,16 +130,37 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [c for c in clients if c not in DRIVERS]
     if unknown:
         ap.error(f"unknown clients {unknown}")
-    all_names = [s for s in ALL_SCENARIOS if any(s in d.all_scenarios() for d in DRIVERS.values())]
+    names = SECURITY_SCENARIOS if args.suite == "security" else ALL_SCENARIOS
+    all_names = [s for s in names if any(s in d.suite_scenarios(args.suite) for d in DRIVERS.values())]
     scenarios = [s for s in args.scenarios.split(",") if s] or all_names
     bad = [s for s in scenarios if s not in all_names]
     if bad:
-        ap.error(f"unknown scenarios {bad}")
+        ap.error(f"unknown scenarios {bad} in suite {args.suite}")
+    if args.suite == "security" and args.bootstrap:
+        ap.error("--suite security starts its own broker (no --bootstrap)")
 
     workdir = Path(tempfile.mkdtemp(prefix=f"compat-run-{args.target}-"))
     started = time.monotonic()
     broker: Broker
-    if args.bootstrap:
+    security_file: Path | None = None
+    broker_lacks: dict[str, str] = {}  # scenario -> why the broker cannot run it
+    if args.suite == "security":
+        from compat_tests import security_setup
+
+        setup = security_setup.make(args.target, workdir)
+        broker, security_file = setup.broker, setup.security_file
+        broker_lacks = {s: f"broker lacks {m} (left out of its sasl.enabled.mechanisms: "
+                           f"{setup.target} refuses to start with it)"
+                        for s, m in NEEDS_MECHANISM.items() if m in setup.left_out}
+        print(f"starting {broker.name} with SASL/TLS listeners {setup.ports} ...", file=sys.stderr)
+        broker.start()
+        try:
+            acls = security_setup.deny_mallory(broker.bootstrap)
+        except Exception:
+            broker.stop()
+            raise
+        print(f"DENY bindings: {'; '.join(acls)}", file=sys.stderr)
+    elif args.bootstrap:
         from compat_tests.brokers import OdradekBroker
 
         broker = OdradekBroker(Path(args.log_dirs.split(",")[0]) if args.log_dirs else workdir, workdir / "none.log")
@@ -140,11 +175,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{broker.name} {broker.version} at {broker.bootstrap}; work dir {workdir}", file=sys.stderr)
     rows: list[dict[str, Any]] = []
     try:
+        runnable = [s for s in scenarios if s not in broker_lacks]
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futures = {c: pool.submit(run_driver, DRIVERS[c], scenarios, broker, workdir, args.timeout,
-                                      args.skip_slow) for c in clients}
+            futures = {c: pool.submit(run_driver, DRIVERS[c], runnable, broker, workdir, args.timeout,
+                                      args.skip_slow, args.suite, security_file) for c in clients}
             for c, fut in futures.items():
                 got = fut.result()
+                # Rows the broker cannot serve are not run: FAIL, with the reason.
+                got += [{"client": c, "client_version": "?", "scenario": s, "status": "FAIL",
+                         "reason": why} for s, why in broker_lacks.items()
+                        if s in scenarios and s in DRIVERS[c].suite_scenarios(args.suite)]
                 for r in got:
                     print(f"{r['status']:13} {c:16} {r['scenario']:26} {r.get('reason', '')[:150]}", file=sys.stderr)
                 rows += got
@@ -153,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             broker.stop()
     seconds = time.monotonic() - started
     run = {
+        "suite": args.suite,
         "target": args.target,
         "broker": broker.name,
         "broker_version": broker.version,
@@ -165,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps(run, indent=1) + "\n")
     full = not args.clients and not args.scenarios and not args.bootstrap and not args.skip_slow
     if not args.no_doc and full:
-        report.save(args.target, run)
+        report.save(args.target if args.suite == "main" else f"{args.suite}-{args.target}", run)
         report.write()
         print(f"wrote {report.DOC}", file=sys.stderr)
     elif not args.no_doc:

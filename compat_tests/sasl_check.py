@@ -4,8 +4,10 @@ with a consumer group) with PLAIN and SCRAM-SHA-512, and a wrong password's erro
 
     python -m compat_tests.sasl_check --target odradek|kafka
 
-SCRAM users: Odradek's `scram.bootstrap.credentials`, Kafka's `kafka-storage format
---add-scram` with the same value. Prints one line per check and exits 1 if any fails.
+The broker is the security suite's (compat_tests/security_setup.py: SASL_PLAINTEXT, SSL and
+SASL_SSL listeners, the StandardAuthorizer); SCRAM users: Odradek's
+`scram.bootstrap.credentials`, Kafka's `kafka-storage format --add-scram` with the same value.
+Prints one line per check and exits 1 if any fails.
 """
 
 from __future__ import annotations
@@ -19,58 +21,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from compat_tests.brokers import (
-    Broker,
-    KafkaBroker,
-    OdradekBroker,
-    free_port,
-    java_classpath,
-)
-from odradek.testing.certs import make_test_certs
+from compat_tests import security_setup
+from compat_tests.brokers import java_classpath
 
-PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
-              'username="admin" password="admin-pw" user_admin="admin-pw" user_alice="alice-pw";')
-SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-SCRAM_USER = "SCRAM-SHA-512=[name=bob,password=bob-pw]"
 LISTENER = "SASL_PLAINTEXT"
-SETTINGS = {
-    "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
-    "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
-    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
-}
 USERS = {"PLAIN": ("alice", "alice-pw"), "SCRAM-SHA-512": ("bob", "bob-pw")}
 WRONG = {"PLAIN": "Authentication failed: Invalid username or password",
          "SCRAM-SHA-512": "Authentication failed during authentication due to invalid "
                           "credentials with SASL mechanism SCRAM-SHA-512"}
-
-
-def tls_settings(certs: Path) -> dict[str, str]:
-    return {
-        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs / "server-keystore.pem"),
-        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs / "ca.pem"),
-        "listener.name.ssl.ssl.client.auth": "required",
-        "ssl.principal.mapping.rules": "RULE:^CN=([a-z]+),.*$/$1/,DEFAULT",
-        "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
-    }
-
-
-def start(target: str, workdir: Path, ports: dict[str, int], certs: Path) -> Broker:
-    data = Path(tempfile.mkdtemp(prefix=f"sasl-{target}-", dir=workdir))
-    log = workdir / f"broker-sasl-{target}.log"
-    broker: Broker
-    settings = {**SETTINGS, **tls_settings(certs)}
-    if target == "odradek":
-        listeners = ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items())
-        broker = OdradekBroker(data, log, {
-            **settings, "scram.bootstrap.credentials": SCRAM_USER,
-            "listeners": f"PLAINTEXT://127.0.0.1:0,{listeners}"})
-    else:
-        broker = KafkaBroker(data, log, settings,
-                             extra_listeners={n: (n, p) for n, p in ports.items()},
-                             format_args=["--add-scram", SCRAM_USER])
-    broker.start()
-    return broker
 
 
 def confluent(port: int, mech: str, user: str, pw: str,
@@ -141,12 +99,9 @@ def main() -> int:
     ap.add_argument("--no-java", action="store_true")
     args = ap.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="sasl-check-"))
-    certs = workdir / "certs"
-    certs.mkdir()
-    make_test_certs(certs, client_subject="/O=Example/CN=alice")
-    ports = {LISTENER: free_port(), "SSL": free_port(), "SASL_SSL": free_port()}
+    setup = security_setup.start(args.target, workdir)
+    broker, ports, certs = setup.broker, setup.ports, setup.certs
     port = ports[LISTENER]
-    broker = start(args.target, workdir, ports, certs)
     failed = 0
     ca = str(certs / "ca.pem")
     mtls = {"security.protocol": "SSL", "ssl.ca.location": ca,

@@ -210,3 +210,41 @@ ALL_SCENARIOS: dict[str, str] = {
     **SHARE_SCENARIOS,
     **APP_SCENARIOS,
 }
+
+# The security suite (`python -m compat_tests.run --suite security`, issue #13): one broker with
+# PLAINTEXT (admin), SASL_PLAINTEXT, SSL (mTLS) and SASL_SSL listeners and the StandardAuthorizer
+# (compat_tests/security_setup.py); each driver gets the listeners, certificates, users and token
+# in `--security FILE`. User:mallory is denied everything on PREFIXED `denied-` topics, groups
+# and transactional ids. Kept out of ALL_SCENARIOS: these rows need that broker.
+SECURITY_SCENARIOS: dict[str, str] = {
+    "sasl-scram-sha-512": (
+        "SASL_SSL with SCRAM-SHA-512 as bob: create a 1-partition topic, produce 20 records, "
+        "consume them in a consumer group (subscribe, commit): all 20"
+    ),
+    "sasl-plain": "as sasl-scram-sha-512 over SASL_PLAINTEXT with PLAIN as alice",
+    "mtls": (
+        "as sasl-scram-sha-512 over SSL with the client certificate (CN=alice, mapped by "
+        "ssl.principal.mapping.rules), no SASL"
+    ),
+    "sasl-oauthbearer": (
+        "as sasl-scram-sha-512 over SASL_PLAINTEXT with OAUTHBEARER, Kafka's default unsecured "
+        "validation (the client's own unsecured token where it has one, else an unsecured JWS "
+        "for sub=carol through its token provider)"
+    ),
+    "acl-denied-produce": (
+        "as mallory (PLAIN) produce to denied-P-produce: the client reports a topic "
+        "authorization error (TOPIC_AUTHORIZATION_FAILED) and the topic stays empty"
+    ),
+    "acl-denied-consume": (
+        "as mallory consume denied-P-consume (1 record, produced as admin) by assignment: a "
+        "topic authorization error, no record delivered"
+    ),
+    "acl-denied-group": (
+        "as mallory consume an allowed topic in group denied-P-group: a group authorization "
+        "error (GROUP_AUTHORIZATION_FAILED)"
+    ),
+    "acl-denied-txn": (
+        "as mallory init a transactional producer with transactional.id denied-P-txn: "
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+    ),
+}

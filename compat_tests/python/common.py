@@ -6,6 +6,9 @@ A driver is `python -m compat_tests.python.<client> --bootstrap HOST:PORT --scen
 Each scenario runs in its own daemon thread with a deadline, so a hung client call becomes
 FAIL "timeout" and the run goes on; the process leaves with os._exit so a stuck thread can't
 keep it alive.
+
+The security suite adds `--security FILE` (compat_tests/security_setup.py writes it): the
+SASL/TLS listeners, certificates, users and OAUTHBEARER token, in `Ctx.security`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import traceback
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 from compat_tests.scenarios import SCENARIOS
 
@@ -47,6 +51,12 @@ class Ctx:
     scenario: str
     timeout: float
     deadline: float = 0.0
+    security: dict[str, Any] | None = None  # the --security document
+
+    def sec(self) -> dict[str, Any]:
+        if self.security is None:
+            raise ScenarioFailed("a security scenario needs --security FILE")
+        return self.security
 
     def topic(self, name: str = "") -> str:
         suffix = uuid.uuid4().hex[:6]
@@ -118,6 +128,21 @@ def check_produce_consume(sent: Sequence[tuple[bytes, bytes]], got: Sequence[tup
         check(values == sorted(values, key=lambda v: v or b""), f"partition {p} is not in produce order")
 
 
+# ------------------------------------------------------------------ the security suite
+
+SECURE_COUNT = 20
+
+
+def secure_values() -> list[bytes]:
+    """The records of the authenticated round trips (sasl-*, mtls)."""
+    return [f"secure-{i:02d}".encode() for i in range(SECURE_COUNT)]
+
+
+def denied_name(ctx: Ctx, what: str) -> str:
+    """A topic / group / transactional id under the prefix mallory is denied (`denied-P-what-x`)."""
+    return f"{ctx.sec()['denied']['prefix']}{ctx.prefix}-{what}-{uuid.uuid4().hex[:6]}"
+
+
 # ------------------------------------------------------------------ the driver main
 
 def emit(client: str, version: str, scenario: str, status: str, reason: str = "") -> None:
@@ -158,7 +183,9 @@ def main(client: str, version: str, scenarios: dict[str, Callable[[Ctx], str | N
     ap.add_argument("--scenario", action="append", default=[], help="repeatable; default: all")
     ap.add_argument("--topic-prefix", default=f"c{uuid.uuid4().hex[:6]}")
     ap.add_argument("--timeout", type=float, default=45.0, help="seconds per scenario")
+    ap.add_argument("--security", default="", help="the security suite's JSON document")
     args = ap.parse_args(argv)
+    security = json.loads(Path(args.security).read_text()) if args.security else None
     names: list[str] = []
     for s in args.scenario or ["all"]:
         names += list(SCENARIOS) if s == "all" else s.split(",")
@@ -167,7 +194,7 @@ def main(client: str, version: str, scenarios: dict[str, Callable[[Ctx], str | N
         if fn is None:
             emit(client, version, name, "FAIL", "unknown scenario")
             continue
-        ctx = Ctx(args.bootstrap, args.topic_prefix, name, args.timeout)
+        ctx = Ctx(args.bootstrap, args.topic_prefix, name, args.timeout, security=security)
         status, reason = run_one(fn, ctx)
         emit(client, version, name, status, reason)
     sys.stderr.flush()
