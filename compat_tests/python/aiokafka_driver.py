@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiokafka
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.abc import AbstractTokenProvider
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-from aiokafka.errors import InvalidPartitionsError, KafkaError
+from aiokafka.errors import (
+    GroupAuthorizationFailedError,
+    InvalidPartitionsError,
+    KafkaError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailed,
+)
+from aiokafka.helpers import create_ssl_context
 
 from compat_tests.python.common import (
     LARGE_TOPIC_MAX,
@@ -20,9 +29,11 @@ from compat_tests.python.common import (
     check,
     check_produce_consume,
     compressible_values,
+    denied_name,
     keyed_records,
     large_value,
     main,
+    secure_values,
 )
 
 CLIENT = "aiokafka"
@@ -428,6 +439,209 @@ async def fencing(ctx: Ctx) -> None:
     check([r.value for r in got] == [b"from-p2"], f"read_committed saw {[r.value for r in got]}")
 
 
+# ------------------------------------------------------------------ the security suite
+
+class UnsecuredToken(AbstractTokenProvider):
+    """The contract's unsecured JWS (alg none, sub carol) as the client's OAUTHBEARER token
+    provider: aiokafka makes no token of its own."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    async def token(self) -> str:
+        return self._token
+
+
+def secure_conf(ctx: Ctx, how: str) -> dict[str, Any]:
+    """Client settings for scram (SASL_SSL), plain / oauth (SASL_PLAINTEXT), mtls (SSL) and
+    denied (mallory, PLAIN on SASL_PLAINTEXT)."""
+    s = ctx.sec()
+    listeners = s["listeners"]
+    if how == "mtls":
+        return {"bootstrap_servers": listeners["SSL"], "security_protocol": "SSL",
+                "ssl_context": create_ssl_context(cafile=s["ca_pem"], certfile=s["client_cert_pem"],
+                                                  keyfile=s["client_key_pem"])}
+    if how == "scram":
+        return {"bootstrap_servers": listeners["SASL_SSL"], "security_protocol": "SASL_SSL",
+                "ssl_context": create_ssl_context(cafile=s["ca_pem"]),
+                "sasl_mechanism": "SCRAM-SHA-512",
+                "sasl_plain_username": s["scram_sha_512"]["user"],
+                "sasl_plain_password": s["scram_sha_512"]["password"]}
+    if how == "oauth":
+        return {"bootstrap_servers": listeners["SASL_PLAINTEXT"], "security_protocol": "SASL_PLAINTEXT",
+                "sasl_mechanism": "OAUTHBEARER",
+                "sasl_oauth_token_provider": UnsecuredToken(s["oauthbearer"]["token"])}
+    who = s["plain"] if how == "plain" else s["denied"]
+    return {"bootstrap_servers": listeners["SASL_PLAINTEXT"], "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "PLAIN", "sasl_plain_username": who["user"],
+            "sasl_plain_password": who["password"]}
+
+
+def secure_round_trip(how: str, label: str) -> Callable[[Ctx], Awaitable[str]]:
+    async def run_(ctx: Ctx) -> str:
+        conf = secure_conf(ctx, how)
+        t = ctx.topic()
+        await create_topic(ctx, t, 1)
+        values = secure_values()
+        p = AIOKafkaProducer(**conf, acks="all", linger_ms=5)
+        await p.start()
+        await produce_all(ctx, t, [{"value": v} for v in values], p)
+        await p.stop()
+        c = AIOKafkaConsumer(t, **conf, group_id=ctx.group(), auto_offset_reset="earliest",
+                             enable_auto_commit=False)
+        await c.start()
+        try:
+            got: list[bytes] = []
+
+            async def step() -> None:
+                for recs in (await c.getmany(timeout_ms=200)).values():
+                    got.extend(r.value for r in recs)
+
+            await wait_for(ctx, lambda: len(got) >= len(values),
+                           f"{len(values)} records in the group (have {len(got)})", step)
+            check(got == values, f"consumed {got[:3]}..., produced {values[:3]}...")
+            await c.commit()
+            committed = await c.committed(TopicPartition(t, 0))
+            check(committed == len(values), f"committed offset {committed}")
+        finally:
+            await c.stop()
+        return f"{label}: {len(values)} produced, consumed in a group, committed offset {len(values)}"
+    return run_
+
+
+async def expect_raise(ctx: Ctx, error: type[Exception], call: Callable[[], Awaitable[object]],
+                       what: str) -> Exception:
+    """Await `call()` until it raises `error` (FAIL on another non-retriable error, or when it
+    never raises before the deadline)."""
+    others: list[str] = []
+    while time.monotonic() < ctx.deadline:
+        try:
+            await asyncio.wait_for(call(), max(0.1, ctx.remaining()))
+        except error as exc:
+            return exc
+        except (TimeoutError, KafkaError) as exc:
+            if isinstance(exc, asyncio.TimeoutError) or getattr(exc, "retriable", False):
+                others.append(repr(exc))
+                continue
+            raise ScenarioFailed(f"{what}: {exc!r}, not {error.__name__}") from None
+    raise ScenarioFailed(f"{what}: no {error.__name__} within the timeout "
+                         f"(saw: {'; '.join(dict.fromkeys(others))[:300] or 'nothing'})")
+
+
+async def end_offset(ctx: Ctx, topic: str) -> int:
+    c = consumer(ctx)
+    await c.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        return int((await c.end_offsets([tp]))[tp])
+    finally:
+        await c.stop()
+
+
+class _Captured(logging.Handler):
+    """Keeps the first log records of `logger` containing `text` and silences that logger
+    (aiokafka logs the same error thousands of times a second) while in use."""
+
+    def __init__(self, logger: str, text: str) -> None:
+        super().__init__()
+        self.logger, self.text = logging.getLogger(logger), text
+        self.records: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        if self.text in msg and len(self.records) < 5:
+            self.records.append(msg)
+
+    def __enter__(self) -> _Captured:
+        self._propagate = self.logger.propagate
+        self.logger.propagate = False
+        self.logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.logger.removeHandler(self)
+        self.logger.propagate = self._propagate
+
+
+async def acl_denied_produce(ctx: Ctx) -> str:
+    t = denied_name(ctx, "produce")
+    await create_topic(ctx, t, 1)
+    p = AIOKafkaProducer(**secure_conf(ctx, "denied"), acks="all", request_timeout_ms=10000)
+    await p.start()
+    try:
+        async def send() -> None:
+            await (await p.send(t, b"must-not-land"))
+
+        exc = await expect_raise(ctx, TopicAuthorizationFailedError, send, "the denied produce")
+    finally:
+        await p.stop()
+    end = await end_offset(ctx, t)
+    check(end == 0, f"the topic holds {end} records after the denied produce")
+    return f"{type(exc).__name__} seen; topic still empty (end offset 0)"
+
+
+async def acl_denied_consume(ctx: Ctx) -> str:
+    t = denied_name(ctx, "consume")
+    await create_topic(ctx, t, 1)
+    await produce_all(ctx, t, [{"value": b"admin-only"}])
+    c = AIOKafkaConsumer(**secure_conf(ctx, "denied"), group_id=None, enable_auto_commit=False,
+                         auto_offset_reset="earliest")
+    await c.start()
+    got: list[Any] = []
+    try:
+        tp = TopicPartition(t, 0)
+        c.assign([tp])
+
+        # aiokafka raises nothing for an assigned partition whose topic Metadata answers
+        # TOPIC_AUTHORIZATION_FAILED (on Kafka as on Odradek): getmany() returns nothing and
+        # position() waits, while the client refreshes metadata in a loop and logs the error
+        # at each answer ("Topic .. is not authorized for this client", aiokafka.cluster).
+        # That log record is how this client reports it.
+        with _Captured("aiokafka.cluster", "is not authorized") as seen:
+            async def poll() -> None:
+                for recs in (await c.getmany(timeout_ms=200)).values():
+                    got.extend(recs)
+
+            await wait_for(ctx, lambda: seen.records, "the client's topic authorization error", poll)
+            for _ in range(5):  # 1 s more of polling: still nothing delivered
+                await poll()
+        check(not got, f"{len(got)} records delivered to the denied consumer")
+    finally:
+        await c.stop()
+    return (f"TOPIC_AUTHORIZATION_FAILED reported by the client's log ({seen.records[0]!r}: "
+            "aiokafka raises nothing for an assigned partition); no record delivered")
+
+
+async def acl_denied_group(ctx: Ctx) -> str:
+    t = ctx.topic("grp")
+    await create_topic(ctx, t, 1)
+    await produce_all(ctx, t, [{"value": b"allowed"}])
+    c = AIOKafkaConsumer(t, **secure_conf(ctx, "denied"), group_id=denied_name(ctx, "group"),
+                         enable_auto_commit=False, auto_offset_reset="earliest")
+    got: list[Any] = []
+    try:
+        async def poll() -> None:
+            for recs in (await c.getmany(timeout_ms=200)).values():
+                got.extend(recs)
+
+        # start() looks the group's coordinator up (FindCoordinator: the first denial).
+        exc = await expect_raise(ctx, GroupAuthorizationFailedError, c.start, "start() in the denied group")
+        check(not got, f"{len(got)} records delivered to the member of the denied group")
+    finally:
+        await c.stop()
+    return f"{type(exc).__name__} raised in the denied group; no record delivered"
+
+
+async def acl_denied_txn(ctx: Ctx) -> str:
+    p = AIOKafkaProducer(**secure_conf(ctx, "denied"), transactional_id=denied_name(ctx, "txn"))
+    try:
+        # start() runs FindCoordinator and InitProducerId for a transactional producer.
+        exc = await expect_raise(ctx, TransactionalIdAuthorizationFailed, p.start, "start()")
+    finally:
+        await p.stop()
+    return f"{type(exc).__name__} raised by start() (InitProducerId)"
+
+
 def sync(fn: Callable[[Ctx], Awaitable[Any]]) -> Callable[[Ctx], Any]:
     return lambda ctx: asyncio.run(fn(ctx))
 
@@ -435,6 +649,15 @@ def sync(fn: Callable[[Ctx], Awaitable[Any]]) -> Callable[[Ctx], Any]:
 SCENARIOS = {
     name: sync(fn)
     for name, fn in {
+        "sasl-scram-sha-512": secure_round_trip("scram", "SASL_SSL SCRAM-SHA-512 as bob"),
+        "sasl-plain": secure_round_trip("plain", "SASL_PLAINTEXT PLAIN as alice"),
+        "mtls": secure_round_trip("mtls", "SSL with the client certificate"),
+        "sasl-oauthbearer": secure_round_trip("oauth", "SASL_PLAINTEXT OAUTHBEARER, the unsecured "
+                                                       "token through sasl_oauth_token_provider"),
+        "acl-denied-produce": acl_denied_produce,
+        "acl-denied-consume": acl_denied_consume,
+        "acl-denied-group": acl_denied_group,
+        "acl-denied-txn": acl_denied_txn,
         "produce-consume": produce_consume,
         "compression-gzip": compression("gzip"),
         "compression-snappy": compression("snappy"),

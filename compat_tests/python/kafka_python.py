@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import kafka
 import kafka.errors as Errors
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+from kafka.net.sasl.oauth import AbstractTokenProvider
 
 from compat_tests.python.common import (
     LARGE_TOPIC_MAX,
@@ -17,9 +19,11 @@ from compat_tests.python.common import (
     check,
     check_produce_consume,
     compressible_values,
+    denied_name,
     keyed_records,
     large_value,
     main,
+    secure_values,
 )
 
 CLIENT = "kafka-python"
@@ -396,7 +400,186 @@ def idle_fetch_sessions(ctx: Ctx) -> str:
             f"response {response_avg:.0f} B")
 
 
+# ------------------------------------------------------------------ the security suite
+
+class UnsecuredToken(AbstractTokenProvider):
+    """The contract's unsecured JWS (alg none, sub carol), handed over as the client's
+    OAUTHBEARER token provider: kafka-python makes no token of its own."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self._token = token
+
+    def token(self) -> str:
+        return self._token
+
+
+def secure_conf(ctx: Ctx, how: str) -> dict[str, Any]:
+    """Client settings for scram (SASL_SSL), plain / oauth (SASL_PLAINTEXT), mtls (SSL) and
+    denied (mallory, PLAIN on SASL_PLAINTEXT)."""
+    s = ctx.sec()
+    listeners = s["listeners"]
+    if how == "mtls":
+        return {"bootstrap_servers": listeners["SSL"], "security_protocol": "SSL",
+                "ssl_cafile": s["ca_pem"], "ssl_certfile": s["client_cert_pem"],
+                "ssl_keyfile": s["client_key_pem"]}
+    if how == "scram":
+        return {"bootstrap_servers": listeners["SASL_SSL"], "security_protocol": "SASL_SSL",
+                "ssl_cafile": s["ca_pem"], "sasl_mechanism": "SCRAM-SHA-512",
+                "sasl_plain_username": s["scram_sha_512"]["user"],
+                "sasl_plain_password": s["scram_sha_512"]["password"]}
+    if how == "oauth":
+        return {"bootstrap_servers": listeners["SASL_PLAINTEXT"], "security_protocol": "SASL_PLAINTEXT",
+                "sasl_mechanism": "OAUTHBEARER",
+                "sasl_oauth_token_provider": UnsecuredToken(s["oauthbearer"]["token"])}
+    who = s["plain"] if how == "plain" else s["denied"]
+    return {"bootstrap_servers": listeners["SASL_PLAINTEXT"], "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "PLAIN", "sasl_plain_username": who["user"],
+            "sasl_plain_password": who["password"]}
+
+
+def secure_round_trip(how: str, label: str) -> Callable[[Ctx], str]:
+    def run_(ctx: Ctx) -> str:
+        conf = secure_conf(ctx, how)
+        t = ctx.topic()
+        create_topic(ctx, t, 1)
+        values = secure_values()
+        produce_all(ctx, KafkaProducer(**conf, acks="all", linger_ms=5), t, [{"value": v} for v in values])
+        c = KafkaConsumer(**conf, group_id=ctx.group(), auto_offset_reset="earliest",
+                          enable_auto_commit=False)
+        try:
+            c.subscribe([t])
+            got: list[bytes] = []
+
+            def step() -> None:
+                for recs in c.poll(timeout_ms=200).values():
+                    got.extend(r.value for r in recs)
+
+            ctx.wait_for(lambda: len(got) >= len(values),
+                         f"{len(values)} records in the group (have {len(got)})", step)
+            check(got == values, f"consumed {got[:3]}..., produced {values[:3]}...")
+            c.commit()
+            committed = c.committed(TopicPartition(t, 0))
+            check(committed == len(values), f"committed offset {committed}")
+        finally:
+            c.close()
+        return f"{label}: {len(values)} produced, consumed in a group, committed offset {len(values)}"
+    return run_
+
+
+def end_offset(ctx: Ctx, topic: str) -> int:
+    c = consumer(ctx)
+    try:
+        tp = TopicPartition(topic, 0)
+        return int(c.end_offsets([tp])[tp])
+    finally:
+        c.close()
+
+
+def expect_raise(ctx: Ctx, error: type[Exception], call: Callable[[], object], what: str) -> Exception:
+    """Run `call` until it raises `error` (FAIL if it raises another error, or never raises
+    before the deadline)."""
+    others: list[str] = []
+    while time.monotonic() < ctx.deadline:
+        try:
+            call()
+        except error as exc:
+            return exc
+        except Errors.KafkaError as exc:
+            if getattr(exc, "retriable", False) or isinstance(exc, Errors.KafkaTimeoutError):
+                others.append(repr(exc))
+                continue
+            raise ScenarioFailed(f"{what}: {exc!r}, not {error.__name__}") from None
+    raise ScenarioFailed(f"{what}: no {error.__name__} within the timeout "
+                         f"(saw: {'; '.join(dict.fromkeys(others))[:300] or 'nothing'})")
+
+
+def acl_denied_produce(ctx: Ctx) -> str:
+    t = denied_name(ctx, "produce")
+    create_topic(ctx, t, 1)
+    p = KafkaProducer(**secure_conf(ctx, "denied"), acks="all", max_block_ms=10000)
+    try:
+        exc = expect_raise(ctx, Errors.TopicAuthorizationFailedError,
+                           lambda: p.send(t, b"must-not-land").get(timeout=ctx.remaining()),
+                           "the denied produce")
+    finally:
+        p.close(timeout=5)
+    end = end_offset(ctx, t)
+    check(end == 0, f"the topic holds {end} records after the denied produce")
+    return f"{type(exc).__name__} seen; topic still empty (end offset 0)"
+
+
+def acl_denied_consume(ctx: Ctx) -> str:
+    t = denied_name(ctx, "consume")
+    create_topic(ctx, t, 1)
+    produce_all(ctx, producer(ctx), t, [{"value": b"admin-only"}])
+    c = KafkaConsumer(**secure_conf(ctx, "denied"), group_id=None, enable_auto_commit=False,
+                      auto_offset_reset="earliest")
+    got: list[Any] = []
+    try:
+        tp = TopicPartition(t, 0)
+        c.assign([tp])
+        c.seek_to_beginning(tp)
+
+        def poll() -> None:
+            for recs in c.poll(timeout_ms=200).values():
+                got.extend(recs)
+            # poll() of a partition whose topic metadata is TOPIC_AUTHORIZATION_FAILED fetches
+            # nothing and raises nothing (the client keeps the topic in
+            # cluster.unauthorized_topics); position(), which must look the offset up, raises.
+            c.position(tp)
+
+        exc = expect_raise(ctx, Errors.TopicAuthorizationFailedError, poll, "the assigned consumer")
+        for _ in range(5):  # 1 s more of polling: still nothing delivered
+            got.extend(r for recs in c.poll(timeout_ms=200).values() for r in recs)
+        check(not got, f"{len(got)} records delivered to the denied consumer")
+    finally:
+        c.close()
+    return (f"{type(exc).__name__} raised by position() of the assigned partition (poll() "
+            "stays silent); no record delivered")
+
+
+def acl_denied_group(ctx: Ctx) -> str:
+    t = ctx.topic("grp")
+    create_topic(ctx, t, 1)
+    produce_all(ctx, producer(ctx), t, [{"value": b"allowed"}])
+    c = KafkaConsumer(**secure_conf(ctx, "denied"), group_id=denied_name(ctx, "group"),
+                      enable_auto_commit=False, auto_offset_reset="earliest")
+    got: list[Any] = []
+    try:
+        c.subscribe([t])
+
+        def poll() -> None:
+            for recs in c.poll(timeout_ms=200).values():
+                got.extend(recs)
+
+        exc = expect_raise(ctx, Errors.GroupAuthorizationFailedError, poll, "the subscribed consumer's poll")
+        check(not got, f"{len(got)} records delivered to the member of the denied group")
+    finally:
+        c.close()
+    return f"{type(exc).__name__} raised by poll() in the denied group; no record delivered"
+
+
+def acl_denied_txn(ctx: Ctx) -> str:
+    p = KafkaProducer(**secure_conf(ctx, "denied"), transactional_id=denied_name(ctx, "txn"))
+    try:
+        exc = expect_raise(ctx, Errors.TransactionalIdAuthorizationFailedError, p.init_transactions,
+                           "init_transactions")
+    finally:
+        p.close(timeout=5)
+    return f"{type(exc).__name__} raised by init_transactions()"
+
+
 SCENARIOS = {
+    "sasl-scram-sha-512": secure_round_trip("scram", "SASL_SSL SCRAM-SHA-512 as bob"),
+    "sasl-plain": secure_round_trip("plain", "SASL_PLAINTEXT PLAIN as alice"),
+    "mtls": secure_round_trip("mtls", "SSL with the client certificate"),
+    "sasl-oauthbearer": secure_round_trip("oauth", "SASL_PLAINTEXT OAUTHBEARER, the unsecured token "
+                                                   "through sasl_oauth_token_provider"),
+    "acl-denied-produce": acl_denied_produce,
+    "acl-denied-consume": acl_denied_consume,
+    "acl-denied-group": acl_denied_group,
+    "acl-denied-txn": acl_denied_txn,
     "produce-consume": produce_consume,
     "compression-gzip": compression("gzip"),
     "compression-snappy": compression("snappy"),
