@@ -14,7 +14,7 @@ import (
 )
 
 func franzScenarios() map[string]scenarioFunc {
-	return map[string]scenarioFunc{
+	m := map[string]scenarioFunc{
 		"produce-consume":           fgProduceConsume,
 		"compression-gzip":          fgCompression(kgo.GzipCompression()),
 		"compression-snappy":        fgCompression(kgo.SnappyCompression()),
@@ -34,6 +34,10 @@ func franzScenarios() map[string]scenarioFunc {
 		"consumer-protocol-regex":   fgConsumerProtocolRegex,
 		"share-group-split":         fgShareGroupSplit,
 	}
+	for k, f := range franzSecurityScenarios() {
+		m[k] = f
+	}
+	return m
 }
 
 func fgClient(c *Ctx, opts ...kgo.Opt) (*kgo.Client, error) {

@@ -1,6 +1,7 @@
 // Command compat-go is the Go driver of the compatibility matrix: franz-go (kgo, kadm) and
 // IBM/sarama run the same scenarios. `--client franz-go|sarama --bootstrap HOST:PORT
-// --scenario a,b --topic-prefix P --timeout S` prints one JSON line per scenario. Each
+// --scenario a,b --topic-prefix P --timeout S [--security FILE]` prints one JSON line per
+// scenario (--security: the security suite's listeners and users, see security.go). Each
 // scenario runs in its own goroutine with a context deadline; one that does not return in time
 // becomes FAIL "timeout" and the run goes on (the process exits at the end regardless).
 package main
@@ -34,6 +35,7 @@ type Ctx struct {
 	Prefix    string
 	Scenario  string
 	Until     time.Time
+	Sec       *Security // --security FILE (the security suite); nil when not given
 }
 
 func (c *Ctx) suffix() string { return uuid.NewString()[:6] }
@@ -191,10 +193,19 @@ func main() {
 	scenarioArg := flag.String("scenario", "all", "comma list")
 	prefix := flag.String("topic-prefix", "go"+uuid.NewString()[:6], "topic prefix")
 	timeout := flag.Float64("timeout", 45, "seconds per scenario")
+	securityFile := flag.String("security", "", "the security suite's JSON (listeners, certificates, users)")
 	flag.Parse()
 	if *bootstrap == "" {
 		fmt.Fprintln(os.Stderr, "--bootstrap is required")
 		os.Exit(2)
+	}
+	var sec *Security
+	if *securityFile != "" {
+		var err error
+		if sec, err = loadSecurity(*securityFile); err != nil {
+			fmt.Fprintln(os.Stderr, "--security:", err)
+			os.Exit(2)
+		}
 	}
 	var table map[string]scenarioFunc
 	var version string
@@ -223,7 +234,7 @@ func main() {
 		}
 		dur := time.Duration(*timeout * float64(time.Second))
 		ctx, cancel := context.WithTimeout(context.Background(), dur)
-		c := &Ctx{Context: ctx, Bootstrap: *bootstrap, Prefix: *prefix, Scenario: name, Until: time.Now().Add(dur)}
+		c := &Ctx{Context: ctx, Bootstrap: *bootstrap, Prefix: *prefix, Scenario: name, Until: time.Now().Add(dur), Sec: sec}
 		type result struct {
 			note string
 			err  error

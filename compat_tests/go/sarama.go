@@ -13,7 +13,7 @@ import (
 )
 
 func saramaScenarios() map[string]scenarioFunc {
-	return map[string]scenarioFunc{
+	m := map[string]scenarioFunc{
 		"produce-consume":           srProduceConsume,
 		"compression-gzip":          srCompression(sarama.CompressionGZIP),
 		"compression-snappy":        srCompression(sarama.CompressionSnappy),
@@ -29,6 +29,10 @@ func saramaScenarios() map[string]scenarioFunc {
 		"consume-transform-produce": srCTP,
 		"fencing":                   srFencing,
 	}
+	for k, f := range saramaSecurityScenarios() {
+		m[k] = f
+	}
+	return m
 }
 
 func srConfig() *sarama.Config {
@@ -457,11 +461,15 @@ func (m *srMember) close() {
 }
 
 func newSrMember(c *Ctx, g, topic string) (*srMember, error) {
-	cfg := srConfig()
+	return newSrMemberWith(c, []string{c.Bootstrap}, srConfig(), g, topic)
+}
+
+// newSrMemberWith: a member dialing `brokers` with `cfg` (the security rows' listeners).
+func newSrMemberWith(c *Ctx, brokers []string, cfg *sarama.Config, g, topic string) (*srMember, error) {
 	cfg.Consumer.Group.Session.Timeout = 10 * time.Second
 	cfg.Consumer.Group.Heartbeat.Interval = 500 * time.Millisecond
 	cfg.Consumer.Group.Rebalance.Timeout = 10 * time.Second
-	grp, err := sarama.NewConsumerGroup([]string{c.Bootstrap}, g, cfg)
+	grp, err := sarama.NewConsumerGroup(brokers, g, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 'use strict'
 // The kafkajs driver of the compatibility matrix. `node driver.js --bootstrap HOST:PORT
-// --scenario a,b --topic-prefix P --timeout S` prints one JSON line per scenario. Every
+// --scenario a,b --topic-prefix P --timeout S [--security FILE]` prints one JSON line per
+// scenario (--security: the security suite, see security.js). Every
 // scenario races a timer: a hung one becomes FAIL "timeout" and the run goes on; the process
 // exits at the end whatever is still pending.
 //
@@ -31,21 +32,26 @@ const args = parseArgs(process.argv)
 const TIMEOUT_MS = parseFloat(args.timeout) * 1000
 const suffix = () => crypto.randomBytes(3).toString('hex')
 
+// The client options of every Kafka instance; the security rows add brokers, ssl and sasl.
+function clientOptions () {
+  return {
+    clientId: 'odradek-compat-kafkajs',
+    brokers: [args.bootstrap],
+    // KAFKAJS_LOG=debug: kafkajs's own log on stderr (stdout carries the driver's results)
+    logLevel: process.env.KAFKAJS_LOG === 'debug' ? logLevel.DEBUG : logLevel.NOTHING,
+    logCreator: () => ({ namespace, label, log }) => process.stderr.write(`${label} ${namespace} ${JSON.stringify(log)}\n`),
+    connectionTimeout: 10000,
+    requestTimeout: 20000,
+    retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 2000 }
+  }
+}
+
 class Ctx {
   constructor (scenario) {
     this.scenario = scenario
     this.deadline = Date.now() + TIMEOUT_MS
     this.cleanups = []
-    this.kafka = new Kafka({
-      clientId: 'odradek-compat-kafkajs',
-      brokers: [args.bootstrap],
-      // KAFKAJS_LOG=debug: kafkajs's own log on stderr (stdout carries the driver's results)
-      logLevel: process.env.KAFKAJS_LOG === 'debug' ? logLevel.DEBUG : logLevel.NOTHING,
-      logCreator: () => ({ namespace, label, log }) => process.stderr.write(`${label} ${namespace} ${JSON.stringify(log)}\n`),
-      connectionTimeout: 10000,
-      requestTimeout: 20000,
-      retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 2000 }
-    })
+    this.kafka = new Kafka(clientOptions())
   }
 
   topic (name = '') { return `${args['topic-prefix']}-${this.scenario}${name ? '-' + name : ''}-${suffix()}` }
@@ -444,7 +450,8 @@ const SCENARIOS = {
   'idempotent-producer': idempotent,
   transactions,
   'consume-transform-produce': consumeTransformProduce,
-  fencing
+  fencing,
+  ...require('./security')({ Kafka, logLevel, clientOptions, check, ScenarioFailed, NotSupported, args, createTopic, waitForTopic, produce })
 }
 
 function emit (scenario, status, reason) {
@@ -453,7 +460,7 @@ function emit (scenario, status, reason) {
 
 async function main () {
   if (!args.bootstrap) {
-    process.stderr.write('usage: node driver.js --bootstrap HOST:PORT [--scenario a,b] [--topic-prefix P] [--timeout S]\n')
+    process.stderr.write('usage: node driver.js --bootstrap HOST:PORT [--scenario a,b] [--topic-prefix P] [--timeout S] [--security FILE]\n')
     process.exit(2)
   }
   let names = []

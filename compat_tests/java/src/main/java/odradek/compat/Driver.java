@@ -87,6 +87,8 @@ public final class Driver {
     final List<String> logDirs;
     String scenario = "";
     long deadline;
+    /** The runner's --security file (the security suite), parsed; null when not given. */
+    Map<String, Object> securityConf;
 
     Driver(String client, String bootstrap, String prefix, double timeoutSec, String classpath, List<String> logDirs) {
         this.client = client;
@@ -1290,8 +1292,21 @@ public final class Driver {
             case "share-group-redelivery":
             case "share-group-archive":
             case "cli-share-groups": return () -> shareScenario(name);
+            case "sasl-scram-sha-512": return () -> security().roundTrip("scram");
+            case "sasl-plain": return () -> security().roundTrip("plain");
+            case "mtls": return () -> security().roundTrip("mtls");
+            case "sasl-oauthbearer": return () -> security().roundTrip("oauthbearer");
+            case "acl-denied-produce": return () -> security().deniedProduce();
+            case "acl-denied-consume": return () -> security().deniedConsume();
+            case "acl-denied-group": return () -> security().deniedGroup();
+            case "acl-denied-txn": return () -> security().deniedTxn();
             default: return null;
         }
+    }
+
+    Security security() {
+        if (securityConf == null) throw new ScenarioFailed("a security scenario needs --security FILE (the runner's --suite security)");
+        return new Security(this, securityConf);
     }
 
     /** kafka-clients' own version, from the properties file its jar carries (the class that
@@ -1348,7 +1363,7 @@ public final class Driver {
             else a.put(argv[i].replaceFirst("^--", ""), argv[i + 1]);
         }
         if (!a.containsKey("bootstrap")) {
-            System.err.println("usage: Driver --bootstrap HOST:PORT [--scenario a,b] [--topic-prefix P] [--timeout S] [--client NAME] [--classpath CP] [--log-dirs D1,D2]");
+            System.err.println("usage: Driver --bootstrap HOST:PORT [--scenario a,b] [--topic-prefix P] [--timeout S] [--client NAME] [--classpath CP] [--log-dirs D1,D2] [--security FILE]");
             System.exit(2);
         }
         String version = clientVersion();
@@ -1356,6 +1371,14 @@ public final class Driver {
         List<String> logDirs = a.containsKey("log-dirs") ? Arrays.asList(a.get("log-dirs").split(",")) : List.of();
         Driver d = new Driver(client, a.get("bootstrap"), a.getOrDefault("topic-prefix", "j" + UUID.randomUUID().toString().substring(0, 6)),
             Double.parseDouble(a.getOrDefault("timeout", "45")), a.get("classpath"), logDirs);
+        if (a.containsKey("security")) {
+            try {
+                d.securityConf = Security.load(a.get("security"));
+            } catch (Exception e) {
+                System.err.println("--security " + a.get("security") + ": " + e);
+                System.exit(2);
+            }
+        }
         if (scenarios.isEmpty() || scenarios.equals(List.of("all")))
             scenarios = List.of("produce-consume", "compression-gzip", "compression-snappy", "compression-lz4", "compression-zstd",
                 "headers-and-nulls", "large-message", "list-offsets", "admin-topics", "consumer-group", "idempotent-producer",
