@@ -191,8 +191,10 @@ APP_SCENARIOS: dict[str, str] = {
     "cli-streams-groups": (
         "kafka-streams-groups.sh (StreamsGroupCommand, 4.4 tools) on a running word count "
         "(client.id cli-streams): --list names the group; --describe --members --verbose shows "
-        "the member with its process id and all the active tasks; --describe --state --verbose "
-        "shows the group Stable with 1 member; --describe --offsets the input partitions with "
+        "the member with its process id, all the active tasks, target assignment and member "
+        "epoch 3 (Kafka starts a new group at epoch 1: the join makes it 2, the internal "
+        "topics appearing 3); --describe --state --verbose shows the group Stable, group and "
+        "target assignment epoch 3, 1 member; --describe --offsets the input partitions with "
         "lag 0; after the app closes, --describe --state shows it Empty, --reset-offsets "
         "--to-earliest --all-input-topics --execute sets offset 0 on every input partition, and "
         "--delete removes the group (--list no longer names it)"
