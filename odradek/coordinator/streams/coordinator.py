@@ -62,7 +62,6 @@ from odradek.coordinator.streams.topology import (
 )
 from odradek.wire import ErrorCode
 
-
 NEW_GROUP_EPOCH = 1  # the epoch of a group no record wrote yet, as in Kafka
 
 
