@@ -348,6 +348,9 @@ class ShareGroups:
         if not create:
             raise _Fail(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
         group = self.groups[group_id] = ShareGroup(group_id)
+        # Kafka 4.4 starts a new share group at epoch 1 (ModernGroup's constructor), so the
+        # join that creates it writes epoch 2 (checked with raw heartbeats to the oracle).
+        group.group_epoch = 1
         return group, True
 
     def _leave(self, req: ShareHeartbeatRequest) -> Outcome:

@@ -122,7 +122,7 @@ def test_share_apis_are_advertised_only_while_share_version_is_finalized() -> No
 
 def test_join_fetch_accept_describe(broker: Broker) -> None:
     first = hb(broker)
-    assert (first.error_code, first.member_id, first.member_epoch) == (ErrorCode.NONE, "m1", 1)
+    assert (first.error_code, first.member_id, first.member_epoch) == (ErrorCode.NONE, "m1", 2)
     assert first.assignment is not None and first.assignment.topic_partitions == []
     join(broker)
     produce(broker, "t", 0, [1, 2, 3])
