@@ -36,6 +36,13 @@ COMMON_OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",
     "group.consumer.heartbeat.interval.ms": "1000",
     "group.consumer.min.heartbeat.interval.ms": "1000",
+    # Streams groups (KIP-1071): no 3 s wait for the first assignment, heartbeats every second,
+    # a dead member fenced after 6 s (streams-groups-failover); Kafka's floors lowered with them.
+    "group.streams.initial.rebalance.delay.ms": "0",
+    "group.streams.heartbeat.interval.ms": "1000",
+    "group.streams.min.heartbeat.interval.ms": "1000",
+    "group.streams.session.timeout.ms": "6000",
+    "group.streams.min.session.timeout.ms": "6000",
     # txn-copier leaves a transaction to time out: look for timed-out ones every second (10 s).
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
 }

@@ -181,6 +181,26 @@ APP_SCENARIOS: dict[str, str] = {
         "the broker creating the repartition and changelog topics): the same exact counts "
         "through the restart and the SIGKILL of the app's JVM"
     ),
+    "streams-groups-failover": (
+        "the streams-eos word count (group.protocol=streams) on two instances, each in its own "
+        "JVM: StreamsGroupDescribe shows both Stable members owning active tasks, together "
+        "each of the 6 tasks once; with input flowing, instance A is killed (SIGKILL): right "
+        "after, the group still has both members (the dead one until its session times out, "
+        "group.streams.session.timeout.ms 6 s), then B owns all 6 tasks; A restarted on its "
+        "state dir (same process id) rejoins and the tasks are split between the two again; "
+        "when the input stops, per word the read_committed output is exactly 1..n"
+    ),
+    "cli-streams-groups": (
+        "kafka-streams-groups.sh (StreamsGroupCommand, 4.4 tools) on a running word count "
+        "(client.id cli-streams): --list names the group; --describe --members --verbose shows "
+        "the member with its process id, all the active tasks, target assignment and member "
+        "epoch 3 (Kafka starts a new group at epoch 1: the join makes it 2, the internal "
+        "topics appearing 3); --describe --state --verbose shows the group Stable, group and "
+        "target assignment epoch 3, 1 member; --describe --offsets the input partitions with "
+        "lag 0; after the app closes, --describe --state shows it Empty, --reset-offsets "
+        "--to-earliest --all-input-topics --execute sets offset 0 on every input partition, and "
+        "--delete removes the group (--list no longer names it)"
+    ),
     "streams-eos": (
         "Kafka Streams, processing.guarantee=exactly_once_v2, record cache off: 600 records "
         "(keys r0..r599, 12 distinct word values) on a 3-partition input, counted by value "

@@ -26,10 +26,11 @@ step "java: resolve kafka-clients 3.9.1 / 4.1.2 / 4.4.0 and the 4.4.0 tools and 
     mvn -B -q dependency:go-offline dependency:build-classpath
     # Compiled against the 3.9 API (the older one) and run on either classpath.
     mvn -B -q -Pclients-3.9 compile
-    # KIP-932 share-consumer scenarios: kafka-clients 4.4 only (called by Driver by reflection).
+    # KIP-932 share-consumer and KIP-1071 streams-group scenarios: kafka-clients 4.4 only
+    # (called by Driver by reflection; they use the driver's classes).
     mkdir -p target/share-classes
-    javac -d target/share-classes -cp "$(cat target/cp-clients-4.4.txt)" \
-        src/share/java/odradek/compat/ShareScenarios.java
+    javac -d target/share-classes -cp "target/classes:$(cat target/cp-clients-4.4.txt)" \
+        src/share/java/odradek/compat/*.java
 )
 
 step "go: franz-go and sarama"

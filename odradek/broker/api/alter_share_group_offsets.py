@@ -10,8 +10,11 @@
   share-partition gets a fresh state in `__share_group_state` at the next state epoch,
   starting at the given offset (nothing in flight, delivery counts gone), and is rebuilt
   from it at the next ShareFetch.
-- Not implemented yet: a start offset of -1 (Kafka: resolved by share.auto.offset.reset),
-  ACLs.
+- A start offset of -1 (Kafka 4.4's meaning): the share-partition's state is reset to
+  uninitialised; DescribeShareGroupOffsets shows start offset -1 and lag -1 until the next
+  ShareFetch initialises it by `share.auto.offset.reset`. Other negative offsets get
+  INVALID_REQUEST (Kafka 4.4 stores them unchecked).
+- Not implemented yet: ACLs.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ async def handle(ctx: RequestContext,
                     error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                     error_message="This server does not host this topic-partition."))
                 continue
-            if p.start_offset < 0:
+            if p.start_offset < -1:
                 parts.append(Resp.AlterShareGroupOffsetsResponsePartition(
                     partition_index=p.partition_index, error_code=ErrorCode.INVALID_REQUEST,
                     error_message="The start offset must not be negative."))

@@ -7,7 +7,8 @@
   `__share_group_state` holds them (read straight from this node's share coordinator: Kafka's
   group coordinator asks it with ReadShareGroupStateSummary), and (v1, KIP-1226) the lag:
   high watermark - SPSO - the records past the SPSO whose delivery is complete. A
-  share-partition without state answers start offset -1 and lag -1, as Kafka.
+  share-partition without state, or reset to -1 by AlterShareGroupOffsets and not fetched
+  since, answers start offset -1 and lag -1, as Kafka.
 - Not implemented yet: ACLs.
 """
 
@@ -55,6 +56,8 @@ def _summary(ctx: RequestContext, s: ShareCoordinator, key: SharePartitionKey, n
     if state is None:
         return -1, 0, -1
     sp = s.partitions.get(key)
+    if sp is None and state.start_offset < 0:
+        return -1, state.leader_epoch, -1
     start = sp.start_offset if sp is not None else state.start_offset
     if sp is not None:
         complete = sp.delivery_complete_count()

@@ -350,6 +350,9 @@ class ShareGroups:
         if not create:
             raise _Fail(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
         group = self.groups[group_id] = ShareGroup(group_id)
+        # Kafka 4.4 starts a new share group at epoch 1 (ModernGroup's constructor), so the
+        # join that creates it writes epoch 2 (checked with raw heartbeats to the oracle).
+        group.group_epoch = 1
         return group, True
 
     def _leave(self, req: ShareHeartbeatRequest) -> Outcome:
@@ -587,8 +590,8 @@ class ShareGroups:
             return Outcome(ShareHeartbeatResult(e.error, e.message), [], None, group_id)
         snapshot = None if created else group.copy()
         changes = _Changes(group)
-        if created:
-            changes.add(rec.group_epoch_record(group_id, 0, 0))
+        if created:  # at the epoch a new group starts at, written so a restart has it
+            changes.add(rec.group_epoch_record(group_id, group.group_epoch, 0))
         md = group.state_partitions
         initializing, initialized = dict(md.initializing), dict(md.initialized)
         for topic_id, (name, parts) in topics.items():

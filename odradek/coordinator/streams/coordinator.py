@@ -62,6 +62,8 @@ from odradek.coordinator.streams.topology import (
 )
 from odradek.wire import ErrorCode
 
+NEW_GROUP_EPOCH = 1  # the epoch of a group no record wrote yet, as in Kafka
+
 
 class TopicsView(Protocol):
     def topic_info(self, name: str) -> tuple[uuid.UUID, int] | None:
@@ -315,6 +317,8 @@ class StreamsCoordinator:
                 raise Fail(ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH,
                            f"Topology epoch {req.topology.epoch} is lower than the group's "
                            f"topology epoch {topology.epoch}.")
+            if g is None:
+                g = self._new_group(gid)
             if topology is None or req.topology.epoch > topology.epoch:
                 self._emit(ctx, rec.topology(gid, req.topology))
                 bump = True
@@ -324,8 +328,7 @@ class StreamsCoordinator:
                        f"The member's topology epoch {g.metadata[mid].topology_epoch} is "
                        f"behind the group's topology epoch {g.topology.epoch}.")
         if g is None:
-            g = self.groups.get(gid) or StreamsGroup(gid)
-            self.groups.setdefault(gid, g)
+            g = self._new_group(gid)
         old = g.metadata.get(mid)
         base = old or MemberMetadata()
         meta = MemberMetadata(
@@ -391,6 +394,14 @@ class StreamsCoordinator:
             ErrorCode.NONE, None, mid, nxt.member_epoch, self.config.heartbeat_interval_ms,
             tuple(statuses), nxt.assigned if changed else None, endpoint_epoch, by_endpoint,
             configured.to_create if configured is not None else ())
+
+    def _new_group(self, gid: str) -> StreamsGroup:
+        """Kafka 4.4 starts a new streams group at epoch 1 (StreamsGroup's constructor), so the
+        join that creates it writes epoch 2, as kafka-streams-groups.sh shows on Kafka."""
+        g = self.groups.get(gid)
+        if g is None:
+            g = self.groups[gid] = StreamsGroup(gid, epoch=NEW_GROUP_EPOCH)
+        return g
 
     def _bump_endpoints(self, gid: str) -> None:
         self.endpoint_epochs[gid] = self.endpoint_epochs.get(gid, 0) + 1

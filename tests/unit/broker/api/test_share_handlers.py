@@ -122,7 +122,7 @@ def test_share_apis_are_advertised_only_while_share_version_is_finalized() -> No
 
 def test_join_fetch_accept_describe(broker: Broker) -> None:
     first = hb(broker)
-    assert (first.error_code, first.member_id, first.member_epoch) == (ErrorCode.NONE, "m1", 1)
+    assert (first.error_code, first.member_id, first.member_epoch) == (ErrorCode.NONE, "m1", 2)
     assert first.assignment is not None and first.assignment.topic_partitions == []
     join(broker)
     produce(broker, "t", 0, [1, 2, 3])
@@ -411,6 +411,49 @@ def test_alter_share_group_offsets_of_a_new_group_sets_where_it_starts(broker: B
                                                                        ErrorCode.NONE)
     join(broker, "m1", group="fresh")
     assert acquired(fetch(broker, 0, group="fresh")) == [(2, 3, 1)]
+
+
+def test_alter_share_group_offsets_to_minus_one_uninitialises(broker: Broker) -> None:
+    # Kafka 4.4 (checked with raw requests): -1 is accepted and DescribeShareGroupOffsets then
+    # shows start offset -1, lag -1, as for a share-partition never fetched; the next fetch
+    # initialises it by share.auto.offset.reset, as any uninitialised share-partition.
+    from odradek.wire._generated.alter_share_group_offsets import (
+        AlterShareGroupOffsetsRequest as Alt,
+    )
+    from odradek.wire._generated.describe_share_group_offsets import (
+        DescribeShareGroupOffsetsRequest as D,
+    )
+
+    def alter(offset: int) -> Any:
+        return call(broker, ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, Alt(group_id="g", topics=[
+            Alt.AlterShareGroupOffsetsRequestTopic(topic_name="t", partitions=[
+                Alt.AlterShareGroupOffsetsRequestPartition(partition_index=0,
+                                                           start_offset=offset)])]))
+
+    def described() -> tuple[int, int]:
+        r = call(broker, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, D(groups=[
+            D.DescribeShareGroupOffsetsRequestGroup(group_id="g", topics=[
+                D.DescribeShareGroupOffsetsRequestTopic(topic_name="t", partitions=[0])])]))
+        p = r.groups[0].topics[0].partitions[0]
+        return p.start_offset, p.lag
+
+    join(broker)
+    produce(broker, "t", 0, [1, 2, 3, 4])
+    assert acquired(fetch(broker, 0)) == [(0, 3, 1)]
+    fetch(broker, 1, acks=[(0, 3, ACCEPT)])
+    assert hb(broker, "m1", -1).error_code == ErrorCode.NONE
+    assert alter(1).responses[0].partitions[0].error_code == ErrorCode.NONE
+    assert described() == (1, 3)
+    assert alter(-1).responses[0].partitions[0].error_code == ErrorCode.NONE
+    assert described() == (-1, -1)
+    bad = alter(-2).responses[0].partitions[0]
+    assert bad.error_code == ErrorCode.INVALID_REQUEST
+    assert described() == (-1, -1)
+    # The next member starts by share.auto.offset.reset (latest: after the 4 records).
+    join(broker, "m2")
+    assert acquired(fetch(broker, 0, "m2")) == []
+    produce(broker, "t", 0, [5, 6])
+    assert acquired(fetch(broker, 1, "m2")) == [(4, 5, 1)]
 
 
 def test_delete_share_group_offsets(broker: Broker) -> None:

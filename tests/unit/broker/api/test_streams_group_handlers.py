@@ -59,16 +59,16 @@ def tasks(ts: list[StreamsGroupHeartbeatResponse.TaskIds] | None) -> dict[str, l
 def test_join_creates_internal_topics_then_assigns(broker: Broker, v: int) -> None:
     r = hb(broker, v)
     assert (r.error_code, r.member_id, r.member_epoch, r.heartbeat_interval_ms) == (
-        ErrorCode.NONE, "m1", 1, 1234)
+        ErrorCode.NONE, "m1", 2, 1234)  # a new group starts at 1, as in Kafka 4.4
     assert [(s.status_code, s.status_detail) for s in r.status] == [
         (3, "Internal topics are missing: [app-rep, app-store-changelog]")]
     changelog = broker.cluster.get("app-store-changelog")
     assert changelog is not None and changelog.partitions == 2
     assert changelog.configs["cleanup.policy"] == "compact"
     assert broker.cluster.get("app-rep") is not None
-    r2 = hb(broker, v, member_epoch=1, topology=None, active_tasks=[], standby_tasks=[],
+    r2 = hb(broker, v, member_epoch=2, topology=None, active_tasks=[], standby_tasks=[],
             warmup_tasks=[], rebalance_timeout_ms=-1)
-    assert (r2.error_code, r2.status, r2.member_epoch) == (ErrorCode.NONE, [], 2)
+    assert (r2.error_code, r2.status, r2.member_epoch) == (ErrorCode.NONE, [], 3)
     assert tasks(r2.active_tasks) == {"0": [0, 1], "1": [0, 1]}
     assert [(e.user_endpoint.host, [(p.topic, p.partitions) for p in e.active_partitions])
             for e in r2.partitions_by_user_endpoint] == [
@@ -77,7 +77,7 @@ def test_join_creates_internal_topics_then_assigns(broker: Broker, v: int) -> No
              StreamsGroupDescribeRequest(group_ids=["app", "nope"]))
     g, nope = d.groups
     assert (g.error_code, g.group_state, g.group_epoch, g.assignment_epoch) == (
-        ErrorCode.NONE, "Stable", 2, 2)
+        ErrorCode.NONE, "Stable", 3, 3)
     assert g.topology.epoch == 1 and [s.subtopology_id for s in g.topology.subtopologies] == [
         "0", "1"]
     [m] = g.members
@@ -116,7 +116,7 @@ def test_error_paths(broker: Broker) -> None:
     assert hb(broker, member_id="m2", topology=topology(0)).error_code == \
         ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH
     assert hb(broker, member_id="m2", topology=topology(2)).error_code == ErrorCode.NONE
-    fenced = hb(broker, member_epoch=1, topology=None)
+    fenced = hb(broker, member_epoch=2, topology=None)
     assert fenced.error_code == ErrorCode.STREAMS_TOPOLOGY_FENCED
     # another kind of group holds the id
     call(broker, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, ConsumerGroupHeartbeatRequest(
@@ -132,7 +132,7 @@ def test_error_paths(broker: Broker) -> None:
 
 def test_state_is_replayed_by_a_reopened_broker(broker: Broker, tmp_path: Path) -> None:
     hb(broker)
-    r = hb(broker, member_epoch=1, topology=None, rebalance_timeout_ms=-1)
+    r = hb(broker, member_epoch=2, topology=None, rebalance_timeout_ms=-1)
     before = call(broker, ApiKey.STREAMS_GROUP_DESCRIBE, 1,
                   StreamsGroupDescribeRequest(group_ids=["app"]))
     broker.close()
@@ -154,7 +154,7 @@ def test_admin_apis_and_offsets_on_a_streams_group(broker: Broker) -> None:
     from odradek.wire._generated.offset_fetch import OffsetFetchRequest
 
     hb(broker)
-    r = hb(broker, member_epoch=1, topology=None, rebalance_timeout_ms=-1)
+    r = hb(broker, member_epoch=2, topology=None, rebalance_timeout_ms=-1)
     listed = call(broker, ApiKey.LIST_GROUPS, 5, ListGroupsRequest(types_filter=["streams"])).groups
     assert [(g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed] == [
         ("app", "streams", "Stable", "streams")]

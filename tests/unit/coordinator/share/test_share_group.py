@@ -91,7 +91,8 @@ def test_a_first_join_waits_for_the_share_partitions_to_be_initialised() -> None
     out = w.hb("m1", 0, ["orders"])
     r = out.result
     assert r.error == ErrorCode.NONE and r.member_id == "m1"
-    assert r.member_epoch == 1 and r.heartbeat_interval_ms == 5_000
+    # Kafka 4.4 starts a new group at epoch 1: the join that creates it writes 2.
+    assert r.member_epoch == 2 and r.heartbeat_interval_ms == 5_000
     assert r.assignment == {}  # nothing is initialised yet
     assert out.initialize == {T1: InitializeTopic("orders", frozenset({0}), -1)}
     types = [rec.parse_key(k).record_type for k, _ in out.records]
@@ -99,15 +100,15 @@ def test_a_first_join_waits_for_the_share_partitions_to_be_initialised() -> None
                      rec.TARGET_MEMBER, rec.TARGET_METADATA, rec.CURRENT_ASSIGNMENT]
     assert w.groups.initializing("g") == {T1: ("orders", frozenset({0}))}
     # Heartbeats while the initialisation is under way do not ask again.
-    again = w.hb("m1", 1)
+    again = w.hb("m1", 2)
     assert again.initialize == {} and again.records == [] and again.result.assignment is None
     # The share coordinator answers: the next heartbeat assigns the partition.
     w.log += w.groups.initialize_done("g", {T1: frozenset({0})}).records
     assert w.groups.initializing("g") == {}
-    r = w.hb("m1", 1).result
-    assert r.member_epoch == 2 and r.assignment == {T1: frozenset({0})}
+    r = w.hb("m1", 2).result
+    assert r.member_epoch == 3 and r.assignment == {T1: frozenset({0})}
     g = w.groups.groups["g"]
-    assert g.state is ShareGroupState.STABLE and g.group_epoch == g.assignment_epoch == 2
+    assert g.state is ShareGroupState.STABLE and g.group_epoch == g.assignment_epoch == 3
 
 
 def test_a_failed_initialisation_is_asked_for_again() -> None:
@@ -116,7 +117,7 @@ def test_a_failed_initialisation_is_asked_for_again() -> None:
     w.hb("m1", 0, ["orders"])
     w.log += w.groups.initialize_failed("g", {T1: frozenset({0})}).records
     assert w.groups.initializing("g") == {}
-    out = w.hb("m1", 1)
+    out = w.hb("m1", 2)
     assert out.initialize == {T1: InitializeTopic("orders", frozenset({0}), -1)}
 
 
@@ -124,7 +125,7 @@ def test_new_partitions_of_a_known_topic_start_at_offset_zero() -> None:
     w = World()
     w.join("m1", ["orders"])
     w.topics.topics["orders"] = (T1, 3)
-    out = w.hb("m1", 2)
+    out = w.hb("m1", 3)
     assert out.initialize == {T1: InitializeTopic("orders", frozenset({1, 2}), 0)}
     r = w.hb("m1", out.result.member_epoch).result
     assert r.assignment == {T1: frozenset({0, 1, 2})}
@@ -132,27 +133,27 @@ def test_new_partitions_of_a_known_topic_start_at_offset_zero() -> None:
 
 def test_one_partition_is_shared_by_every_member() -> None:
     w = World()
-    assert w.join("m1", ["orders"]).result.member_epoch == 2
+    assert w.join("m1", ["orders"]).result.member_epoch == 3
     r2 = w.hb("m2", 0, ["orders"]).result
-    assert r2.member_epoch == 3 and r2.assignment == {T1: frozenset({0})}
+    assert r2.member_epoch == 4 and r2.assignment == {T1: frozenset({0})}
     # m1 learns of the new epoch on its next heartbeat; its assignment did not change.
-    r1 = w.hb("m1", 2).result
-    assert r1.member_epoch == 3 and r1.assignment is None
+    r1 = w.hb("m1", 3).result
+    assert r1.member_epoch == 4 and r1.assignment is None
 
 
 def test_an_unchanged_heartbeat_writes_nothing() -> None:
     w = World()
     w.join("m1", ["orders"])
-    out = w.hb("m1", 2)
-    assert out.records == [] and out.result.member_epoch == 2 and out.result.assignment is None
+    out = w.hb("m1", 3)
+    assert out.records == [] and out.result.member_epoch == 3 and out.result.assignment is None
 
 
 def test_assignment_moves_between_members_of_a_multi_partition_topic() -> None:
     w = World()
     assert w.join("a", ["audit"]).result.assignment == {T2: frozenset({0, 1, 2})}
     rb = w.hb("b", 0, ["audit"]).result
-    ra = w.hb("a", 2).result
-    assert ra.member_epoch == 3 and rb.member_epoch == 3
+    ra = w.hb("a", 3).result
+    assert ra.member_epoch == 4 and rb.member_epoch == 4
     assert ra.assignment is not None and rb.assignment is not None
     assert ra.assignment[T2] | rb.assignment[T2] == frozenset({0, 1, 2})
     assert not ra.assignment[T2] & rb.assignment[T2]
@@ -168,8 +169,8 @@ def test_leave_removes_the_member_and_bumps_the_epoch() -> None:
     assert types == [(rec.CURRENT_ASSIGNMENT, True), (rec.TARGET_MEMBER, True),
                      (rec.MEMBER_METADATA, True), (rec.GROUP_METADATA, False)]
     g = w.groups.groups["g"]
-    assert set(g.members) == {"m1"} and g.group_epoch == 4
-    assert w.hb("m1", 2).result.member_epoch == 4  # m1 had not seen epoch 3
+    assert set(g.members) == {"m1"} and g.group_epoch == 5
+    assert w.hb("m1", 3).result.member_epoch == 5  # m1 had not seen epoch 4
     w.hb("m1", -1)
     assert w.groups.groups["g"].state is ShareGroupState.EMPTY
 
@@ -179,7 +180,7 @@ def test_session_timeout_removes_the_member() -> None:
     w.join("m1", ["orders"])
     w.hb("m2", 0, ["orders"])
     w.now = 30_000
-    w.hb("m1", 2)
+    w.hb("m1", 3)
     assert w.groups.next_deadline() == SESSION
     w.now = SESSION
     outs = w.groups.on_timer(w.now)
@@ -189,7 +190,7 @@ def test_session_timeout_removes_the_member() -> None:
     assert set(w.groups.groups["g"].members) == {"m1"}
     assert w.groups.next_deadline() == 30_000 + SESSION
     # The expired member is unknown now.
-    assert w.hb("m2", 3).result.error == ErrorCode.UNKNOWN_MEMBER_ID
+    assert w.hb("m2", 4).result.error == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 @pytest.mark.parametrize("req, message", [
@@ -213,15 +214,15 @@ def test_invalid_requests(req: ShareHeartbeatRequest, message: str) -> None:
 
 def test_epoch_checks() -> None:
     w = World()
-    w.join("m1", ["orders"])  # m1 at 2
+    w.join("m1", ["orders"])  # m1 at 3
     w.hb("m2", 0, ["orders"])
-    w.hb("m1", 2)  # m1 now at 3, previous 2
-    assert w.hb("m1", 4).result.error == ErrorCode.FENCED_MEMBER_EPOCH
+    w.hb("m1", 3)  # m1 now at 4, previous 3
+    assert w.hb("m1", 5).result.error == ErrorCode.FENCED_MEMBER_EPOCH
     # The previous epoch is accepted: the answer that bumped it may have been lost.
-    assert w.hb("m1", 2).result.error == ErrorCode.NONE
+    assert w.hb("m1", 3).result.error == ErrorCode.NONE
     w.hb("m3", 0, ["orders"])
-    w.hb("m1", 3)  # m1 at 4, previous 3
-    out = w.hb("m1", 2)
+    w.hb("m1", 4)  # m1 at 5, previous 4
+    out = w.hb("m1", 3)
     assert out.result.error == ErrorCode.FENCED_MEMBER_EPOCH
     assert out.result.message is not None and "smaller member epoch" in out.result.message
 
@@ -249,36 +250,36 @@ def test_group_max_size() -> None:
     out = w.hb("m3", 0, ["orders"])
     assert out.result.error == ErrorCode.GROUP_MAX_SIZE_REACHED
     assert set(w.groups.groups["g"].members) == {"m1", "m2"}
-    assert w.hb("m2", 2).result.error == ErrorCode.NONE  # members already in stay welcome
+    assert w.hb("m2", 3).result.error == ErrorCode.NONE  # members already in stay welcome
 
 
 def test_rejoin_with_epoch_zero_gets_the_full_assignment_again() -> None:
     w = World()
     w.join("m1", ["orders"])
     r = w.hb("m1", 0, ["orders"]).result
-    assert r.error == ErrorCode.NONE and r.member_epoch == 2
+    assert r.error == ErrorCode.NONE and r.member_epoch == 3
     assert r.assignment == {T1: frozenset({0})}
 
 
 def test_subscription_and_topic_changes_bump_the_epoch() -> None:
     w = World()
     w.join("m1", ["orders"])
-    out = w.hb("m1", 2, ["orders", "audit"])
+    out = w.hb("m1", 3, ["orders", "audit"])
     # A new epoch for the new subscription; audit is assigned once initialised.
-    assert out.result.member_epoch == 3 and out.result.assignment is None
+    assert out.result.member_epoch == 4 and out.result.assignment is None
     assert set(out.initialize) == {T2}
-    r = w.hb("m1", 3).result
-    assert r.member_epoch == 4 and r.assignment == {T1: frozenset({0}), T2: frozenset({0, 1, 2})}
+    r = w.hb("m1", 4).result
+    assert r.member_epoch == 5 and r.assignment == {T1: frozenset({0}), T2: frozenset({0, 1, 2})}
     # A rack change is recorded without a new epoch.
-    out = w.hb("m1", 4, rack="r1")
+    out = w.hb("m1", 5, rack="r1")
     assert [rec.parse_key(k).record_type for k, _ in out.records] == [rec.MEMBER_METADATA]
     assert w.groups.groups["g"].members["m1"].rack_id == "r1"
     # A topic grows: the next heartbeat sees a new hash and a new epoch; the new partition
     # comes once initialised.
     w.topics.topics["orders"] = (T1, 2)
-    assert w.hb("m1", 4).result.member_epoch == 5
-    r = w.hb("m1", 5).result
-    assert r.member_epoch == 6 and r.assignment is not None and r.assignment[T1] == {0, 1}
+    assert w.hb("m1", 5).result.member_epoch == 6
+    r = w.hb("m1", 6).result
+    assert r.member_epoch == 7 and r.assignment is not None and r.assignment[T1] == {0, 1}
 
 
 def test_restore_undoes_a_failed_write() -> None:

@@ -164,17 +164,33 @@ def test_join_before_internal_topics_exist_asks_for_them() -> None:
     topics = Topics(input=2)
     co = StreamsCoordinator(topics=topics)
     _, r = co.heartbeat(join("m1"), 0)
-    assert r.error == ErrorCode.NONE and r.member_epoch == 1
+    # Kafka 4.4: a new group starts at epoch 1, so its first join writes 2 (then 3 once the
+    # internal topics exist; checked against Kafka by the cli-streams-groups compat row).
+    assert r.error == ErrorCode.NONE and r.member_epoch == 2
     assert [s.code for s in r.statuses] == [MISSING_INTERNAL_TOPICS]
     assert {t.name: t.partitions for t in r.create_topics} == {"app-changelog": 2,
                                                                "app-repartition": 2}
     assert r.tasks == TasksTuple()
     topics.counts.update({"app-changelog": 2, "app-repartition": 2})
-    _, r = co.heartbeat(beat("m1", 1, {}), 1)
-    assert not r.statuses and r.member_epoch == 2
+    _, r = co.heartbeat(beat("m1", 2, {}), 1)
+    assert not r.statuses and r.member_epoch == 3
     assert r.tasks is not None and r.tasks.active == {"0": frozenset({0, 1}),
                                                       "1": frozenset({0, 1})}
     assert co.describe(["g"])[0].state == "Stable"
+
+
+def test_group_epochs_as_kafka_counts_them() -> None:
+    # Kafka 4.4 (raw heartbeats to the oracle): a new group's first join gives epoch 2, every
+    # later join or leave one more; an emptied group is not new again: 2, 3, 4, 5, then 6.
+    co = StreamsCoordinator(topics=ready_topics())
+    _, r1 = co.heartbeat(join("m1"), 0)
+    co.heartbeat(join("m2"), 1)
+    assert (r1.member_epoch, co.groups["g"].epoch) == (2, 3)
+    co.heartbeat(HeartbeatRequest(group_id="g", member_id="m1", member_epoch=-1), 2)
+    co.heartbeat(HeartbeatRequest(group_id="g", member_id="m2", member_epoch=-1), 3)
+    assert co.groups["g"].epoch == 5 and not co.groups["g"].metadata
+    _, r3 = co.heartbeat(join("m3"), 4)
+    assert r3.member_epoch == 6
 
 
 def test_two_members_revoke_before_reassign() -> None:

@@ -1257,6 +1257,23 @@ public final class Driver {
         }
     }
 
+    /** streams-groups-failover and cli-streams-groups live in StreamsGroupScenarios, compiled
+     *  against kafka-clients 4.4 only (Admin.describeStreamsGroups; target/share-classes). */
+    String streamsGroupScenario(String name) throws Exception {
+        Class<?> c;
+        try {
+            c = Class.forName("odradek.compat.StreamsGroupScenarios");
+        } catch (ClassNotFoundException e) {
+            throw new NotSupported("streams-group scenarios need kafka-clients 4.4 (not built for " + client + ")");
+        }
+        try {
+            return (String) c.getMethod("run", Driver.class, String.class).invoke(null, this, name);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            Throwable t = e.getCause();
+            throw (t instanceof Exception) ? (Exception) t : e;
+        }
+    }
+
     // ------------------------------------------------------------------ main
 
     Scenario lookup(String name) {
@@ -1287,6 +1304,8 @@ public final class Driver {
             case "cli-dump-log-segments": return this::cliDumpLogSegments;
             case "streams-eos": return this::streamsEos;
             case "streams-groups": return this::streamsGroups;
+            case "streams-groups-failover":
+            case "cli-streams-groups": return () -> streamsGroupScenario(name);
             case "txn-copier": return this::txnCopier;
             case "share-group-split":
             case "share-group-redelivery":

@@ -80,6 +80,9 @@ final class StreamsEos {
      *  of phase 3 gets it through the environment. "" keeps the classic protocol. */
     static String groupProtocol = System.getenv().getOrDefault("ODRADEK_STREAMS_GROUP_PROTOCOL", "");
 
+    /** Further Streams settings (the streams-groups-failover instances: their client.id). */
+    static final Map<String, Object> extraProps = new HashMap<>();
+
     static KafkaStreams start(String bootstrap, String appId, String input, String output, Path stateDir, AtomicReference<Throwable> died) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
@@ -106,6 +109,7 @@ final class StreamsEos {
         // session to expire, so the shortest session a Kafka broker allows (group.min.session.timeout.ms).
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
+        p.putAll(extraProps);
         KafkaStreams app = new KafkaStreams(builder.build(), p);
         app.setUncaughtExceptionHandler(e -> {
             died.compareAndSet(null, e);
