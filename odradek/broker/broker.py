@@ -26,7 +26,6 @@ import structlog
 
 from odradek.broker import emulation
 from odradek.broker.acls import build_authorizer
-from odradek.broker.api._share import connection_id as share_connection_id
 from odradek.broker.cluster import Cluster, Topic
 from odradek.broker.connection import IncomingRequest
 from odradek.broker.context import (
@@ -447,7 +446,7 @@ class Broker:
     def connection_closed(self, client: ClientInfo) -> None:
         """A client's connection ended: its share sessions go, and the records they held
         are released at once (as Kafka 4.1+)."""
-        conn = share_connection_id(client)
+        conn = client.connection_id
         self.share.call_loaded(lambda s: s.close_connection(conn, self.now_ms()))
 
     @staticmethod
