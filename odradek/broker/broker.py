@@ -26,7 +26,6 @@ import structlog
 
 from odradek.broker import emulation
 from odradek.broker.acls import build_authorizer
-from odradek.broker.api._share import connection_id as share_connection_id
 from odradek.broker.cluster import Cluster, Topic
 from odradek.broker.connection import IncomingRequest
 from odradek.broker.context import (
@@ -45,8 +44,10 @@ from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.group_configs import GROUP_CONFIG_FILE, GroupConfigs
 from odradek.broker.metrics import Metrics, Sources
 from odradek.broker.partitions import LocalPartitions
+from odradek.broker.pending_logs import PendingLogs
 from odradek.broker.security.store import ScramStore
 from odradek.broker.storage.cleaner import LogCleaner
+from odradek.broker.storage.log import PartitionLog
 from odradek.broker.storage.manager import LogManager
 from odradek.config import (
     BROKER_CONFIGS,
@@ -141,15 +142,18 @@ class Broker:
         self.scram: ScramStore | None = None  # set by the server (odradek/broker/security)
         self.not_applied = NotAppliedWarnings()
         self.not_applied.broker(config)
+        # Logs the metadata names but the disk lacks yet, made after CreateTopics answered.
+        self.pending_logs = PendingLogs(self._make_pending_log)
         # Cluster metadata first: the logs are opened with each topic's effective config.
         self.cluster = Cluster(config, self._create_log, self._delete_logs, self._reconfigure,
-                               self._delete_partition_logs, self._topics_created)
+                               self._delete_partition_logs, self._topics_created,
+                               defer_logs=self._defer_logs)
         self.logs = LogManager(config.log_dirs, resolve_topic_config({}, config),
                                config_for=self._config_for)
         for topic in self.cluster.deleted_on_load:  # deletions a previous run left unsaved
             self.logs.delete(topic)
         self._check_logs()
-        self.partitions = LocalPartitions(self.cluster, self.logs)
+        self.partitions = LocalPartitions(self.cluster, self.logs, self._make_missing_log)
         self.advertised: list[Listener] = config.advertised_for({})
         release = config.get_str("emulate.kafka.version")
         try:
@@ -326,6 +330,29 @@ class Broker:
         self.not_applied.topic(topic, overrides)
         self.logs.create(topic, partition, resolve_topic_config(overrides, self.config))
 
+    def _defer_logs(self, topic: Topic) -> None:
+        self.pending_logs.add(topic.name, range(topic.partitions))
+
+    def _make_pending_log(self, topic: str, partition: int) -> bool:
+        """Make a listed log, unless it exists or its topic or partition is gone now."""
+        known = self.cluster.get(topic)
+        if known is None or partition >= known.partitions or \
+                self.logs.get(topic, partition) is not None:
+            return False
+        self._create_log(topic, partition, known.configs)
+        return True
+
+    def _make_missing_log(self, topic: str, partition: int) -> PartitionLog | None:
+        """A partition the metadata names is asked for before its log was made
+        (`pending_logs.py`): make it now, or None if it cannot be made yet."""
+        try:
+            self._make_pending_log(topic, partition)
+        except Exception as exc:  # out of descriptors, every log dir offline: retried later
+            log.warning("cannot create a partition log yet", topic=topic, partition=partition,
+                        error=str(exc))
+            return None
+        return self.logs.get(topic, partition)
+
     def _config_for(self, topic: str) -> Any:
         known = self.cluster.get(topic)
         return resolve_topic_config(known.configs if known else {}, self.config)
@@ -341,6 +368,7 @@ class Broker:
                 self.logs.checkpoint()
         # Committed offsets go with the topic, so a re-created topic starts clean (as Kafka).
         gone = set(topics)
+        self.pending_logs.discard_topics(gone)
         self.groups.call_loaded(lambda g: g.delete_topic_offsets(gone))
 
     def _topics_created(self, topics: Sequence[Topic]) -> None:
@@ -354,6 +382,7 @@ class Broker:
                                checkpoint: bool) -> None:
         for p in partitions:
             self.logs.delete_partition(topic, p, checkpoint=False)
+            self.pending_logs.discard(topic, p)
         if checkpoint:
             self.logs.checkpoint()
 
@@ -367,14 +396,18 @@ class Broker:
                 plog.config = effective
 
     def _check_logs(self) -> None:
-        """Recreate any partition log the metadata names but the disk lacks (e.g. removed dirs)."""
+        """List for creation every partition log the metadata names but the disk lacks: a
+        kill -9 after CreateTopics answered and before its logs were all made, or removed
+        dirs. They are made in the background, or on first use (`pending_logs.py`)."""
+        missing = 0
         for topic in self.cluster:
             self.not_applied.topic(topic.name, topic.configs)
-            for p in range(topic.partitions):
-                if self.logs.get(topic.name, p) is None:
-                    log.warning("partition log missing; recreating empty", topic=topic.name,
-                                partition=p)
-                    self._create_log(topic.name, p, topic.configs)
+            absent = [p for p in range(topic.partitions) if self.logs.get(topic.name, p) is None]
+            if absent:
+                missing += len(absent)
+                self.pending_logs.add(topic.name, absent)
+        if missing:
+            log.info("partition logs missing; creating them", partitions=missing)
 
     # -- identity and requests ------------------------------------------------------------------
 
@@ -424,7 +457,7 @@ class Broker:
     def connection_closed(self, client: ClientInfo) -> None:
         """A client's connection ended: its share sessions go, and the records they held
         are released at once (as Kafka 4.1+)."""
-        conn = share_connection_id(client)
+        conn = client.connection_id
         self.share.call_loaded(lambda s: s.close_connection(conn, self.now_ms()))
 
     @staticmethod
@@ -435,6 +468,7 @@ class Broker:
 
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         self.partitions.start()
+        tg.start_soon(self.pending_logs.run, name="pending-logs")
         tg.start_soon(self._retention_loop)
         tg.start_soon(self._flush_loop)
         tg.start_soon(self._producer_expiry_loop)

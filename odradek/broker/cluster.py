@@ -150,8 +150,12 @@ class Cluster:
                  delete_logs: Callable[[Sequence[str], bool], None],
                  reconfigure_logs: Callable[[str, Mapping[str, str]], None],
                  delete_partition_logs: Callable[[str, Iterable[int], bool], None],
-                 topics_created: Callable[[Sequence[Topic]], None] | None = None) -> None:
+                 topics_created: Callable[[Sequence[Topic]], None] | None = None,
+                 defer_logs: Callable[[Topic], None] | None = None) -> None:
         self.config = config
+        # Given each topic `create_topics` registered, to make its logs after the answer
+        # (`pending_logs.py`); None: they are made before, as `create_topic` does.
+        self._defer_logs = defer_logs
         # Told of every topic created (registered and saved); consumer groups' regexes.
         self._topics_created = topics_created
         self.node_id = config.get_int("node.id")
@@ -364,10 +368,13 @@ class Cluster:
     # partitions, and write topics.json once. `lock` serialises them (Kafka's controller also
     # applies one request at a time), so one cannot see another's half-done state.
     #
-    # Crash safety: logs are created first and the topics become visible (in memory, then in
-    # topics.json) only once all of them exist, so nothing can be produced to a topic that a
-    # crash could forget; a crash mid-request leaves empty partition directories that no
-    # topic names (loaded, unused, reused if the topic is created again). Deletion removes
+    # Crash safety: CreateTopics (with `defer_logs`, as the broker builds it) makes the topics
+    # visible once topics.json holds them and leaves their logs to be made after the answer:
+    # a start that finds a listed partition without its log makes it, and nothing can be
+    # produced to a partition before its log exists. Without `defer_logs` (and in
+    # `create_topic`, `add_partitions*`) logs are created first and the topics become visible
+    # only once all of them exist; a crash mid-request leaves empty partition directories
+    # that no topic names (loaded, unused, reused if the topic is created again). Deletion removes
     # the topics from topics.json first, then their logs: a crash in between leaves
     # directories that no topic names, never a topic without logs.
 
@@ -434,6 +441,8 @@ class Cluster:
         logs first, then every topic at once and one topics.json write. A topic whose logs
         cannot be created (e.g. EMFILE) is answered with the OSError, its logs removed, and
         the others are still created. Every name is released or registered on return."""
+        if self._defer_logs is not None:
+            return self._create_topics_deferred(wanted)
         outcome: dict[str, Topic | OSError] = {}
         done: list[Topic] = []
         pace = _Pace()
@@ -461,6 +470,33 @@ class Cluster:
                         outcome[topic.name] = exc
                     self._undo(self._delete_logs, [t.name for t in done], True)
                     done = []
+            if done and self._topics_created is not None:
+                self._topics_created(done)
+        finally:
+            for want in wanted:
+                self.release(want.name)
+        return outcome
+
+    def _create_topics_deferred(self, wanted: Sequence[NewTopic]) -> dict[str, Topic | OSError]:
+        """Kafka's order: the topics registered and topics.json written (fsynced) once, then
+        their logs handed to `defer_logs`, made after the answer. No yield: no log is made."""
+        outcome: dict[str, Topic | OSError] = {}
+        done = [Topic(w.name, uuid.uuid4(), w.partitions, dict(w.configs)) for w in wanted]
+        try:
+            for topic in done:
+                self._register(topic)
+                outcome[topic.name] = topic
+            if done:
+                try:
+                    self._save()
+                except OSError as exc:  # e.g. a full disk: none of them is created
+                    for topic in done:
+                        self._unregister(topic)
+                        outcome[topic.name] = exc
+                    done = []
+            assert self._defer_logs is not None
+            for topic in done:
+                self._defer_logs(topic)
             if done and self._topics_created is not None:
                 self._topics_created(done)
         finally:

@@ -59,6 +59,11 @@ class ClientInfo:
     # Fetch may answer with regions of segment files; False (TLS, tests): bytes are read.
     zero_copy: bool = False
 
+    @property
+    def connection_id(self) -> str:
+        """This connection, for share sessions (one ClientInfo object per connection)."""
+        return f"{self.address}#{id(self)}"
+
 
 @dataclass(slots=True, kw_only=True)
 class RequestContext:

@@ -25,7 +25,7 @@ again rather than park). An append at any moment of a long poll is therefore rea
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -155,17 +155,22 @@ class Watch:
 class LocalPartitions:
     """`Partitions` over this node's cluster metadata and log manager."""
 
-    def __init__(self, cluster: Cluster, logs: LogManager) -> None:
+    def __init__(self, cluster: Cluster, logs: LogManager,
+                 make_missing: Callable[[str, int], PartitionLog | None] | None = None) -> None:
         self._cluster = cluster
         self._logs = logs
+        # Makes the log of a partition the metadata names, not made yet (`pending_logs.py`).
+        self._make_missing = make_missing
         self._watches: dict[TopicPartition, list[Watch]] = {}
         self._changes = 0
         logs.on_partition_changed = self.notify_appended  # log start moves, dir failures
 
     def log(self, topic: str, partition: int) -> PartitionLog | None:
         plog = self._logs.get(topic, partition)
-        if plog is None or not self._cluster.has_partition(topic, partition):
+        if not self._cluster.has_partition(topic, partition):
             return None
+        if plog is None and self._make_missing is not None:
+            return self._make_missing(topic, partition)  # created, not answered yet
         return plog
 
     def append_internal(self, topic: str, partition: int, batch: memoryview,

@@ -49,8 +49,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple, Protocol
 
-import crc32c
-
+from odradek.wire import crc32c_c as crc32c
 from odradek.wire.compression import compress, decompress, decompress_stream
 from odradek.wire.exceptions import InvalidRecordError, RecordBatchError
 

@@ -31,8 +31,8 @@ class Read:
 
 
 def connection_id(client: ClientInfo) -> str:
-    """A share session's connection (ClientInfo is one object per connection)."""
-    return f"{client.address}#{id(client)}"
+    """A share session's connection (`ClientInfo.connection_id`)."""
+    return client.connection_id
 
 
 def check_ids(group_id: str | None, member_id: str | None) -> str | None:

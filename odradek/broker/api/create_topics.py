@@ -1,7 +1,10 @@
 """CreateTopics (key 19), versions 0-7.
 
-- Creation is synchronous: when the answer is sent, the topic's partition logs exist and
-  Metadata lists it; `timeout_ms` is therefore ignored.
+- As in Kafka, the answer comes once the topic is durable in the metadata (topics.json
+  written and fsynced, once per request): Metadata lists it from then on; its partition
+  logs are made after the answer (`broker/pending_logs.py`), and any request for a partition
+  whose log is not made yet makes it first, so a Produce right after the answer works.
+  `timeout_ms` is therefore ignored.
 - Checks per topic, in Kafka's order: a name given twice in the request or the name
   `__cluster_metadata` (INVALID_REQUEST; one result per name), illegal or colliding names
   (INVALID_TOPIC_EXCEPTION), existing topics (TOPIC_ALREADY_EXISTS), null or invalid configs
@@ -20,9 +23,10 @@
   controller refuses such an oversized batch too).
 - Large requests do not stall other clients: checks, log creation and answers yield to the
   event loop every few hundred items, and topics.json is written once per request. The
-  topics of one request become visible together, once all their logs exist; admin requests
-  that change topics run one at a time. A topic whose logs cannot be created (e.g. the
-  process is out of file descriptors) is answered KAFKA_STORAGE_ERROR; the others still are.
+  topics of one request become visible together; admin requests that change topics run one
+  at a time. When topics.json cannot be written (e.g. a full disk) every topic of the request
+  is answered KAFKA_STORAGE_ERROR and none is created. A log that cannot be made later (e.g.
+  out of file descriptors) is retried; until then its partition is answered as unknown.
 Not implemented: create-topic policies, controller mutation quotas (throttle_time_ms 0),
 authorization.
 """

@@ -53,7 +53,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-import crc32c
 import structlog
 
 from odradek.broker.storage import files
@@ -67,6 +66,7 @@ from odradek.broker.storage.errors import InvalidTxnStateError as InvalidTxnStat
 from odradek.broker.storage.errors import OutOfOrderSequenceError as OutOfOrderSequenceError
 from odradek.broker.storage.errors import ProducerStateError as ProducerStateError
 from odradek.broker.storage.txn_index import AbortedTxn
+from odradek.wire import crc32c_c as crc32c
 from odradek.wire.exceptions import ProtocolError, RecordBatchError
 from odradek.wire.records import (
     ATTR_CONTROL,

@@ -59,6 +59,10 @@ def test_create_topics_writes_topics_json_once(broker: Broker,
     assert [(r.name, r.error_code, r.num_partitions) for r in results] == [
         (n, ErrorCode.NONE, p) for n, p in wanted.items()]
     assert writes == {"topics.json": 1}
+    # Answered before the logs are made (as Kafka): they are listed, made after.
+    assert len(broker.pending_logs) == sum(wanted.values())
+    assert broker.logs.partitions_of("t0") == []
+    broker.pending_logs.make_all()
     for name, partitions in wanted.items():
         assert broker.logs.partitions_of(name) == list(range(partitions))
     # What was written is what a restart reads back.
@@ -81,6 +85,7 @@ def test_names_of_one_request_still_collide(broker: Broker) -> None:
 def test_create_partitions_writes_topics_json_once(broker: Broker,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     call(broker, ApiKey.CREATE_TOPICS, 7, create_request({f"t{i}": 1 for i in range(100)}))
+    broker.pending_logs.make_all()
     writes = count_writes(monkeypatch, cluster_module)
     req = CreatePartitionsRequest(topics=[
         CreatePartitionsRequest.CreatePartitionsTopic(name=f"t{i}", count=3, assignments=None)
@@ -94,6 +99,7 @@ def test_create_partitions_writes_topics_json_once(broker: Broker,
 def test_delete_topics_writes_metadata_and_checkpoints_once(
         broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
     call(broker, ApiKey.CREATE_TOPICS, 7, create_request({f"t{i}": 2 for i in range(100)}))
+    broker.pending_logs.make_some(100)  # half the logs made, the other half still listed
     json_writes = count_writes(monkeypatch, cluster_module)
     checkpoint_writes = count_writes(monkeypatch, checkpoint_module)
     req = DeleteTopicsRequest(topic_names=[f"t{i}" for i in range(0, 100, 2)], timeout_ms=1000)
@@ -103,13 +109,19 @@ def test_delete_topics_writes_metadata_and_checkpoints_once(
     assert checkpoint_writes == {files.RECOVERY_POINT_CHECKPOINT_FILE: 1,
                                  files.LOG_START_OFFSET_CHECKPOINT_FILE: 1}
     assert sorted(t.name for t in broker.cluster) == sorted(f"t{i}" for i in range(1, 100, 2))
+    # The deleted topics' logs, made or still listed, are gone and never made after.
+    broker.pending_logs.make_all()
     assert broker.logs.partitions_of("t0") == [] and broker.logs.partitions_of("t1") == [0, 1]
+    assert broker.logs.partitions_of("t98") == [] and broker.logs.partitions_of("t99") == [0, 1]
+    assert len(broker.logs.logs()) == 100
+    assert not any(d.name.startswith("t98-") for d in broker.config.log_dirs[0].iterdir())
 
 
 @pytest.mark.parametrize("shape", ["partitions", "topics"])
 def test_large_requests_yield_to_other_tasks(broker: Broker, shape: str) -> None:
-    """Another task gets to run many times while one CreateTopics creates 400 logs, and again
-    while DeleteTopics removes them: the request does not hold the event loop throughout."""
+    """Another task gets to run many times while the 400 logs of one CreateTopics are made
+    (after its answer), and again while DeleteTopics removes them: neither holds the event
+    loop throughout."""
     wanted = {"big": 400} if shape == "partitions" else {f"t{i}": 1 for i in range(400)}
     ticks: list[int] = []
 
@@ -126,8 +138,15 @@ def test_large_requests_yield_to_other_tasks(broker: Broker, shape: str) -> None
         answers: list[Any] = []
         async with anyio.create_task_group() as tg:
             tg.start_soon(ticker)
-            answers.append(await acall(broker, ApiKey.CREATE_TOPICS, 7, create_request(wanted)))
+            async with anyio.create_task_group() as background:
+                background.start_soon(broker.pending_logs.run)
+                answers.append(await acall(broker, ApiKey.CREATE_TOPICS, 7,
+                                           create_request(wanted)))
+                while len(broker.pending_logs):
+                    await anyio.sleep(0.01)
+                background.cancel_scope.cancel()
             done.set()
+        assert len(broker.logs.logs()) == 400
         done = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(ticker)
@@ -153,8 +172,9 @@ def test_large_creations_settle_the_heap(broker: Broker, monkeypatch: pytest.Mon
                         lambda: settled.append(len(broker.logs.logs())))
     monkeypatch.setattr(cluster_module.heap, "SETTLE_EVERY", 50)
     call(broker, ApiKey.CREATE_TOPICS, 7, create_request({"wide": 120, "b": 10, "c": 30}))
+    broker.pending_logs.make_all()  # the logs CreateTopics left to make after its answer
     grow = CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
         name="c", count=80, assignments=None)])
     assert call(broker, ApiKey.CREATE_PARTITIONS, 3, grow).results[0].error_code == (
         ErrorCode.NONE)
-    assert settled == [50, 100, 150, 160 + 50]  # counted per request
+    assert settled == [50, 100, 150, 160 + 50]  # counted per request (or background run)
