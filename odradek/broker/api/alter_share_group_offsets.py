@@ -7,14 +7,17 @@
   share-partition gets a fresh state in `__share_group_state` at the next state epoch,
   starting at the given offset (nothing in flight, delivery counts gone), and is rebuilt
   from it at the next ShareFetch.
-- Not implemented yet: a start offset of -1 (Kafka: resolved by share.auto.offset.reset),
-  ACLs.
+- Authorization (when an authorizer is on), as Kafka 4.4: GROUP READ, else the top-level
+  GROUP_AUTHORIZATION_FAILED; TOPIC READ per topic, else TOPIC_AUTHORIZATION_FAILED on each
+  of its partitions, before the existence check.
+- Not implemented yet: a start offset of -1 (Kafka: resolved by share.auto.offset.reset).
 """
 
 from __future__ import annotations
 
 import uuid
 
+from odradek.broker.api._auth import Op, group_allowed, topic_allowed
 from odradek.broker.context import RequestContext
 from odradek.coordinator.share.state import SharePartitionKey
 from odradek.wire import ErrorCode
@@ -29,6 +32,8 @@ Resp = AlterShareGroupOffsetsResponse
 async def handle(ctx: RequestContext,
                  request: AlterShareGroupOffsetsRequest) -> AlterShareGroupOffsetsResponse:
     gid = request.group_id
+    if not group_allowed(ctx, Op.READ, gid):
+        return AlterShareGroupOffsetsResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error, message, group = await ctx.groups.read(lambda g: g.share.describe(gid))
     if group is None:
         return AlterShareGroupOffsetsResponse(error_code=error, error_message=message)
@@ -40,7 +45,13 @@ async def handle(ctx: RequestContext,
     for t in request.topics:
         topic = ctx.cluster.get(t.topic_name)
         parts = []
+        readable = topic_allowed(ctx, Op.READ, t.topic_name)
         for p in t.partitions:
+            if not readable:
+                parts.append(Resp.AlterShareGroupOffsetsResponsePartition(
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             if topic is None or not 0 <= p.partition_index < topic.partitions:
                 parts.append(Resp.AlterShareGroupOffsetsResponsePartition(
                     partition_index=p.partition_index,
@@ -58,6 +69,7 @@ async def handle(ctx: RequestContext,
             parts.append(Resp.AlterShareGroupOffsetsResponsePartition(
                 partition_index=p.partition_index, error_code=code))
         topics.append(Resp.AlterShareGroupOffsetsResponseTopic(
-            topic_name=t.topic_name, topic_id=topic.topic_id if topic else uuid.UUID(int=0),
+            topic_name=t.topic_name,
+            topic_id=topic.topic_id if topic and readable else uuid.UUID(int=0),
             partitions=parts))
     return AlterShareGroupOffsetsResponse(responses=topics)
