@@ -436,3 +436,17 @@ def test_scram_credential_apis_need_cluster_describe_and_alter(broker: Broker) -
     assert r.error_code == ErrorCode.NONE
     r = call(broker, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, a, principal=ALICE)
     assert all(x.error_code != ErrorCode.CLUSTER_AUTHORIZATION_FAILED for x in r.results)
+
+
+def test_metadata_cluster_operations_need_cluster_describe(broker: Broker) -> None:
+    from odradek.wire._generated.metadata import MetadataRequest
+
+    def ops(principal: str) -> int:
+        r = call(broker, ApiKey.METADATA, 10, MetadataRequest(
+            topics=[], allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=True), principal=principal)
+        return int(r.cluster_authorized_operations)
+    grant(broker, C, "kafka-cluster", Op.CLUSTER_ACTION)
+    assert ops(ALICE) == 0  # CLUSTER_ACTION alone: nothing reported (Kafka)
+    grant(broker, C, "kafka-cluster", Op.DESCRIBE)
+    assert ops(ALICE) == (1 << Op.CLUSTER_ACTION) | (1 << Op.DESCRIBE)
