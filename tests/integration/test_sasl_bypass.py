@@ -14,23 +14,36 @@ import hmac
 import os
 import struct
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from it_support import BrokerProcess
 from test_bad_input import Raw, request
-from test_sasl import METADATA_V1, _auth_response, _authenticate, _handshake, sasl_broker
+from test_sasl import METADATA_V1, SASL, _auth_response, _authenticate, _handshake
 
 from odradek.broker.registry import HANDLERS
 from odradek.wire import ApiKey
 from odradek.wire._generated.sasl_handshake import SaslHandshakeResponse
 
 pytestmark = pytest.mark.timeout(300)
-__all__ = ["sasl_broker"]  # the fixture, shared with test_sasl
 
 UNSUPPORTED_SASL_MECHANISM = 33
+ILLEGAL_SASL_STATE = 34
+KAFKA = "kafka_it_server" in os.environ.get("ODRADEK_IT_SERVER_CMD", "")
 ENABLED = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 # Every served api but the two Kafka handles before the handshake.
 GUARDED = sorted(k for k in HANDLERS if k not in (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE))
+
+
+@pytest.fixture(scope="module")
+def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One broker for the module (these tests change nothing on it)."""
+    data: Path = tmp_path_factory.mktemp("sasl-bypass") / "data"
+    broker = BrokerProcess(data, SASL)
+    broker.start()
+    yield broker
+    broker.stop()
 
 
 def _any_request(api_key: int, cid: int = 7) -> bytes:
@@ -51,6 +64,25 @@ def test_every_api_before_authentication_closes(sasl_broker: BrokerProcess,
         raw.send(_handshake("PLAIN"))
         assert SaslHandshakeResponse.decode(raw.read_frame(), 1, 4)[0].error_code == 0
         raw.send(_any_request(api_key))
+        if api_key == ApiKey.LIST_GROUPS:  # a body Kafka can parse: see the test below
+            return
+        assert raw.closed_by_broker()
+
+
+@pytest.mark.xfail(not KAFKA, strict=True,
+                   reason="Odradek closes without the api's ILLEGAL_SASL_STATE error response")
+def test_after_the_handshake_a_parsed_request_gets_illegal_sasl_state(
+        sasl_broker: BrokerProcess) -> None:
+    """Kafka (SaslServerAuthenticator, AUTHENTICATE state) answers a request it can parse
+    with that api's error response (ILLEGAL_SASL_STATE), then closes: ListGroups v0, whose
+    body is empty. Nothing is served either way."""
+    with Raw(sasl_broker) as raw:
+        raw.send(_handshake("PLAIN"))
+        raw.read_frame()
+        raw.send(request(ApiKey.LIST_GROUPS, 0, 7))
+        frame = raw.read_frame()
+        cid, error, groups = struct.unpack(">ihi", frame)
+        assert (cid, error, groups) == (7, ILLEGAL_SASL_STATE, 0)
         assert raw.closed_by_broker()
 
 
@@ -69,7 +101,8 @@ def test_unknown_or_misspelled_mechanism(sasl_broker: BrokerProcess, mechanism: 
     with Raw(sasl_broker) as raw:
         raw.send(_handshake(mechanism))
         resp = SaslHandshakeResponse.decode(raw.read_frame(), 1, 4)[0]
-        assert (resp.error_code, resp.mechanisms) == (UNSUPPORTED_SASL_MECHANISM, ENABLED)
+        # Kafka's order is its map's, not the setting's
+        assert (resp.error_code, sorted(resp.mechanisms)) == (UNSUPPORTED_SASL_MECHANISM, ENABLED)
         assert raw.closed_by_broker()
 
 
