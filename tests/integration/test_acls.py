@@ -265,3 +265,45 @@ def test_prefixed_allow_deleted_denies_at_once_and_after_restart(start_broker: S
     bs = broker.bootstrap
     assert _produce_error(bs, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
     assert _fetch_error(bs, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+@pytest.mark.skipif(not CLASSPATH.exists() or shutil.which("java") is None,
+                    reason="Kafka 4.4 tools not built (bash compat_tests/setup.sh)")
+def test_kafka_tools_log_dirs_and_delete_offsets_denied(start_broker: StartBroker,
+                                                        tmp_path: Path) -> None:
+    """kafka-log-dirs.sh (DescribeLogDirs: CLUSTER DESCRIBE) and kafka-consumer-groups.sh
+    --delete-offsets (OffsetDelete: GROUP DELETE) with Kafka 4.4's own tools."""
+    broker = start_broker(tmp_path / "data", SETTINGS)
+    bs = broker.bootstrap
+    topic, group = topic_name("acl"), topic_name("g")
+    create_topic(bs, topic)
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False})
+    for _ in range(20):  # Kafka: NOT_COORDINATOR until __consumer_offsets is up
+        try:
+            c.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+            break
+        except KafkaException:
+            time.sleep(0.5)
+    else:
+        raise AssertionError("offsets never committed")
+    c.close()
+
+    def tool(cls: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["java", "-cp", CLASSPATH.read_text().strip(), cls,
+                               "--bootstrap-server", bs, *args],
+                              capture_output=True, text=True, timeout=120)
+    log_dirs = ("org.apache.kafka.tools.LogDirsCommand", "--describe")
+    delete = ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--delete-offsets",
+              "--group", group, "--topic", topic)
+    assert tool(*log_dirs).returncode == 0
+    add(bs, deny(ResourceType.GROUP, group, AclOperation.DELETE),
+        allow(ResourceType.GROUP, group, AclOperation.DESCRIBE))
+    denied = tool(*delete)
+    assert "Error: Group authorization failed." in denied.stdout
+    assert "GroupAuthorizationException" in denied.stdout
+    add(bs, deny(ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE),
+        allow(ResourceType.BROKER, "kafka-cluster", AclOperation.CLUSTER_ACTION))
+    denied = tool(*log_dirs)
+    assert denied.returncode == 1
+    assert "ClusterAuthorizationException: Cluster authorization failed." in (
+        denied.stdout + denied.stderr)
