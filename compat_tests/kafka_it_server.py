@@ -12,6 +12,12 @@ Kafka refuses consumer-group heartbeat intervals and session timeouts below its 
 (`group.consumer.min.heartbeat.interval.ms`, 5 s, and `group.consumer.min.session.timeout.ms`,
 45 s); the short values the tests give are allowed by lowering those minimums to them.
 Needs the jars of `compat_tests/setup.sh` (java/target/cp-clients-4.4.txt).
+
+`listeners=SASL_PLAINTEXT://...`: Kafka gets that listener on the port the tests are told,
+plus a PLAINTEXT one on a port of its own (inter-broker, and the readiness probe); the
+`listener.name.sasl_plaintext.*` settings go through, each enabled SCRAM mechanism without
+a JAAS entry gets Kafka's ScramLoginModule one (Odradek needs none), and Odradek's
+`scram.bootstrap.credentials` becomes `kafka-storage format --add-scram` (one per entry).
 """
 
 from __future__ import annotations
@@ -37,11 +43,12 @@ def _overrides(argv: list[str]) -> dict[str, str]:
     return out
 
 
-def _announce_when_ready(port: int) -> None:
-    """In a forked child: wait for Metadata to answer, then print the line tests wait for."""
+def _announce_when_ready(probe: int, port: int) -> None:
+    """In a forked child: wait for Metadata to answer on `probe` (PLAINTEXT), then print the
+    line tests wait for, with the tests' `port`."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0})
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{probe}", "log_level": 0})
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
@@ -57,15 +64,28 @@ def main(argv: list[str]) -> None:
     settings = _overrides(argv)
     listener = settings.pop("listeners", "PLAINTEXT://127.0.0.1:0")
     port = int(listener.rsplit(":", 1)[1]) or free_port()
+    sasl = listener.startswith("SASL_PLAINTEXT://")
+    scram = [c for c in settings.pop("scram.bootstrap.credentials", "").split(";") if c]
+    if sasl:
+        mechs = settings.get("listener.name.sasl_plaintext.sasl.enabled.mechanisms", "")
+        for mech in (m.strip() for m in mechs.split(",")):
+            if mech.startswith("SCRAM-"):
+                settings.setdefault(
+                    f"listener.name.sasl_plaintext.{mech.lower()}.sasl.jaas.config",
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;")
     data = Path(settings.pop("log.dirs"))
     data.mkdir(parents=True, exist_ok=True)
     state_file = data / "kafka-it-server.json"
     if state_file.exists():  # a restart: the same controller port and cluster
         state = json.loads(state_file.read_text())
     else:
-        state = {"controller_port": free_port(), "cluster_id": _cluster_id()}
+        state = {"controller_port": free_port(), "cluster_id": _cluster_id(),
+                 "plaintext_port": free_port()}
         state_file.write_text(json.dumps(state))
     cport = state["controller_port"]
+    # With a SASL listener the tests' port is SASL_PLAINTEXT's; PLAINTEXT gets its own.
+    pport = int(state.get("plaintext_port") or free_port()) if sasl else port
+    extra = f",SASL_PLAINTEXT://127.0.0.1:{port}" if sasl else ""
     for key, floor in (("group.consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms"),
                        ("group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms")):
         if key in settings:
@@ -74,11 +94,12 @@ def main(argv: list[str]) -> None:
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.voters": f"1@127.0.0.1:{cport}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{pport}{extra},CONTROLLER://127.0.0.1:{cport}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{pport}{extra}",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+                                          + (",SASL_PLAINTEXT:SASL_PLAINTEXT" if sasl else ""),
         "log.dirs": str(data / "kafka-logs"),
         "offsets.topic.replication.factor": "1",
         "transaction.state.log.replication.factor": "1",
@@ -97,13 +118,14 @@ def main(argv: list[str]) -> None:
             with open(os.devnull, "w") as devnull:
                 os.dup2(devnull.fileno(), 1)
                 os.execvp("java", [*java, "kafka.tools.StorageTool", "format", "-t",
-                                   state["cluster_id"], "-c", str(path)])
+                                   state["cluster_id"], "-c", str(path),
+                                   *(a for c in scram for a in ("--add-scram", c))])
         _, status = os.waitpid(pid, 0)
         if status != 0:
             raise SystemExit(f"kafka storage format failed ({status})")
     if os.fork() == 0:
         try:
-            _announce_when_ready(port)
+            _announce_when_ready(pport, port)
         finally:
             os._exit(0)
     os.execvp("java", [*java, "kafka.Kafka", str(path)])

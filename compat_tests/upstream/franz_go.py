@@ -9,6 +9,11 @@ per test and per subtest (e.g. `TestGroupETL/range/848`, the KIP-848 consumer-pr
 the tests enable when the broker advertises ConsumerGroupHeartbeat v1) are compared with the
 allow-list franz_go_allow.txt (tests that must pass); the exit status is non-zero when an
 allowed test did not pass. Results go to work/franz-go-<target>.json.
+
+`--sasl` also starts a SASL_PLAINTEXT listener (SCRAM-SHA-256 and -512, a user made at start:
+Odradek's `scram.bootstrap.credentials`, Kafka's `kafka-storage format --add-scram`) and runs
+kgo's SCRAM tests against it (KGO_TEST_SCRAM_SEEDS, KGO_TEST_SCRAM), which skip without it.
+OAUTHBEARER's (KGO_TEST_OAUTH_SEEDS) is left out: Odradek does not serve OAUTHBEARER.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from compat_tests.brokers import make_broker
+from compat_tests.brokers import Broker, KafkaBroker, OdradekBroker, free_port, make_broker
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work"
@@ -45,6 +50,29 @@ DEFAULT_RUN = (
     "|TestGroupSimple|TestLookbackMilli|TestConsumeMaxDecompressBatchBytes|TestUnknownGroupOffsetFetchPinned"
     "|TestPing|TestIssue1034|TestPooling|TestHookPollStart|Test848RegexBrokerResolves)$"
 )
+
+
+# kgo's tests that need a SASL listener (skipped without KGO_TEST_SCRAM_SEEDS).
+SASL_TESTS = ("TestSCRAMAuth", "TestSCRAMAuthBadCredentials")
+SCRAM_USER, SCRAM_PASSWORD = "kgo", "kgo-pw"
+SCRAM_CREDENTIALS = (f"SCRAM-SHA-256=[name={SCRAM_USER},password={SCRAM_PASSWORD}];"
+                     f"SCRAM-SHA-512=[name={SCRAM_USER},password={SCRAM_PASSWORD}]")
+SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+
+
+def sasl_broker(target: str, workdir: Path, port: int) -> Broker:
+    """A broker with PLAINTEXT (the tests' KGO_SEEDS) and SASL_PLAINTEXT on `port`."""
+    settings = {"listener.name.sasl_plaintext.sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+                "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
+                "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS}
+    data = Path(tempfile.mkdtemp(prefix=f"compat-{target}-", dir=workdir))
+    log = workdir / f"broker-{target}.log"
+    if target == "odradek":
+        return OdradekBroker(data, log, {**settings, "scram.bootstrap.credentials": SCRAM_CREDENTIALS,
+                                         "listeners": f"PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{port}"})
+    return KafkaBroker(data, log, settings, extra_listeners={"SASL_PLAINTEXT": ("SASL_PLAINTEXT", port)},
+                       format_args=["--add-scram", SCRAM_CREDENTIALS.split(";")[0],
+                                    "--add-scram", SCRAM_CREDENTIALS.split(";")[1]])
 
 
 def module_dir() -> tuple[Path, str]:
@@ -76,17 +104,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run", default=DEFAULT_RUN)
     ap.add_argument("--records", type=int, default=20000, help="KGO_TEST_RECORDS")
     ap.add_argument("--timeout", default="15m", help="go test -timeout")
+    ap.add_argument("--sasl", action="store_true", help="add a SASL_PLAINTEXT listener and kgo's SCRAM tests")
     args = ap.parse_args(argv)
+    run = args.run
+    if args.sasl:
+        run = run.rstrip("$").rstrip(")") + "|" + "|".join(SASL_TESTS) + ")$" if run == DEFAULT_RUN else run
     mod, version = prepare()
     workdir = Path(tempfile.mkdtemp(prefix="franz-go-upstream-"))
-    broker = make_broker(args.target, workdir)
+    sasl_port = free_port() if args.sasl else 0
+    broker = sasl_broker(args.target, workdir, sasl_port) if args.sasl else make_broker(args.target, workdir)
     broker.start()
     print(f"franz-go {version} kgo tests against {broker.name} at {broker.bootstrap}", file=sys.stderr)
     env = dict(os.environ, KGO_SEEDS=broker.bootstrap, KGO_TEST_RF="1", KGO_TEST_RECORDS=str(args.records))
+    if args.sasl:
+        env.update(KGO_TEST_SCRAM_SEEDS=f"127.0.0.1:{sasl_port}", KGO_TEST_SCRAM=f"{SCRAM_USER}:{SCRAM_PASSWORD}")
     log = workdir / "go-test.log"
     try:
         with log.open("w") as f:
-            proc = subprocess.run(["go", "test", "./pkg/kgo", "-count=1", "-v", "-timeout", args.timeout, "-run", args.run],
+            proc = subprocess.run(["go", "test", "./pkg/kgo", "-count=1", "-v", "-timeout", args.timeout, "-run", run],
                                   cwd=mod, env=env, stdout=f, stderr=subprocess.STDOUT)
     finally:
         broker.stop()
@@ -103,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in skipped_checks:
         results.setdefault(name, {"status": "?", "seconds": 0.0})["skipped_checks"] = True
     allowed = [t.strip() for t in ALLOW.read_text().splitlines() if t.strip() and not t.startswith("#")] if ALLOW.exists() else []
+    if not args.sasl:  # they need the SASL listener
+        allowed = [t for t in allowed if t not in SASL_TESTS]
     # A narrower --run checks only the allow-listed tests it ran.
     missing = [t for t in allowed if results.get(t, {}).get("status") != "PASS"
                and (args.run == DEFAULT_RUN or t in results)]

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from odradek.broker.api._auth import Op, topic_allowed
 from odradek.broker.api.share_group_heartbeat import log_info
 from odradek.broker.context import ClientInfo, RequestContext
 from odradek.broker.storage.errors import OffsetOutOfRangeError
@@ -33,6 +34,16 @@ class Read:
 def connection_id(client: ClientInfo) -> str:
     """A share session's connection (`ClientInfo.connection_id`)."""
     return client.connection_id
+
+
+def unreadable(ctx: RequestContext, tps: Iterable[TopicIdPartition]) -> set[TopicIdPartition]:
+    """The share-partitions of known topics the principal may not READ (Kafka answers each
+    TOPIC_AUTHORIZATION_FAILED; unknown topic ids keep their own error)."""
+    if ctx.authorizer is None:
+        return set()
+    by_id = ctx.cluster.by_id
+    return {tp for tp in tps
+            if tp[0] in by_id and not topic_allowed(ctx, Op.READ, by_id[tp[0]].name)}
 
 
 def check_ids(group_id: str | None, member_id: str | None) -> str | None:

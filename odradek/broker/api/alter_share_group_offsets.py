@@ -14,13 +14,16 @@
   uninitialised; DescribeShareGroupOffsets shows start offset -1 and lag -1 until the next
   ShareFetch initialises it by `share.auto.offset.reset`. Other negative offsets get
   INVALID_REQUEST (Kafka 4.4 stores them unchecked).
-- Not implemented yet: ACLs.
+- Authorization (when an authorizer is on), as Kafka 4.4: GROUP READ, else the top-level
+  GROUP_AUTHORIZATION_FAILED; TOPIC READ per topic, else TOPIC_AUTHORIZATION_FAILED on each
+  of its partitions, before the existence check.
 """
 
 from __future__ import annotations
 
 import uuid
 
+from odradek.broker.api._auth import Op, group_allowed, topic_allowed
 from odradek.broker.context import RequestContext
 from odradek.coordinator.share.state import SharePartitionKey
 from odradek.wire import ErrorCode
@@ -35,6 +38,8 @@ Resp = AlterShareGroupOffsetsResponse
 async def handle(ctx: RequestContext,
                  request: AlterShareGroupOffsetsRequest) -> AlterShareGroupOffsetsResponse:
     gid = request.group_id
+    if not group_allowed(ctx, Op.READ, gid):
+        return AlterShareGroupOffsetsResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error, message, group = await ctx.groups.read(lambda g: g.share.describe(gid))
     taken = await ctx.groups.read(lambda g: g.share.other_group(gid))
     if group is None and taken:
@@ -48,7 +53,13 @@ async def handle(ctx: RequestContext,
     for t in request.topics:
         topic = ctx.cluster.get(t.topic_name)
         parts = []
+        readable = topic_allowed(ctx, Op.READ, t.topic_name)
         for p in t.partitions:
+            if not readable:
+                parts.append(Resp.AlterShareGroupOffsetsResponsePartition(
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             if topic is None or not 0 <= p.partition_index < topic.partitions:
                 parts.append(Resp.AlterShareGroupOffsetsResponsePartition(
                     partition_index=p.partition_index,
@@ -69,7 +80,8 @@ async def handle(ctx: RequestContext,
                 name, done = altered.get(topic.topic_id, (topic.name, frozenset()))
                 altered[topic.topic_id] = (name, done | {p.partition_index})
         topics.append(Resp.AlterShareGroupOffsetsResponseTopic(
-            topic_name=t.topic_name, topic_id=topic.topic_id if topic else uuid.UUID(int=0),
+            topic_name=t.topic_name,
+            topic_id=topic.topic_id if topic and readable else uuid.UUID(int=0),
             partitions=parts))
     if altered or group is None:
         code = await ctx.groups.wait(lambda g: g.share_offsets_altered(gid, altered))

@@ -8,13 +8,16 @@
   4096-16384 or an empty name UNACCEPTABLE_CREDENTIAL, deleting what does not exist
   RESOURCE_NOT_FOUND, a user altered twice for one mechanism DUPLICATE_RESOURCE; a user with
   any error has none of its changes applied.
-Not implemented: authorization (ALTER on the cluster) is the authorizer's.
+- Authorization (when an authorizer is on): CLUSTER ALTER, else CLUSTER_AUTHORIZATION_FAILED
+  on one result per user named (sorted, once each), as Kafka's controller answers; its
+  message names the whole request ("Request ... is not authorized."), this one does not.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
+from odradek.broker.api._auth import Op, cluster_allowed
 from odradek.broker.context import RequestContext
 from odradek.broker.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, credential_from_salted
 from odradek.wire import ErrorCode
@@ -29,6 +32,11 @@ Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
 
 async def handle(ctx: RequestContext, request: AlterUserScramCredentialsRequest
                  ) -> AlterUserScramCredentialsResponse:
+    if not cluster_allowed(ctx, Op.ALTER):
+        users = {d.name for d in request.deletions} | {u.name for u in request.upsertions}
+        return AlterUserScramCredentialsResponse(results=[
+            Result(user=u, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                   error_message="Request is not authorized.") for u in sorted(users)])
     store = ctx.scram
     errors: dict[str, tuple[int, str]] = {}
     pairs = Counter([(d.name, d.mechanism) for d in request.deletions]

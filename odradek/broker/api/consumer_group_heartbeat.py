@@ -35,16 +35,18 @@
   "consumer" upgrades it to a consumer group, its classic members kept (they go on with
   JoinGroup/SyncGroup/Heartbeat); when the last consumer-protocol member leaves or is fenced
   and only classic members remain, the group is downgraded to a classic group and rebalances.
-- Authorization (when an authorizer is on): GROUP READ, else GROUP_AUTHORIZATION_FAILED.
-  Not checked yet: DESCRIBE on the subscribed topics (Kafka answers TOPIC_AUTHORIZATION_FAILED).
+- Authorization (when an authorizer is on): GROUP READ, else GROUP_AUTHORIZATION_FAILED;
+  then TOPIC DESCRIBE on every subscribed topic name, else TOPIC_AUTHORIZATION_FAILED (no
+  message, member epoch 0), as Kafka 4.4's KafkaApis. Not checked: the topics a regex
+  resolves to (Kafka keeps only those the member may DESCRIBE).
 - Not implemented yet: the downgrade when a classic static member replaces the last
-  consumer-protocol static member, rack-aware assignment, per-group configs (a group's own regex refresh interval), ACLs (Kafka keeps
-  only the topics the member may DESCRIBE), quotas.
+  consumer-protocol static member, rack-aware assignment, per-group configs (a group's own
+  regex refresh interval), ACLs on regex-resolved topics, quotas.
 """
 
 from __future__ import annotations
 
-from odradek.broker.api._auth import Op, group_allowed
+from odradek.broker.api._auth import Op, group_allowed, topic_allowed
 from odradek.broker.api.join_group import client_host
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.consumer.coordinator import HeartbeatRequest
@@ -63,6 +65,9 @@ async def handle(ctx: RequestContext,
     if not group_allowed(ctx, Op.READ, request.group_id):
         return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
                                               member_epoch=-1, heartbeat_interval_ms=0)
+    if ctx.authorizer is not None and request.subscribed_topic_names and not all(
+            topic_allowed(ctx, Op.DESCRIBE, t) for t in request.subscribed_topic_names):
+        return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     req = HeartbeatRequest(
         group_id=request.group_id,
         member_id=request.member_id,

@@ -12,7 +12,10 @@
   event loop between chunks, then every new count is saved at once (one topics.json write);
   admin requests that change topics run one at a time. A topic whose new logs cannot be
   created (e.g. out of file descriptors) is answered KAFKA_STORAGE_ERROR and keeps its count.
-Not implemented: controller mutation quotas (throttle_time_ms 0), authorization.
+- Authorization (when an authorizer is on): TOPIC ALTER, else TOPIC_AUTHORIZATION_FAILED
+  (no message), checked after the duplicate check and before any other, as Kafka's
+  controller does.
+Not implemented: controller mutation quotas (throttle_time_ms 0).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections import Counter
 import anyio.lowlevel
 import structlog
 
+from odradek.broker.api._auth import Op, topic_allowed
 from odradek.broker.api._common import MAX_PARTITIONS_PER_REQUEST, ApiError
 from odradek.broker.cluster import ClusterError
 from odradek.broker.context import RequestContext
@@ -111,6 +115,11 @@ async def _handle(ctx: RequestContext, request: CreatePartitionsRequest
         if counts[want.name] > 1:
             results.append(Result(name=want.name, error_code=ErrorCode.INVALID_REQUEST,
                                   error_message="Duplicate topic name."))
+            continue
+        if not topic_allowed(ctx, Op.ALTER, want.name):
+            results.append(Result(name=want.name,
+                                  error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                  error_message=None))
             continue
         try:
             added = _check(ctx, want, budget)

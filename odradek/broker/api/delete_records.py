@@ -10,13 +10,15 @@
   partition whose log dir failed, or whose new start offset cannot be checkpointed,
   KAFKA_STORAGE_ERROR. Errors carry low watermark -1, as Kafka.
 - A partition named twice counts once (the last offset wins), as in Kafka's request map.
-Not implemented: authorization.
+- Authorization (when an authorizer is on): TOPIC DELETE, else TOPIC_AUTHORIZATION_FAILED,
+  checked before the existence check as in Kafka.
 """
 
 from __future__ import annotations
 
 import structlog
 
+from odradek.broker.api._auth import Op, topic_allowed
 from odradek.broker.cluster import INTERNAL_TOPICS
 from odradek.broker.context import RequestContext
 from odradek.broker.storage.errors import StorageError, error_code_for
@@ -32,6 +34,8 @@ INVALID_LOW_WATERMARK = -1
 
 
 def _delete(ctx: RequestContext, topic: str, partition: int, offset: int) -> tuple[ErrorCode, int]:
+    if not topic_allowed(ctx, Op.DELETE, topic):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, INVALID_LOW_WATERMARK
     if topic in INTERNAL_TOPICS:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, INVALID_LOW_WATERMARK
     plog = ctx.partitions.log(topic, partition)

@@ -7,11 +7,14 @@
   group's share-partitions of the topic are deleted from `__share_group_state` (tombstones,
   Kafka's DeleteShareGroupState) and the topic leaves the group's share-partition metadata,
   so a later subscription initialises it again from `share.auto.offset.reset`.
-- Not implemented yet: ACLs.
+- Authorization (when an authorizer is on), as Kafka 4.4: GROUP DELETE, else the top-level
+  GROUP_AUTHORIZATION_FAILED; TOPIC READ per topic, else that topic's
+  TOPIC_AUTHORIZATION_FAILED, before the existence check.
 """
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, group_allowed, topic_allowed
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.delete_share_group_offsets import (
@@ -25,6 +28,8 @@ Resp = DeleteShareGroupOffsetsResponse
 async def handle(ctx: RequestContext,
                  request: DeleteShareGroupOffsetsRequest) -> DeleteShareGroupOffsetsResponse:
     gid = request.group_id
+    if not group_allowed(ctx, Op.DELETE, gid):
+        return DeleteShareGroupOffsetsResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error, message, group = await ctx.groups.read(lambda g: g.share.describe(gid))
     if group is None:
         return DeleteShareGroupOffsetsResponse(error_code=error, error_message=message)
@@ -33,6 +38,10 @@ async def handle(ctx: RequestContext,
                                                error_message="The group is not empty.")
     out, found = [], set()
     for t in request.topics:
+        if not topic_allowed(ctx, Op.READ, t.topic_name):
+            out.append(Resp.DeleteShareGroupOffsetsResponseTopic(
+                topic_name=t.topic_name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
         topic = ctx.cluster.get(t.topic_name)
         if topic is None:
             out.append(Resp.DeleteShareGroupOffsetsResponseTopic(

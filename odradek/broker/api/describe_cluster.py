@@ -8,15 +8,18 @@
   carry an endpoint type.
 - include_fenced_brokers (v2, KIP-1073) changes nothing: this node is never fenced, so its
   entry has is_fenced false either way.
-- cluster_authorized_operations: INT32_MIN unless requested; when requested, every cluster
-  operation (there is no authorizer).
-Not implemented: racks, ACLs.
+- cluster_authorized_operations: INT32_MIN unless requested; when requested, those the
+  ACLs allow (every cluster operation without an authorizer), or 0 without CLUSTER
+  DESCRIBE, as Kafka's AuthHelper computes them. The api itself needs no permission.
+Not implemented: racks.
 """
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, Res, authorized_operations, cluster_allowed
 from odradek.broker.api.metadata import AUTHORIZED_OPS_NOT_REQUESTED, CLUSTER_OPS_ALL
 from odradek.broker.context import RequestContext
+from odradek.coordinator.acl.authorizer import CLUSTER_NAME
 from odradek.wire import ErrorCode
 from odradek.wire._generated.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 
@@ -38,8 +41,10 @@ async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Descri
             error_code=ErrorCode.INVALID_REQUEST if v0 else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
             error_message=f"Unsupported endpoint type {wanted}", endpoint_type=wanted)
     host, port = ctx.node.advertised_endpoint(ctx.client.listener)
-    ops = (CLUSTER_OPS_ALL if request.include_cluster_authorized_operations
-           else AUTHORIZED_OPS_NOT_REQUESTED)
+    ops = AUTHORIZED_OPS_NOT_REQUESTED
+    if request.include_cluster_authorized_operations:
+        ops = (authorized_operations(ctx, Res.CLUSTER, CLUSTER_NAME, CLUSTER_OPS_ALL)
+               if cluster_allowed(ctx, Op.DESCRIBE) else 0)
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         error_message=None,

@@ -11,7 +11,10 @@
   topics, as Kafka's ReplicaManager.describeLogDirs answers an offline dir.
 - Top-level error_code (v3+) is NONE; is_cordoned (v5, KIP-1066) is always false (no dir
   is cordoned: cordoning is not implemented).
-Not implemented: authorization (CLUSTER_AUTHORIZATION_FAILED), future (moving) replicas.
+- Authorization (when an authorizer is on): CLUSTER DESCRIBE, else the top-level
+  CLUSTER_AUTHORIZATION_FAILED with no results (v0-2 carry no top-level error: an empty
+  answer, as Kafka's).
+Not implemented: future (moving) replicas.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
+from odradek.broker.api._auth import Op, cluster_allowed
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.describe_log_dirs import (
@@ -56,6 +60,9 @@ def _dir_result(ctx: RequestContext, log_dir: Path,
 
 
 async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+    if not cluster_allowed(ctx, Op.DESCRIBE):
+        return DescribeLogDirsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                       results=[])
     wanted = None if request.topics is None else {
         (t.topic, p) for t in request.topics for p in t.partitions}
     dirs = list(dict.fromkeys(ctx.partitions.log_dirs))

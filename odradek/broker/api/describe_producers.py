@@ -3,11 +3,14 @@
 The producers each requested partition knows (from its producer state): id, epoch, last
 sequence, last timestamp, the coordinator epoch of its last marker and the first offset of
 its open transaction (-1 when none), as Kafka's TransactionsCommand shows them. Unknown topics
-or partitions: UNKNOWN_TOPIC_OR_PARTITION per partition. Not implemented: ACLs.
+or partitions: UNKNOWN_TOPIC_OR_PARTITION per partition. With an authorizer, a topic without
+READ gets TOPIC_AUTHORIZATION_FAILED on every partition, before the existence check (Kafka).
+Not implemented: INVALID_TOPIC_EXCEPTION for an illegal name.
 """
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, topic_allowed
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.describe_producers import (
@@ -23,6 +26,12 @@ async def handle(ctx: RequestContext, request: DescribeProducersRequest
     topics = []
     for topic in request.topics:
         partitions = []
+        if not topic_allowed(ctx, Op.READ, topic.name):
+            topics.append(Resp.TopicResponse(name=topic.name, partitions=[
+                Resp.PartitionResponse(partition_index=index,
+                                       error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for index in topic.partition_indexes]))
+            continue
         for index in topic.partition_indexes:
             plog = ctx.partitions.log(topic.name, index)
             if plog is None:

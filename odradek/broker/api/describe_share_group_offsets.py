@@ -9,13 +9,17 @@
   high watermark - SPSO - the records past the SPSO whose delivery is complete. A
   share-partition without state, or reset to -1 by AlterShareGroupOffsets and not fetched
   since, answers start offset -1 and lag -1, as Kafka.
-- Not implemented yet: ACLs.
+- Authorization (when an authorizer is on): GROUP DESCRIBE per group, else that group's
+  GROUP_AUTHORIZATION_FAILED; TOPIC DESCRIBE per topic: a named topic without it answers
+  TOPIC_AUTHORIZATION_FAILED on each partition (existence not checked), and listing every
+  topic leaves it out.
 """
 
 from __future__ import annotations
 
 import uuid
 
+from odradek.broker.api._auth import Op, group_allowed, topic_allowed
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.coordinator import GroupCoordinator
 from odradek.coordinator.share.coordinator import ShareCoordinator
@@ -32,17 +36,24 @@ Req = DescribeShareGroupOffsetsRequest
 
 
 def _wanted(g: GroupCoordinator, ctx: RequestContext, group: Req.DescribeShareGroupOffsetsRequestGroup,
-            ) -> tuple[ErrorCode, str | None, list[tuple[str, uuid.UUID, list[int]]]]:
+            ) -> tuple[ErrorCode, str | None, list[tuple[str, uuid.UUID | None, list[int]]]]:
+    """The topics to describe; a None id is a named topic the principal may not describe."""
+    if not group_allowed(ctx, Op.DESCRIBE, group.group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, None, []
     error, message, sg = g.share.describe(group.group_id)
     if sg is None:
         return error, message, []
-    out = []
+    out: list[tuple[str, uuid.UUID | None, list[int]]] = []
     if group.topics is None:
         for topic_id, (name, parts) in sorted(sg.state_partitions.initialized.items(),
                                               key=lambda kv: kv[1][0]):
-            out.append((name, topic_id, sorted(parts)))
+            if topic_allowed(ctx, Op.DESCRIBE, name):
+                out.append((name, topic_id, sorted(parts)))
     else:
         for t in group.topics:
+            if not topic_allowed(ctx, Op.DESCRIBE, t.topic_name):
+                out.append((t.topic_name, None, sorted(t.partitions)))
+                continue
             topic = ctx.cluster.get(t.topic_name)
             if topic is not None:
                 out.append((t.topic_name, topic.topic_id, sorted(t.partitions)))
@@ -83,6 +94,14 @@ async def handle(ctx: RequestContext, request: DescribeShareGroupOffsetsRequest,
             continue
         out_topics = []
         for name, topic_id, parts in topics:
+            if topic_id is None:
+                out_topics.append(Resp.DescribeShareGroupOffsetsResponseTopic(
+                    topic_name=name, topic_id=uuid.UUID(int=0), partitions=[
+                        Resp.DescribeShareGroupOffsetsResponsePartition(
+                            partition_index=p, start_offset=-1, lag=-1,
+                            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                        for p in parts]))
+                continue
             keys = [SharePartitionKey(gid, topic_id, p) for p in parts]
             summaries = await ctx.share.read(lambda s, keys=keys, name=name: [  # type: ignore[misc]
                 (k.partition, _summary(ctx, s, k, name)) for k in keys])

@@ -15,12 +15,17 @@ What Java's admin client (3.8+) uses for `describeTopics`, answered as Kafka's b
 - Each partition: this node leads at epoch 0 and is the only replica and ISR member; no
   eligible leader replicas (empty lists). A partition in a failed log dir has no leader
   (-1) and this node in offline_replicas, as in Metadata.
-- topic_authorized_operations: every topic operation (there is no authorizer).
-Not implemented: authorization (TOPIC_AUTHORIZATION_FAILED), racks.
+- Authorization (when an authorizer is on): TOPIC DESCRIBE. Listing every topic hides the
+  others; a named one without it is answered after the rest with TOPIC_AUTHORIZATION_FAILED,
+  a zero id and no partitions, whether it exists or not, and takes no part in the paging.
+- topic_authorized_operations: those the ACLs allow (every topic operation without an
+  authorizer), on every answered topic but the unauthorized ones (INT32_MIN).
+Not implemented: racks.
 """
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, Res, authorized_operations, topic_allowed
 from odradek.broker.api.metadata import TOPIC_OPS_ALL
 from odradek.broker.cluster import INTERNAL_TOPICS, LEADER_EPOCH, Topic, topic_name_error
 from odradek.broker.context import RequestContext
@@ -69,6 +74,14 @@ async def handle(ctx: RequestContext,
             return _error_response(request, ErrorCode.INVALID_REQUEST)
     if cursor is not None and cursor.partition_index < 0:
         return _error_response(request, ErrorCode.INVALID_REQUEST)
+    denied: list[Resp.DescribeTopicPartitionsResponseTopic] = []
+    if ctx.authorizer is not None:
+        hidden = {n for n in names if not topic_allowed(ctx, Op.DESCRIBE, n)}
+        names -= hidden
+        if not every:  # existence is not disclosed
+            denied = [Resp.DescribeTopicPartitionsResponseTopic(
+                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=n, topic_id=ZERO_UUID,
+                is_internal=False, partitions=[]) for n in sorted(hidden)]
     limit = ctx.config.get_int("max.request.partition.size.limit")
     remaining = max(min(limit, request.response_partition_limit), 1)
     topics: list[Resp.DescribeTopicPartitionsResponseTopic] = []
@@ -85,7 +98,8 @@ async def handle(ctx: RequestContext,
                 topics.append(Resp.DescribeTopicPartitionsResponseTopic(
                     error_code=code, name=name, topic_id=ZERO_UUID,
                     is_internal=name in KAFKA_INTERNAL_TOPICS, partitions=[],
-                    topic_authorized_operations=TOPIC_OPS_ALL))
+                    topic_authorized_operations=authorized_operations(
+                        ctx, Res.TOPIC, name, TOPIC_OPS_ALL)))
             continue
         first = cursor.partition_index if cursor is not None and name == after else 0
         end = min(topic.partitions, first + remaining)
@@ -93,9 +107,10 @@ async def handle(ctx: RequestContext,
         topics.append(Resp.DescribeTopicPartitionsResponseTopic(
             error_code=ErrorCode.NONE, name=name, topic_id=topic.topic_id,
             is_internal=topic.internal, partitions=partitions,
-            topic_authorized_operations=TOPIC_OPS_ALL))
+            topic_authorized_operations=authorized_operations(ctx, Res.TOPIC, name,
+                                                              TOPIC_OPS_ALL)))
         if end < topic.partitions:
             next_cursor = Resp.Cursor(topic_name=name, partition_index=end)
             break
         remaining -= len(partitions)
-    return Resp(topics=topics, next_cursor=next_cursor)
+    return Resp(topics=topics + denied, next_cursor=next_cursor)

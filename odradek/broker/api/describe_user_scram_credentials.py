@@ -4,13 +4,16 @@
   (1 SCRAM-SHA-256, 2 SCRAM-SHA-512) with its iteration count; never salts or keys.
 - A named user without a credential: RESOURCE_NOT_FOUND; a user named twice:
   DUPLICATE_RESOURCE, with Kafka's messages.
-Not implemented: authorization (DESCRIBE on the cluster) is the authorizer's.
+- Authorization (when an authorizer is on): CLUSTER DESCRIBE, else the top-level
+  CLUSTER_AUTHORIZATION_FAILED "Cluster authorization failed." and the same error on one
+  result per named user (Kafka's error response; its user field left empty).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
+from odradek.broker.api._auth import Op, cluster_allowed
 from odradek.broker.context import RequestContext
 from odradek.broker.security.store import ScramStore
 from odradek.wire import ErrorCode
@@ -27,6 +30,12 @@ Info = DescribeUserScramCredentialsResponse.CredentialInfo
 
 async def handle(ctx: RequestContext, request: DescribeUserScramCredentialsRequest
                  ) -> DescribeUserScramCredentialsResponse:
+    if not cluster_allowed(ctx, Op.DESCRIBE):
+        msg = "Cluster authorization failed."
+        return DescribeUserScramCredentialsResponse(
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=msg,
+            results=[Result(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            error_message=msg) for _ in request.users or ()])
     store = ctx.scram or ScramStore(None)
     names = (sorted(store.credentials) if not request.users  # null or empty: every user
              else [u.name for u in request.users])

@@ -7,11 +7,13 @@ by `transactional_id_pattern`: null or "" keeps all; otherwise a regular express
 RE2/J's syntax (as Kafka 4.4 compiles it) that must match the *whole* id (`txn-.*` matches
 `txn-a`, `txn` does not), `.` not matching a newline unless `(?s)`. A pattern RE2/J refuses
 (`[`, backreferences, possessive quantifiers) answers INVALID_REGULAR_EXPRESSION with no
-transactions. Not implemented: ACLs.
+transactions. With an authorizer, only ids the principal may DESCRIBE (TRANSACTIONAL_ID) are
+listed, no error (Kafka's KafkaApis).
 """
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, txn_allowed
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.consumer.regex import InvalidRegex, compile_regex
 from odradek.wire import ErrorCode
@@ -38,6 +40,8 @@ async def handle(ctx: RequestContext, request: ListTransactionsRequest
         request.state_filters, request.producer_id_filters, duration))
     if compiled is not None:
         found = [f for f in found if compiled.fullmatch(f[0]) is not None]
+    if ctx.authorizer is not None:
+        found = [f for f in found if txn_allowed(ctx, Op.DESCRIBE, f[0])]
     return Resp(error_code=ErrorCode.NONE, unknown_state_filters=unknown,
                 transaction_states=[
                     Resp.TransactionState(transactional_id=tid, producer_id=pid,

@@ -19,7 +19,7 @@
 - authorized operations: INT32_MIN unless requested; when requested without an authorizer,
   all operations are reported allowed, also on the error entries of unknown or illegal names
   (not on those of unknown topic ids), as from Kafka; with one, each topic's and the
-  cluster's allowed operations.
+  cluster's allowed operations (the cluster's are 0 without CLUSTER DESCRIBE, as Kafka's).
 - Authorization (when an authorizer is on): listing all topics leaves out those the caller
   may not DESCRIBE; a named one it may not describe is TOPIC_AUTHORIZATION_FAILED (by id:
   with a null name); auto-creation needs CLUSTER or TOPIC CREATE, else
@@ -123,9 +123,11 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     host, port = ctx.node.advertised_endpoint(ctx.client.listener)
     want_topic_ops = version >= 8 and request.include_topic_authorized_operations
     topic_ops = TOPIC_OPS_ALL if want_topic_ops else AUTHORIZED_OPS_NOT_REQUESTED
-    cluster_ops = (authorized_operations(ctx, Res.CLUSTER, CLUSTER_NAME, CLUSTER_OPS_ALL)
-                   if 8 <= version <= 10 and request.include_cluster_authorized_operations
-                   else AUTHORIZED_OPS_NOT_REQUESTED)
+    cluster_ops = AUTHORIZED_OPS_NOT_REQUESTED
+    if 8 <= version <= 10 and request.include_cluster_authorized_operations:
+        # as Kafka: none at all without CLUSTER DESCRIBE
+        cluster_ops = (authorized_operations(ctx, Res.CLUSTER, CLUSTER_NAME, CLUSTER_OPS_ALL)
+                       if cluster_allowed(ctx, Op.DESCRIBE) else 0)
     allow_create = version < 4 or request.allow_auto_topic_creation
     auth = ctx.authorizer
     if auth is None:

@@ -12,11 +12,14 @@
   UNKNOWN_LEADER_EPOCH. Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
 - replica_id (v3+) is ignored: this node leads every partition, so followers and consumers
   get the same answer. v0 results carry no leader epoch.
-Not implemented: authorization.
+- Authorization (when an authorizer is on): CLUSTER CLUSTER_ACTION allows every topic;
+  else TOPIC DESCRIBE per topic (KIP-320), TOPIC_AUTHORIZATION_FAILED on each partition of a
+  topic without it, before the existence check.
 """
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, cluster_allowed, topic_allowed
 from odradek.broker.api._common import check_current_leader_epoch
 from odradek.broker.cluster import LEADER_EPOCH
 from odradek.broker.context import RequestContext
@@ -45,7 +48,13 @@ def _partition(ctx: RequestContext, topic: str,
 
 async def handle(ctx: RequestContext,
                  request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+    every = ctx.authorizer is None or cluster_allowed(ctx, Op.CLUSTER_ACTION)
     return OffsetForLeaderEpochResponse(topics=[
         Resp.OffsetForLeaderTopicResult(
             topic=t.topic, partitions=[_partition(ctx, t.topic, p) for p in t.partitions])
+        if every or topic_allowed(ctx, Op.DESCRIBE, t.topic) else
+        Resp.OffsetForLeaderTopicResult(topic=t.topic, partitions=[
+            Resp.EpochEndOffset(partition=p.partition,
+                                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            for p in t.partitions])
         for t in request.topics])

@@ -8,12 +8,16 @@
   INVALID_RECORD_STATE for a record not acquired by this member, acknowledged already or
   whose lock expired; INVALID_REQUEST for malformed batches or offsets past the in-flight
   records; UNKNOWN_TOPIC_OR_PARTITION for a share-partition not loaded here.
-- Not implemented yet: IsRenewAck semantics beyond RENEW itself, ACLs.
+- Authorization (when an authorizer is on), as Kafka 4.4: GROUP READ (after the group id
+  check), else the top-level GROUP_AUTHORIZATION_FAILED; TOPIC READ per topic, else its
+  partitions are answered TOPIC_AUTHORIZATION_FAILED and not acknowledged.
+- Not implemented yet: IsRenewAck semantics beyond RENEW itself.
 """
 
 from __future__ import annotations
 
-from odradek.broker.api._share import TopicIdPartition, ack_batches, check_ids
+from odradek.broker.api._auth import Op, group_allowed
+from odradek.broker.api._share import TopicIdPartition, ack_batches, check_ids, unreadable
 from odradek.broker.context import RequestContext
 from odradek.coordinator.share.partition import AckResult
 from odradek.wire import ErrorCode
@@ -29,6 +33,9 @@ async def handle(ctx: RequestContext,
                  request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     now = ctx.clock.now_ms()
     lock_ms = ctx.share.shard.partitions.config(request.group_id or "").record_lock_duration_ms
+    if request.group_id and not group_allowed(ctx, Op.READ, request.group_id):
+        return ShareAcknowledgeResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                        acquisition_lock_timeout_ms=lock_ms)
     problem = check_ids(request.group_id, request.member_id)
     if problem is not None:
         return ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST,
@@ -44,9 +51,14 @@ async def handle(ctx: RequestContext,
                 (b.first_offset, b.last_offset, b.acknowledge_types)
                 for b in p.acknowledgement_batches)
             for t in request.topics for p in t.partitions}
-    results: dict[TopicIdPartition, AckResult] = {}
+    results: dict[TopicIdPartition, AckResult] = {
+        tp: AckResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, None)
+        for tp in unreadable(ctx, acks)}
+    for tp in results:
+        del acks[tp]
     if acks:
-        results = await ctx.share.wait(lambda s: s.acknowledge(gid, mid, acks, now))
+        done = await ctx.share.wait(lambda s: s.acknowledge(gid, mid, acks, now))
+        results.update(done)
     if fc.final:
         await ctx.share.write(lambda s: s.close_session(gid, mid, now))
     topics: dict[object, list[Resp.PartitionData]] = {}

@@ -26,8 +26,12 @@
 - A share-partition whose state the group coordinator never initialised (a partition not
   yet assigned to the group, or a group that is not a share group) answers
   UNKNOWN_TOPIC_OR_PARTITION; an unknown topic id UNKNOWN_TOPIC_ID.
+- Authorization (when an authorizer is on), as Kafka 4.4: GROUP READ (after the group id
+  check), else the top-level GROUP_AUTHORIZATION_FAILED; TOPIC READ per topic, else its
+  partitions are answered TOPIC_AUTHORIZATION_FAILED (and their acknowledgements'
+  AcknowledgeErrorCode too), nothing read or acknowledged for them.
 - Not implemented yet: read_committed (share.isolation.level), IsRenewAck fetches
-  answering without records, ACLs, the member's group membership is not checked.
+  answering without records, the member's group membership is not checked.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import time
 
 import structlog
 
+from odradek.broker.api._auth import Op, group_allowed
 from odradek.broker.api._share import (
     DEFAULT_MAX_RECORDS,
     Read,
@@ -44,6 +49,7 @@ from odradek.broker.api._share import (
     check_ids,
     connection_id,
     read_partitions,
+    unreadable,
 )
 from odradek.broker.context import RequestContext
 from odradek.coordinator.share.partition import AckResult, AcquireMode
@@ -62,6 +68,8 @@ async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchR
         return ShareFetchResponse(error_code=error, error_message=message,
                                   acquisition_lock_timeout_ms=lock_ms)
 
+    if request.group_id and not group_allowed(ctx, Op.READ, request.group_id):
+        return top(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
     problem = check_ids(request.group_id, request.member_id)
     if problem is not None:
         return top(ErrorCode.INVALID_REQUEST, problem)
@@ -82,13 +90,18 @@ async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchR
     if fc.replaced is not None:
         await ctx.share.write(lambda s: s.release_member(gid, mid, now))
     ack_results: dict[TopicIdPartition, AckResult] = {}
+    denied = unreadable(ctx, [*fc.session.partitions, *acks])
+    for tp in denied & set(acks):
+        del acks[tp]
+        ack_results[tp] = AckResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, None)
     if acks:
-        ack_results = await ctx.share.wait(lambda s: s.acknowledge(gid, mid, acks, now))
+        done = await ctx.share.wait(lambda s: s.acknowledge(gid, mid, acks, now))
+        ack_results.update(done)
     if fc.final:
         await ctx.share.write(lambda s: s.close_session(gid, mid, now))
         return _response(ctx, lock_ms, {}, ack_results, [])
     session = fc.session
-    tps = list(session.partitions)
+    tps = [tp for tp in session.partitions if tp not in denied]
     max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
     mode = (AcquireMode.RECORD_LIMIT if request.share_acquire_mode == 1
             else AcquireMode.BATCH_OPTIMIZED)
@@ -101,12 +114,14 @@ async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchR
             reads = await ctx.share.write(lambda s: read_partitions(
                 ctx, s, gid, mid, tps, max_records, max_bytes, mode, request.batch_size,
                 ctx.clock.now_ms()))
+            reads |= {tp: Read(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                      for tp in session.partitions if tp in denied}
             got = any(r.acquired or r.error != ErrorCode.NONE for r in reads.values())
             left = deadline - time.monotonic()
             if got or ack_results or left <= 0:
                 break
             await ctx.partitions.wait(watch, left)
-    listed = tps if fc.full else [tp for tp, r in reads.items()
+    listed = list(session.partitions) if fc.full else [tp for tp, r in reads.items()
                                   if r.acquired or r.error != ErrorCode.NONE]
     return _response(ctx, lock_ms, reads, ack_results, listed)
 

@@ -19,13 +19,17 @@
   record it holds.
 - Not implemented yet: retrying initialisations left pending after a crash (Kafka: every
   `group.share.initialize.retry.interval.ms`), DeleteShareGroupState for topics no longer
-  subscribed, ACLs.
+  subscribed.
+- Authorization (when an authorizer is on), as Kafka 4.4: GROUP READ, else
+  GROUP_AUTHORIZATION_FAILED; then (for a request with a member id) TOPIC DESCRIBE on every
+  subscribed topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 import uuid
 
+from odradek.broker.api._auth import Op, group_allowed, topic_allowed
 from odradek.broker.api.join_group import client_host
 from odradek.broker.context import RequestContext
 from odradek.coordinator.share.coordinator import LogInfo, resolve_start_offset
@@ -78,6 +82,12 @@ async def initialize(ctx: RequestContext, group_id: str,
 
 async def handle(ctx: RequestContext,
                  request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
+    if not group_allowed(ctx, Op.READ, request.group_id):
+        return ShareGroupHeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if ctx.authorizer is not None and request.member_id and request.subscribed_topic_names \
+            and not all(topic_allowed(ctx, Op.DESCRIBE, t)
+                        for t in request.subscribed_topic_names):
+        return ShareGroupHeartbeatResponse(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     req = ShareHeartbeatRequest(
         group_id=request.group_id, member_id=request.member_id,
         member_epoch=request.member_epoch, rack_id=request.rack_id,

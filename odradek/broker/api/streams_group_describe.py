@@ -8,19 +8,26 @@
   standby, warm-up). v1's AssignorName is "sticky".
 - A group that does not exist: GROUP_ID_NOT_FOUND "Group g not found."; a classic or consumer
   group: GROUP_ID_NOT_FOUND "Group g is not a streams group.".
-- Authorized operations: INT32_MIN unless requested; when requested every group operation.
+- Authorization (when an authorizer is on), as Kafka 4.4: a group without GROUP DESCRIBE is
+  answered first with GROUP_AUTHORIZATION_FAILED; a group whose topology names a topic
+  (source, repartition sink or source, changelog) without TOPIC DESCRIBE becomes
+  TOPIC_AUTHORIZATION_FAILED with Kafka's message, no members and no topology.
+- Authorized operations: INT32_MIN unless requested; when requested, for groups found, those
+  the ACLs allow (every group operation without an authorizer).
 - Not implemented yet: task offsets and end offsets (always empty), v1's TopologyDescription
-  (null: StreamsGroupTopologyDescriptionUpdate is not served), ACLs.
+  (null: StreamsGroupTopologyDescriptionUpdate is not served).
 """
 
 from __future__ import annotations
 
+from odradek.broker.api._auth import Op, Res, authorized_operations, group_allowed, topic_allowed
 from odradek.broker.api.describe_groups import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPS_ALL
 from odradek.broker.context import RequestContext
 from odradek.coordinator.streams.assignor import TaskMap, TasksTuple
 from odradek.coordinator.streams.coordinator import DescribedStreamsGroup
 from odradek.coordinator.streams.model import MemberAssignment
 from odradek.coordinator.streams.topology import TopicInfo
+from odradek.wire import ErrorCode
 from odradek.wire._generated.streams_group_describe import (
     StreamsGroupDescribeRequest,
     StreamsGroupDescribeResponse,
@@ -28,6 +35,7 @@ from odradek.wire._generated.streams_group_describe import (
 
 Resp = StreamsGroupDescribeResponse
 ASSIGNOR = "sticky"
+TOPICS_DENIED = "The described group uses topics that the client is not authorized to describe."
 
 
 def _ids(m: TaskMap) -> list[Resp.TaskIds]:
@@ -83,6 +91,23 @@ def _group(d: DescribedStreamsGroup, ops: int) -> Resp.DescribedGroup:
 
 async def handle(ctx: RequestContext,
                  request: StreamsGroupDescribeRequest) -> StreamsGroupDescribeResponse:
-    ops = GROUP_OPS_ALL if request.include_authorized_operations else AUTHORIZED_OPS_NOT_REQUESTED
-    found = await ctx.groups.read(lambda g: g.describe_streams_groups(request.group_ids))
-    return StreamsGroupDescribeResponse(groups=[_group(d, ops) for d in found])
+    groups = [Resp.DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=g)
+              for g in request.group_ids if not group_allowed(ctx, Op.DESCRIBE, g)]
+    wanted = [g for g in request.group_ids if group_allowed(ctx, Op.DESCRIBE, g)]
+    found = await ctx.groups.read(lambda g: g.describe_streams_groups(wanted))
+    for d in found:
+        ops = AUTHORIZED_OPS_NOT_REQUESTED
+        if request.include_authorized_operations and not d.error:
+            ops = authorized_operations(ctx, Res.GROUP, d.group_id, GROUP_OPS_ALL)
+        described = _group(d, ops)
+        if ctx.authorizer is not None and described.topology is not None and any(
+                not topic_allowed(ctx, Op.DESCRIBE, name)
+                for s in described.topology.subtopologies or ()
+                for name in (*s.source_topics, *s.repartition_sink_topics,
+                             *(t.name for t in s.repartition_source_topics),
+                             *(t.name for t in s.state_changelog_topics))):
+            described = Resp.DescribedGroup(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                            error_message=TOPICS_DENIED, group_id=d.group_id,
+                                            members=[], topology=None)
+        groups.append(described)
+    return StreamsGroupDescribeResponse(groups=groups)

@@ -25,13 +25,18 @@ with `group.protocol=streams`).
 - Not implemented yet: static membership (instance ids are stored, not used), warm-up
   tasks and task-lag (TaskOffsets/TaskEndOffsets are ignored), rack/client-tag aware
   standbys, v1 TopologyDescriptionRequired (always false: the topology description of
-  StreamsGroupTopologyDescriptionUpdate is not served), ACLs.
+  StreamsGroupTopologyDescriptionUpdate is not served); the CREATE check (CLUSTER or
+  TOPIC) Kafka makes before creating the missing internal topics.
+- Authorization (when an authorizer is on), as Kafka 4.4: GROUP READ, else
+  GROUP_AUTHORIZATION_FAILED; then TOPIC DESCRIBE on every topic the topology names
+  (source, repartition sink and source, changelog), else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 import structlog
 
+from odradek.broker.api._auth import Op, group_allowed, topic_allowed
 from odradek.broker.api.join_group import client_host
 from odradek.broker.cluster import ClusterError
 from odradek.broker.context import RequestContext
@@ -43,6 +48,7 @@ from odradek.coordinator.streams.topology import (
     TopicInfo,
     Topology,
 )
+from odradek.wire import ErrorCode
 from odradek.wire._generated.streams_group_heartbeat import (
     StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse,
@@ -97,8 +103,23 @@ def _resp_tasks(m: TaskMap) -> list[Resp.TaskIds]:
     return [Resp.TaskIds(subtopology_id=s, partitions=sorted(m[s])) for s in sorted(m)]
 
 
+def _topology_denied(ctx: RequestContext, request: StreamsGroupHeartbeatRequest) -> bool:
+    """Whether the topology names a topic the principal may not DESCRIBE (Kafka 4.4)."""
+    if ctx.authorizer is None or request.topology is None:
+        return False
+    return any(not topic_allowed(ctx, Op.DESCRIBE, name)
+               for s in request.topology.subtopologies or ()
+               for name in (*s.source_topics, *s.repartition_sink_topics,
+                            *(t.name for t in s.repartition_source_topics),
+                            *(t.name for t in s.state_changelog_topics)))
+
+
 async def handle(ctx: RequestContext,
                  request: StreamsGroupHeartbeatRequest) -> StreamsGroupHeartbeatResponse:
+    if not group_allowed(ctx, Op.READ, request.group_id):
+        return StreamsGroupHeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if _topology_denied(ctx, request):
+        return StreamsGroupHeartbeatResponse(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     ep = request.user_endpoint
     req = HeartbeatRequest(
         group_id=request.group_id, member_id=request.member_id,

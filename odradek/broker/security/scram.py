@@ -135,8 +135,9 @@ class ScramServer:
         credential = self._lookup(username)
         if credential is None:
             self._state = "done"
-            raise SaslFailure("Authentication failed: Invalid user credentials",
-                              f"unknown SCRAM user {username!r}")
+            # Kafka answers an unknown user as a wrong password (its SaslServerAuthenticator
+            # keeps the SaslException's text out of the answer): no user enumeration.
+            raise SaslFailure(self._generic, f"unknown SCRAM user {username!r}")
         self.username = username
         self._credential = credential
         self._gs2 = f"{flag},{authzid},"
