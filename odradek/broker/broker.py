@@ -44,6 +44,7 @@ from odradek.broker.features import FeatureLevelError, Features
 from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.metrics import Metrics, Sources
 from odradek.broker.partitions import LocalPartitions
+from odradek.broker.quotas import build_quotas
 from odradek.broker.security.store import ScramStore
 from odradek.broker.storage.cleaner import LogCleaner
 from odradek.broker.storage.manager import LogManager
@@ -178,6 +179,7 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots"))
         self.authorizer = build_authorizer(config)
+        self.quotas = build_quotas(config)
 
     # -- the coordinators -----------------------------------------------------------------------
 
@@ -408,7 +410,7 @@ class Broker:
             authorizer=self.authorizer,
             client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id,
-            scram=self.scram)
+            scram=self.scram, quotas=self.quotas)
 
     def connection_closed(self, client: ClientInfo) -> None:
         """A client's connection ended: its share sessions go, and the records they held

@@ -18,6 +18,7 @@ from odradek.broker.features import Features
 from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.metrics import Metrics
 from odradek.broker.partitions import Partitions
+from odradek.broker.quotas import ClientQuotas
 from odradek.broker.security.store import ScramStore
 from odradek.config import BrokerConfig
 from odradek.coordinator.acl.authorizer import Authorizer
@@ -57,6 +58,9 @@ class ClientInfo:
     # The transport sends `FileRegion` body parts itself (sendfile on a plain socket), so
     # Fetch may answer with regions of segment files; False (TLS, tests): bytes are read.
     zero_copy: bool = False
+    # Client quotas (broker/quotas.py): no further request is read before this
+    # time.monotonic() (KIP-219 muting); 0.0 when not throttled.
+    throttled_until: float = 0.0
 
 
 @dataclass(slots=True, kw_only=True)
@@ -85,3 +89,5 @@ class RequestContext:
     client_id: str | None
     # SCRAM credentials (DescribeUserScramCredentials / AlterUserScramCredentials)
     scram: ScramStore | None = None
+    # client quota configs and rates (DescribeClientQuotas / AlterClientQuotas, dispatch)
+    quotas: ClientQuotas | None = None

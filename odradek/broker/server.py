@@ -420,6 +420,9 @@ class Server:
                     charged = held
                     if out is not None:
                         await send_all(sock, out)
+                    if client.throttled_until:  # a client quota's throttle: muted (KIP-219)
+                        await _sleep_until(client.throttled_until)
+                        client.throttled_until = 0.0
                     if session is not None and session.closing:
                         raise CloseConnection("SASL authentication failed")
                     activity.busy = False
@@ -435,6 +438,12 @@ class Server:
             if charged:
                 memory.charge(-charged)
             self.broker.connection_closed(client)
+
+
+async def _sleep_until(deadline: float) -> None:
+    left = deadline - time.monotonic()
+    if left > 0:
+        await anyio.sleep(left)
 
 
 async def _watch_signals(scope: anyio.CancelScope, *,
