@@ -192,3 +192,23 @@ def test_quota_window_settings_set_the_span_the_rate_is_measured_over(
     header = 2 + 2 + 4 + 2 + len("app") + 1  # the v2 request header, no size prefix
     rate = (size + header) / (span_ms / 1000)
     assert got.throttle_time_ms == pytest.approx((rate - 100) / 100 * span_ms, abs=2)
+
+
+def test_request_percentage_throttles_any_api_for_at_most_one_window(tmp_path: Path) -> None:
+    from odradek.wire._generated.metadata import MetadataRequest, MetadataResponse
+
+    broker = open_broker(tmp_path)
+    # 0.001% of a thread over the padded 10 s: 100 µs of handler time
+    _alter(broker, 1, {"user": "ANONYMOUS", "client-id": "app"}, "request_percentage", 0.001)
+    client = ClientInfo("127.0.0.1:1", "PLAINTEXT")
+    throttles = []
+    for _ in range(20):
+        got = _dispatch(broker, client, ApiKey.METADATA, 12, MetadataRequest(topics=None),
+                        MetadataResponse)
+        throttles.append(got.throttle_time_ms)
+    assert max(throttles) == 1000  # bounded by quota.window.size.seconds
+    assert client.throttled_until > 0
+    other = ClientInfo("127.0.0.1:2", "PLAINTEXT")
+    got = _dispatch(broker, other, ApiKey.METADATA, 12, MetadataRequest(topics=None),
+                    MetadataResponse, client_id="other")
+    assert got.throttle_time_ms == 0 and other.throttled_until == 0.0
