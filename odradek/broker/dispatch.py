@@ -63,7 +63,7 @@ async def dispatch(ctx: RequestContext, request: IncomingRequest) -> list[Buffer
         if faulted is not fault_inject.PROCEED:
             return faulted  # type: ignore[return-value]
     quotas = ctx.quotas
-    if quotas is not None and quotas.active:  # client quotas: this one check when none is set
+    if quotas is not None and quotas.configs.any_enforced:  # client quotas: none set, no cost
         from odradek.broker.throttle import dispatch_counted
 
         return await dispatch_counted(ctx, request, body, handler_for(key))

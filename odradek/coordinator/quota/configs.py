@@ -107,19 +107,18 @@ class QuotaConfigs:
             e: dict(v) for e, v in (entries or {}).items() if v}
         self.version = 0
         self._enabled: frozenset[str] = frozenset()
+        # some enforced key is set: a plain attribute, as dispatch reads it on every request
+        self.any_enforced = False
         self._refresh()
 
     def _refresh(self) -> None:
         self.version += 1
         self._enabled = frozenset(k for values in self._entries.values() for k in values)
+        self.any_enforced = any(k in self._enabled for k in ENFORCED)
 
     def enabled(self, key: str) -> bool:
         """Some entity holds `key`."""
         return key in self._enabled
-
-    @property
-    def any_enforced(self) -> bool:
-        return any(k in self._enabled for k in ENFORCED)
 
     def get(self, entity: Entity) -> Mapping[str, float]:
         return self._entries.get(entity, {})
