@@ -2,7 +2,8 @@
 the wire (Odradek's own client), a confluent-kafka producer and consumer throttled by
 producer_byte_rate and consumer_byte_rate (their rate bounded near the quota once the first
 windows' allowance is spent, librdkafka's throttle callback fired), quotas kept across
-kill -9, and Kafka's kafka-configs tool (org.apache.kafka.tools.ConfigCommand) adding,
+kill -9, a throttled connection muted (no pipelined request read before the throttle time
+passed), and Kafka's kafka-configs tool (org.apache.kafka.tools.ConfigCommand) adding,
 describing and deleting quotas next to SCRAM users. The clients are PLAINTEXT, so the user
 is ANONYMOUS. Run against Apache Kafka 4.4 with
 ODRADEK_IT_SERVER_CMD="python -m compat_tests.kafka_it_server"."""
@@ -10,6 +11,8 @@ ODRADEK_IT_SERVER_CMD="python -m compat_tests.kafka_it_server"."""
 from __future__ import annotations
 
 import shutil
+import socket
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -29,6 +32,10 @@ from odradek.wire._generated.describe_client_quotas import (
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
 )
+from odradek.wire._generated.header import RequestHeader
+from odradek.wire._generated.produce import ProduceRequest, ProduceResponse
+from odradek.wire.headers import request_header_version
+from odradek.wire.records import Record, build_batch
 
 Entity = dict[str, str | None]
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2
@@ -217,6 +224,55 @@ def test_consumer_throttled_by_consumer_byte_rate(start_broker: StartBroker,
     print(f"consumer: {rate:.0f} B/s in the second half, quota {QUOTA}; throttles {throttles}")
     assert throttles, "librdkafka saw no throttle_time_ms"
     assert 0.3 * QUOTA < rate < 2 * QUOTA, rate
+
+
+def _produce_frame(topic: str, client_id: str, correlation_id: int, size: int) -> bytes:
+    batch = build_batch([Record(0, 0, None, b"z" * size, [])], base_timestamp=0)
+    body = ProduceRequest(acks=1, timeout_ms=10_000, topic_data=[
+        ProduceRequest.TopicProduceData(name=topic, partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=bytes(batch))])])
+    header = RequestHeader(request_api_key=0, request_api_version=9,
+                           correlation_id=correlation_id, client_id=client_id)
+    payload = b"".join(bytes(p) for p in [*header.encode(request_header_version(0, 9)),
+                                          *body.encode(9)])
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _read_frame(sock: socket.socket) -> bytes:
+    def exactly(n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = sock.recv(n - len(out))
+            assert chunk, "connection closed"
+            out += chunk
+        return out
+    return exactly(struct.unpack(">i", exactly(4))[0])
+
+
+def test_a_throttled_connection_reads_no_request_until_the_throttle_passed(
+        start_broker: StartBroker, tmp_path: Path) -> None:
+    """Two pipelined Produce requests: the first answer says throttle_time_ms and comes at
+    once; the second request is not read (so not answered) before that time (KIP-219)."""
+    broker = start_broker(tmp_path / "data")
+    bs = broker.bootstrap
+    topic, client_id = topic_name("q"), topic_name("muted")
+    create_topic(bs, topic)
+    first = _produce_frame(topic, client_id, 1, 20_000)
+    # the first request's size over the padded 10 s is 1.2x the bound: about 2 s of throttle
+    _set_quota(bs, {"client-id": client_id}, "producer_byte_rate", (len(first) - 4) // 12)
+    host, port = parse_bootstrap(bs)[0]
+    with socket.create_connection((host, port), timeout=30) as sock:
+        sock.sendall(first + _produce_frame(topic, client_id, 2, 10))
+        answer = _read_frame(sock)
+        first_at = time.monotonic()
+        response, _ = ProduceResponse.decode(answer, 9, 5)  # correlation id, tagged fields
+        assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        throttle = response.throttle_time_ms
+        assert 1500 <= throttle <= 2500, throttle
+        _read_frame(sock)
+        waited_ms = (time.monotonic() - first_at) * 1000
+    print(f"throttle_time_ms {throttle}, second answer {waited_ms:.0f} ms after the first")
+    assert waited_ms >= throttle - 100
 
 
 CLASSPATH = Path(__file__).resolve().parents[2] / "compat_tests/java/target/cp-clients-4.4.txt"
