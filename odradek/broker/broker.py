@@ -45,6 +45,7 @@ from odradek.broker.group_configs import GROUP_CONFIG_FILE, GroupConfigs
 from odradek.broker.metrics import Metrics, Sources
 from odradek.broker.partitions import LocalPartitions
 from odradek.broker.pending_logs import PendingLogs
+from odradek.broker.quotas import build_quotas
 from odradek.broker.security.store import ScramStore
 from odradek.broker.storage.cleaner import LogCleaner
 from odradek.broker.storage.log import PartitionLog
@@ -184,6 +185,7 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots"))
         self.authorizer = build_authorizer(config)
+        self.quotas = build_quotas(config)
 
     # -- the coordinators -----------------------------------------------------------------------
 
@@ -452,7 +454,8 @@ class Broker:
             authorizer=self.authorizer,
             client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id,
-            scram=self.scram, group_configs=self.group_configs)
+            scram=self.scram, group_configs=self.group_configs,
+            quotas=self.quotas)
 
     def connection_closed(self, client: ClientInfo) -> None:
         """A client's connection ended: its share sessions go, and the records they held

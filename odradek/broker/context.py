@@ -19,6 +19,7 @@ from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.group_configs import GroupConfigs
 from odradek.broker.metrics import Metrics
 from odradek.broker.partitions import Partitions
+from odradek.broker.quotas import ClientQuotas
 from odradek.broker.security.store import ScramStore
 from odradek.config import BrokerConfig
 from odradek.coordinator.acl.authorizer import Authorizer
@@ -58,6 +59,9 @@ class ClientInfo:
     # The transport sends `FileRegion` body parts itself (sendfile on a plain socket), so
     # Fetch may answer with regions of segment files; False (TLS, tests): bytes are read.
     zero_copy: bool = False
+    # Client quotas (broker/quotas.py): no further request is read before this
+    # time.monotonic() (KIP-219 muting); 0.0 when not throttled.
+    throttled_until: float = 0.0
 
     @property
     def connection_id(self) -> str:
@@ -93,3 +97,5 @@ class RequestContext:
     scram: ScramStore | None = None
     # GROUP config resources (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs)
     group_configs: GroupConfigs | None = None
+    # client quota configs and rates (DescribeClientQuotas / AlterClientQuotas, dispatch)
+    quotas: ClientQuotas | None = None

@@ -6,7 +6,8 @@ request for an api or version not served is a protocol violation (the connection
 as Kafka does), except ApiVersions, which KIP-511 answers in v0 form with the supported list
 so the client can retry at a version we know. Fault rules (`fault_rules.py`), when any
 exist, are applied to the decoded request before its handler runs (`fault_inject.py`);
-metrics (`metrics.py`), when on, count it.
+metrics (`metrics.py`), when on, count it. While a client quota is set, the handler runs
+counted against it (`throttle.py`).
 """
 
 from __future__ import annotations
@@ -61,6 +62,11 @@ async def dispatch(ctx: RequestContext, request: IncomingRequest) -> list[Buffer
         faulted = await fault_inject.apply(ctx.faults, ctx, request, body)
         if faulted is not fault_inject.PROCEED:
             return faulted  # type: ignore[return-value]
+    quotas = ctx.quotas
+    if quotas is not None and quotas.configs.any_enforced:  # client quotas: none set, no cost
+        from odradek.broker.throttle import dispatch_counted
+
+        return await dispatch_counted(ctx, request, body, handler_for(key))
     metrics = ctx.metrics
     if metrics is not None:  # `admin.http.metrics`; off: this one check
         started = perf_counter_ns()

@@ -49,6 +49,8 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.INCREMENTAL_ALTER_CONFIGS: HandlerEntry("incremental_alter_configs", 0, 1),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: HandlerEntry("describe_user_scram_credentials", 0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: HandlerEntry("alter_user_scram_credentials", 0, 0),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: HandlerEntry("describe_client_quotas", 0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: HandlerEntry("alter_client_quotas", 0, 1),
     ApiKey.DESCRIBE_CLUSTER: HandlerEntry("describe_cluster", 0, 2),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: HandlerEntry("describe_topic_partitions", 0, 0),
     ApiKey.FIND_COORDINATOR: HandlerEntry("find_coordinator", 0, 6),

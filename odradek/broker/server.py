@@ -463,6 +463,9 @@ class Server:
                     if out is not None:
                         await send_all(sock, out)
                         del out  # not kept until the next request: ~500 bytes per idle one
+                    if client.throttled_until:  # a client quota's throttle: muted (KIP-219)
+                        await _sleep_until(client.throttled_until)
+                        client.throttled_until = 0.0
                     if session is not None and session.closing:
                         raise CloseConnection("SASL authentication failed")
                     activity.busy = False
@@ -490,6 +493,12 @@ async def _sasl_v0_token(conn: Connection, session: SaslSession, sock: socket.so
         raise CloseConnection("SASL authentication failed")  # v0: closed without an answer
     await send_all(sock, [frame_size_prefix(len(out)) + out])
     return True
+
+
+async def _sleep_until(deadline: float) -> None:
+    left = deadline - time.monotonic()
+    if left > 0:
+        await anyio.sleep(left)
 
 
 async def _watch_signals(scope: anyio.CancelScope, *,

@@ -141,6 +141,12 @@ BROKER: dict[str, tuple[str, ...]] = {
         f"{API}/test_authorization.py::test_produce_needs_topic_write_and_txn_id_write",
         f"{API}/test_authorization.py::test_acl_apis_need_cluster_alter_describe_and_persist",
     ),
+    "quota.window.num": (
+        f"{API}/test_client_quotas.py::"
+        "test_quota_window_settings_set_the_span_the_rate_is_measured_over",),
+    "quota.window.size.seconds": (
+        f"{API}/test_client_quotas.py::"
+        "test_quota_window_settings_set_the_span_the_rate_is_measured_over",),
     "auto.create.topics.enable": (f"{API}/test_metadata.py::test_unknown_topics_and_auto_creation",),
     "default.replication.factor": (
         f"{EFFECTS}::test_default_replication_factor_is_used_for_rf_minus_1",),
