@@ -18,6 +18,7 @@ from odradek.broker.features import Features
 from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.metrics import Metrics
 from odradek.broker.partitions import Partitions
+from odradek.broker.replication.simulated import SimulatedCluster
 from odradek.broker.security.store import ScramStore
 from odradek.config import BrokerConfig
 from odradek.coordinator.acl.authorizer import Authorizer
@@ -57,6 +58,8 @@ class ClientInfo:
     # The transport sends `FileRegion` body parts itself (sendfile on a plain socket), so
     # Fetch may answer with regions of segment files; False (TLS, tests): bytes are read.
     zero_copy: bool = False
+    # The simulated broker whose listener took the connection (`--brokers N`); None: one.
+    broker: int | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -85,3 +88,5 @@ class RequestContext:
     client_id: str | None
     # SCRAM credentials (DescribeUserScramCredentials / AlterUserScramCredentials)
     scram: ScramStore | None = None
+    # The simulated cluster (`--brokers N`, docs/cluster.md); None with one broker
+    replicas: SimulatedCluster | None = None
