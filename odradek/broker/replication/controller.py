@@ -120,6 +120,8 @@ class Controller:
                 if new != NO_LEADER:
                     state.leader = new
                     state.leader_epoch += 1
+                    if new not in state.isr:  # unclean: the ISR restarts with it alone
+                        state.isr = [new]
                     elected.append(tp)
         return elected
 
