@@ -236,3 +236,59 @@ def test_replication_factor_above_the_live_brokers_is_refused(tmp_path: Path,
     assert broker.sim.check_replication(2) is None
     broker.close()
     assert os.path.isdir(tmp_path / "data" / "broker.3")
+
+
+def test_one_broker_answers_acks_all_not_enough_replicas_above_min_insync_one(
+        tmp_path: Path) -> None:
+    """As Kafka with one replica: the ISR is this broker alone."""
+    broker = Broker(BrokerConfig({"log.dirs": str(tmp_path / "data")}))
+    broker.cluster.create_topic("t", 1, {"min.insync.replicas": "2"})
+    assert produce(broker, 1).error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert produce(broker, 1, acks=1).error_code == ErrorCode.NONE
+    broker.cluster.set_configs("t", {})
+    assert produce(broker, 1).error_code == ErrorCode.NONE
+    broker.close()
+
+
+def test_the_broker_wide_min_insync_replicas_applies_to_topics_without_one(
+        tmp_path: Path) -> None:
+    from odradek.config.broker import CLUSTER_DEFAULT
+
+    broker = open_cluster(tmp_path)
+    sim = broker.sim
+    assert sim is not None
+    create(broker, rf=2)
+    state = sim.state("t", 0)
+    assert state is not None
+    broker.cluster.set_broker_configs(CLUSTER_DEFAULT, {"min.insync.replicas": "2"})
+    assert produce(broker, state.leader).error_code == ErrorCode.NONE
+    sim.stop(state.replicas[1])
+    assert produce(broker, state.leader).error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    broker.close()
+
+
+@pytest.mark.parametrize(("ports", "listener_port", "expected"), [
+    ("7101,7205,7309", 7101, [7101, 7205, 7309]),  # simulated.broker.ports, one per broker
+    ("", 7400, [7400, 7401, 7402]),  # else consecutive from the first listener's port
+])
+def test_each_broker_binds_its_own_listener_port(tmp_path: Path, ports: str, listener_port: int,
+                                                 expected: list[int]) -> None:
+    from odradek.broker.replication.listeners import NodeListeners
+
+    broker = open_cluster(tmp_path, **{"simulated.broker.ports": ports,
+                                       "listeners": f"PLAINTEXT://127.0.0.1:{listener_port}"})
+    sim = broker.sim
+    assert sim is not None
+    asked: list[int] = []
+
+    def bind(listeners: Any) -> Any:  # stands in for the server's socket binding
+        asked.extend(lst.port for lst in listeners)
+        return [(None, lst) for lst in listeners]
+
+    first = [(None, Listener("PLAINTEXT", "127.0.0.1", expected[0]))]
+    nodes = NodeListeners(sim, first, bind, lambda node: None)  # type: ignore[arg-type]
+    nodes.bind_all()
+    assert asked == expected[1:]
+    assert [sim.nodes[n].advertised_endpoint("PLAINTEXT") for n in (1, 2, 3)] == [
+        ("127.0.0.1", p) for p in expected]
+    broker.close()
