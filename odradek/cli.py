@@ -54,6 +54,9 @@ def build_parser(*, admin: bool = True) -> argparse.ArgumentParser:
     serve.add_argument("--emulate-kafka", default=None, metavar="RELEASE",
                        help="advertise and serve the api versions and features of that Apache "
                             "Kafka release: 2.8, 3.0-3.9 or 4.0-4.4 (setting emulate.kafka.version)")
+    serve.add_argument("--brokers", type=int, default=None, metavar="N",
+                       help="simulate a cluster of N brokers in this process, each with its own "
+                            "listener and replica logs (setting simulated.brokers; docs/cluster.md)")
     serve.set_defaults(func=_serve)
 
     if admin:
@@ -73,6 +76,8 @@ def _serve(args: argparse.Namespace) -> int:
         overrides = list(args.override)
         if args.emulate_kafka is not None:
             overrides.append(f"emulate.kafka.version={args.emulate_kafka}")
+        if args.brokers is not None:
+            overrides.append(f"simulated.brokers={args.brokers}")
         config = load_config(args.config, overrides, os.environ)
     except ConfigError as exc:
         return _config_error(exc)

@@ -7,6 +7,8 @@ bound to `admin.http.host` (127.0.0.1 unless configured).
 - `GET /faults`: the fault rules as JSON; `POST /faults` with one rule (or a list) as JSON
   adds it (201, the rules back; 400 with one line for a bad rule); `DELETE /faults` clears
   them all, `DELETE /faults/<id>` one.
+- With `--brokers N` (docs/cluster.md): `GET /cluster` the brokers and partition states;
+  `POST /cluster/brokers/<id>/stop` (a controlled shutdown) and `.../start`.
 
 HTTP/1.1 with one request per connection (`Connection: close`), bodies by Content-Length
 only: the clients are our CLI, the test helpers and curl. It runs on the broker's event loop,
@@ -19,13 +21,16 @@ import contextlib
 import json
 import socket
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import structlog
 
 from odradek.broker.fault_rules import FaultRules, FaultSpecError
+
+if TYPE_CHECKING:
+    from odradek.broker.replication.simulated import SimulatedCluster
 
 log = structlog.get_logger("odradek.admin_http")
 
@@ -48,6 +53,8 @@ class AdminHttp:
         self.faults = faults
         self.metrics = metrics
         self.ready = False
+        # `--brokers N`: GET /cluster, POST /cluster/brokers/<id>/stop|start (docs/cluster.md)
+        self.cluster: SimulatedCluster | None = None
 
     def route(self, method: str, path: str, body: bytes) -> Response:
         path = path.split("?", 1)[0].rstrip("/") or "/"
@@ -71,6 +78,26 @@ class AdminHttp:
             if tail.isdigit() and self.faults.remove(int(tail)):
                 return _json(200, {"removed": 1})
             return _json(404, {"error": f"no fault rule {tail}"})
+        if path.startswith("/cluster") and self.cluster is not None:
+            return self._cluster(method, path)
+        return _json(404, {"error": f"no such endpoint: {path}"})
+
+    def _cluster(self, method: str, path: str) -> Response:
+        sim = self.cluster
+        assert sim is not None
+        if path == "/cluster" and method == "GET":
+            return _json(200, sim.describe())
+        parts = path.split("/")  # "", "cluster", "brokers", id, action
+        if (len(parts) == 5 and parts[2] == "brokers" and parts[3].isdigit()
+                and parts[4] in ("stop", "start") and method == "POST"):
+            node = int(parts[3])
+            try:
+                (sim.stop if parts[4] == "stop" else sim.start)(node)
+            except KeyError:
+                return _json(404, {"error": f"no broker {node}"})
+            except Exception as e:  # the last live broker, a port taken meanwhile
+                return _json(409, {"error": str(e)})
+            return _json(200, sim.describe())
         return _json(404, {"error": f"no such endpoint: {path}"})
 
     def _add(self, body: bytes) -> Response:

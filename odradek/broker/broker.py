@@ -46,6 +46,7 @@ from odradek.broker.metrics import Metrics, Sources
 from odradek.broker.partitions import LocalPartitions
 from odradek.broker.pending_logs import PendingLogs
 from odradek.broker.quotas import build_quotas
+from odradek.broker.replication.simulated import ClusterPartitions, SimulatedCluster
 from odradek.broker.security.store import ScramStore
 from odradek.broker.storage.cleaner import LogCleaner
 from odradek.broker.storage.log import PartitionLog
@@ -148,13 +149,28 @@ class Broker:
         # Cluster metadata first: the logs are opened with each topic's effective config.
         self.cluster = Cluster(config, self._create_log, self._delete_logs, self._reconfigure,
                                self._delete_partition_logs, self._topics_created,
-                               defer_logs=self._defer_logs)
-        self.logs = LogManager(config.log_dirs, resolve_topic_config({}, config),
-                               config_for=self._config_for)
+                               # one broker: logs made after the answer (pending_logs.py);
+                               # --brokers N makes every replica's log at once
+                               defer_logs=(self._defer_logs
+                                           if config.get_int("simulated.brokers") <= 1 else None))
+        # `--brokers N` (docs/cluster.md): N brokers' replica logs; None for one broker.
+        self.sim: SimulatedCluster | None = None
+        if config.get_int("simulated.brokers") > 1:
+            self.sim = SimulatedCluster(config, self.cluster, resolve_topic_config({}, config),
+                                        self._config_for, self.now_ms)
+            self.logs = self.sim.stores[self.sim.ids[0]]
+        else:
+            self.logs = LogManager(config.log_dirs, resolve_topic_config({}, config),
+                                   config_for=self._config_for)
         for topic in self.cluster.deleted_on_load:  # deletions a previous run left unsaved
-            self.logs.delete(topic)
+            for store in self.stores():
+                store.delete(topic)
+        if self.sim is not None:
+            self.sim.load()
         self._check_logs()
-        self.partitions = LocalPartitions(self.cluster, self.logs, self._make_missing_log)
+        self.partitions: LocalPartitions = (
+            LocalPartitions(self.cluster, self.logs, self._make_missing_log) if self.sim is None
+            else ClusterPartitions(self.cluster, self.sim))
         self.advertised: list[Listener] = config.advertised_for({})
         release = config.get_str("emulate.kafka.version")
         try:
@@ -328,9 +344,17 @@ class Broker:
 
     # -- wiring between cluster metadata and storage --------------------------------------------
 
+    def stores(self) -> list[LogManager]:
+        """Every broker's log manager: this one's, or the simulated brokers' (--brokers N)."""
+        return [self.logs] if self.sim is None else list(self.sim.stores.values())
+
     def _create_log(self, topic: str, partition: int, overrides: Mapping[str, str]) -> None:
         self.not_applied.topic(topic, overrides)
-        self.logs.create(topic, partition, resolve_topic_config(overrides, self.config))
+        settings = resolve_topic_config(overrides, self.config)
+        if self.sim is not None:
+            self.sim.create_log(topic, partition, settings)
+        else:
+            self.logs.create(topic, partition, settings)
 
     def _defer_logs(self, topic: Topic) -> None:
         self.pending_logs.add(topic.name, range(topic.partitions))
@@ -364,10 +388,14 @@ class Broker:
         a caller deleting in chunks checkpoints after the last."""
         try:
             for topic in topics:
-                self.logs.delete(topic, checkpoint=False)
+                for store in self.stores():
+                    store.delete(topic, checkpoint=False)
+                if self.sim is not None:
+                    self.sim.forget(topic)
         finally:
             if checkpoint:
-                self.logs.checkpoint()
+                for store in self.stores():
+                    store.checkpoint()
         # Committed offsets go with the topic, so a re-created topic starts clean (as Kafka).
         gone = set(topics)
         self.pending_logs.discard_topics(gone)
@@ -382,20 +410,26 @@ class Broker:
 
     def _delete_partition_logs(self, topic: str, partitions: Iterable[int],
                                checkpoint: bool) -> None:
+        partitions = list(partitions)
+        for store in self.stores():
+            for p in partitions:
+                store.delete_partition(topic, p, checkpoint=False)
+            if checkpoint:
+                store.checkpoint()
         for p in partitions:
-            self.logs.delete_partition(topic, p, checkpoint=False)
             self.pending_logs.discard(topic, p)
-        if checkpoint:
-            self.logs.checkpoint()
+        if self.sim is not None:
+            self.sim.forget(topic, partitions)
 
     def _reconfigure(self, topic: str, overrides: Mapping[str, str]) -> None:
         """New topic configs take effect at once on every partition's log."""
         self.not_applied.topic(topic, overrides)
         effective = resolve_topic_config(overrides, self.config)
-        for p in self.logs.partitions_of(topic):
-            plog = self.logs.get(topic, p)
-            if plog is not None:
-                plog.config = effective
+        for store in self.stores():
+            for p in store.partitions_of(topic):
+                plog = store.get(topic, p)
+                if plog is not None:
+                    plog.config = effective
 
     def _check_logs(self) -> None:
         """List for creation every partition log the metadata names but the disk lacks: a
@@ -404,6 +438,13 @@ class Broker:
         missing = 0
         for topic in self.cluster:
             self.not_applied.topic(topic.name, topic.configs)
+            if self.sim is not None:
+                for p in range(topic.partitions):
+                    if not self.sim.has_log(topic.name, p):
+                        log.warning("partition log missing; recreating empty", topic=topic.name,
+                                    partition=p)
+                        self._create_log(topic.name, p, topic.configs)
+                continue
             absent = [p for p in range(topic.partitions) if self.logs.get(topic.name, p) is None]
             if absent:
                 missing += len(absent)
@@ -446,8 +487,10 @@ class Broker:
         return None if topic is None else topic.name
 
     def context(self, client: ClientInfo, request: IncomingRequest) -> RequestContext:
+        sim = self.sim
         return RequestContext(
-            config=self.config, node=self, clock=self, cluster=self.cluster,
+            config=self.config, node=self if sim is None else sim.node(client.broker),
+            clock=self, cluster=self.cluster, replicas=sim,
             partitions=self.partitions, groups=self.groups, transactions=self.transactions,
             share=self.share, features=self.features, fetch_sessions=self.fetch_sessions,
             faults=self.faults, api_ranges=self.api_ranges, metrics=self.metrics,
@@ -484,14 +527,16 @@ class Broker:
     def close(self) -> None:
         """Close every log (never raises for an I/O error: see `LogManager.close_all`)."""
         self.cluster.save_if_pending()
-        self.logs.close_all()
+        for store in self.stores():
+            store.close_all()
 
     async def _retention_loop(self) -> None:
         interval = self.config.get_int("log.retention.check.interval.ms") / 1000
         while True:
             await anyio.sleep(interval)
             try:
-                self.logs.retention_pass(self.now_ms())
+                for store in self.stores():
+                    store.retention_pass(self.now_ms())
             except Exception:
                 log.exception("retention pass failed")
 
@@ -508,11 +553,13 @@ class Broker:
             since_checkpoint += period
             try:
                 self.cluster.save_if_pending()  # a topic deletion on a full disk
-                self.logs.flush_pass(self.now_ms())
+                for store in self.stores():
+                    store.flush_pass(self.now_ms())
                 if since_checkpoint >= 60:
                     since_checkpoint = 0.0
-                    self.logs.flush_rolled_segments()
-                    self.logs.checkpoint()
+                    for store in self.stores():
+                        store.flush_rolled_segments()
+                        store.checkpoint()
             except Exception:
                 log.exception("flush pass failed")
 
@@ -530,7 +577,7 @@ class Broker:
     def expire_producers(self, now_ms: int) -> int:
         expiration = self.config.get_int("producer.id.expiration.ms")
         removed = sum(plog.producer_state.remove_expired(now_ms, expiration)
-                      for plog in self.logs.logs().values())
+                      for store in self.stores() for plog in store.logs().values())
         if removed:
             log.info("expired idle producers", count=removed)
         return removed

@@ -20,6 +20,7 @@ from odradek.broker.group_configs import GroupConfigs
 from odradek.broker.metrics import Metrics
 from odradek.broker.partitions import Partitions
 from odradek.broker.quotas import ClientQuotas
+from odradek.broker.replication.simulated import SimulatedCluster
 from odradek.broker.security.store import ScramStore
 from odradek.config import BrokerConfig
 from odradek.coordinator.acl.authorizer import Authorizer
@@ -67,6 +68,8 @@ class ClientInfo:
     def connection_id(self) -> str:
         """This connection, for share sessions (one ClientInfo object per connection)."""
         return f"{self.address}#{id(self)}"
+    # The simulated broker whose listener took the connection (`--brokers N`); None: one.
+    broker: int | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -99,3 +102,5 @@ class RequestContext:
     group_configs: GroupConfigs | None = None
     # client quota configs and rates (DescribeClientQuotas / AlterClientQuotas, dispatch)
     quotas: ClientQuotas | None = None
+    # The simulated cluster (`--brokers N`, docs/cluster.md); None with one broker
+    replicas: SimulatedCluster | None = None

@@ -87,6 +87,7 @@ from odradek.wire.regions import FileRegion, Part
 
 if TYPE_CHECKING:
     from odradek.broker.admin_http import AdminHttp
+    from odradek.broker.replication.listeners import NodeListeners
 
 log = structlog.get_logger("odradek.server")
 
@@ -278,6 +279,7 @@ class Server:
         self._recv_buf = memoryview(bytearray(_RECV_SIZE))  # shared: see the module docstring
         self._spare = _open_spare()  # given up to accept-and-close when out of descriptors
         self._tasks: set[asyncio.Task[None]] = set()  # one per connection: see `_spawn`
+        self.node: int | None = None  # the simulated broker it serves (`--brokers N`)
 
     def _shed_one(self, lsock: socket.socket) -> None:
         """Out of descriptors: accept the waiting connection with the spare one and close it."""
@@ -408,7 +410,7 @@ class Server:
         conn = Connection(self.broker.config.get_int("socket.request.max.bytes"))
         # os.sendfile only on a plain socket: a TLS stream must encrypt what it sends
         client = ClientInfo(address=address, listener=listener, principal=principal,
-                            zero_copy=isinstance(sock, socket.socket))
+                            zero_copy=isinstance(sock, socket.socket), broker=self.node)
         sasl_setup = self.sasl.get(listener)
         session = None if sasl_setup is None else SaslSession(sasl_setup, address)
         if session is not None:
@@ -665,14 +667,29 @@ async def _run(broker: Broker, bound: list[tuple[socket.socket, Listener]],
     if security is not None:
         broker.scram = security.scram
     broker.set_bound_ports({lst.name: lst.port for _, lst in bound})
+    servers = [server]
+    nodes: NodeListeners | None = None
+    if broker.sim is not None:  # `--brokers N`: a listener per broker (docs/cluster.md)
+        from odradek.broker.replication.listeners import NodeListeners
+
+        def node_server(node: int) -> Server:
+            s = server if node == broker.sim.ids[0] else Server(broker, security)  # type: ignore[union-attr]
+            if s is not server:
+                servers.append(s)
+            s.node = node
+            return s
+
+        nodes = NodeListeners(broker.sim, bound, _bind_all, node_server)
+        nodes.bind_all()
     try:
-        await _serve_all(server, broker, bound, admin_sock)
+        await _serve_all(server, broker, bound, admin_sock, nodes)
     finally:
-        await server.close_connections()
+        for each in servers:
+            await each.close_connections()
 
 
 async def _serve_all(server: Server, broker: Broker, bound: list[tuple[socket.socket, Listener]],
-                     admin_sock: socket.socket | None) -> None:
+                     admin_sock: socket.socket | None, nodes: NodeListeners | None) -> None:
     async with anyio.create_task_group() as tg:
         await tg.start(_watch_signals, tg.cancel_scope)
         await broker.start(tg)
@@ -680,7 +697,9 @@ async def _serve_all(server: Server, broker: Broker, bound: list[tuple[socket.so
         if max_idle_ms >= 0:  # negative: never, as in Kafka
             tg.start_soon(server.reap_idle, max_idle_ms)
         admin = await _start_admin_http(broker, admin_sock, tg, lambda: server.connections)
-        for sock, lst in bound:
+        if nodes is not None:
+            await nodes.run(tg)
+        for sock, lst in bound if nodes is None else ():
             tg.start_soon(server.accept_loop, sock, lst, tg)
             log.info("listening", listener=lst.name, host=lst.host, port=lst.port,
                      cluster_id=broker.cluster.cluster_id, node_id=broker.node_id)
@@ -720,5 +739,6 @@ async def _start_admin_http(broker: Broker, sock: socket.socket | None, tg: anyi
             return 200, "text/plain; version=0.0.4", metrics.render(sources)
 
     app = AdminHttp(broker.faults, scrape)
+    app.cluster = broker.sim
     await tg.start(serve_admin, app, sock)
     return app

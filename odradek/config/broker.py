@@ -147,6 +147,13 @@ _ODRADEK_ONLY: tuple[ConfigDef, ...] = (
     # `SCRAM-SHA-512=[name=alice,password=...]`, several separated by `;` (never described).
     ConfigDef("scram.bootstrap.credentials", ConfigType.PASSWORD, None, internal=True,
               why="Odradek's stand-in for kafka-storage format --add-scram"),
+    # `--brokers N` (docs/cluster.md): N simulated brokers in this process, node ids node.id
+    # on; their listener ports are `simulated.broker.ports` (one per broker, comma-separated)
+    # or the first listener's port plus 0, 1, ... (0: each a free port).
+    ConfigDef("simulated.brokers", ConfigType.INT, 1, between(1, 64), internal=True,
+              why="Odradek's simulated cluster"),
+    ConfigDef("simulated.broker.ports", ConfigType.LIST, (), internal=True,
+              why="Odradek's simulated cluster"),
 )
 
 

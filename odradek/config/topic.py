@@ -212,6 +212,10 @@ class LogConfig(TypedGetters):
         return self.get_int("max.message.bytes")
 
     @property
+    def min_insync_replicas(self) -> int:
+        return self.get_int("min.insync.replicas")
+
+    @property
     def delete_retention_ms(self) -> int:
         return self.get_int("delete.retention.ms")
 

@@ -112,10 +112,12 @@ def partition_count(client: AdminClient, topic: str) -> int | None:
 
 
 def create_topic(
-    bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None
+    bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None,
+    replication_factor: int = 1,
 ) -> None:
     client = admin(bootstrap)
-    new = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
+    new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
+                   config=config or {})
     client.create_topics([new], operation_timeout=TIMEOUT)[name].result(TIMEOUT)
     wait_until(lambda: partition_count(client, name) == partitions, what=f"topic {name}")
 

@@ -36,7 +36,7 @@ def test_unsupported_broker_settings_warn_once_and_no_effect_ones_stay_silent(
 
 
 @pytest.mark.parametrize("setting", ["ssl.cipher.suites=TLS_AES_128_GCM_SHA256", "broker.rack=r1",
-                                     "min.insync.replicas=2"])
+                                     "max.connection.creation.rate=10"])
 def test_unsupported_settings_that_change_what_clients_see_stop_the_start(setting: str) -> None:
     name, _, value = setting.partition("=")
     with pytest.raises(ConfigError, match=rf"^{name}: not supported by Odradek yet"):
@@ -53,7 +53,7 @@ def test_the_cli_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 @pytest.mark.parametrize(("name", "value"), [
-    ("remote.storage.enable", "true"), ("min.insync.replicas", "2"),
+    ("remote.storage.enable", "true"),
     ("max.decompressed.message.bytes", "1000"), ("errors.deadletterqueue.group.enable", "true"),
     ("local.retention.ms", "1000"),
 ])
@@ -73,7 +73,7 @@ def test_unsupported_topic_configs_are_refused_at_run_time(
 def test_a_stored_unsupported_topic_config_is_logged_when_loaded(tmp_path: Path) -> None:
     broker = Broker(BrokerConfig({"log.dirs": str(tmp_path / "data")}))
     with capture_logs() as logs:
-        broker.not_applied.topic("t", {"min.insync.replicas": "2", "preallocate": "true",
+        broker.not_applied.topic("t", {"local.retention.ms": "1000", "preallocate": "true",
                                        "remote.storage.enable": "false"})
-    assert _warnings(logs) == [("topic", "min.insync.replicas")]
+    assert _warnings(logs) == [("topic", "local.retention.ms")]
     broker.close()

@@ -37,11 +37,31 @@ class ApiError(Exception):
 # -- leader epochs ------------------------------------------------------------------------------
 
 
-def check_current_leader_epoch(requested: int) -> ErrorCode:
+def check_current_leader_epoch(requested: int, current: int = LEADER_EPOCH) -> ErrorCode:
     """-1 (not given) always passes; older than ours is fenced, newer is unknown to us."""
-    if requested in (NO_EPOCH, LEADER_EPOCH):
+    if requested in (NO_EPOCH, current):
         return ErrorCode.NONE
-    return ErrorCode.FENCED_LEADER_EPOCH if requested < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH
+    return ErrorCode.FENCED_LEADER_EPOCH if requested < current else ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+def replica_error(ctx: RequestContext, topic: str, partition: int, requested_epoch: int
+                  ) -> ErrorCode:
+    """`--brokers N` (docs/cluster.md): NOT_LEADER_OR_FOLLOWER unless this broker leads the
+    partition, then the current leader epoch check (Kafka's ReplicaManager order)."""
+    sim = ctx.replicas
+    if sim is None:
+        return check_current_leader_epoch(requested_epoch)
+    state = sim.state(topic, partition)
+    if state is None:
+        return ErrorCode.NONE
+    if state.leader != ctx.node.node_id:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return check_current_leader_epoch(requested_epoch, state.leader_epoch)
+
+
+def leader_epoch(ctx: RequestContext, topic: str, partition: int) -> int:
+    """The partition's current leader epoch (0 with one broker)."""
+    return LEADER_EPOCH if ctx.replicas is None else ctx.replicas.leader_epoch(topic, partition)
 
 
 

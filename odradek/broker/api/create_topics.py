@@ -11,7 +11,9 @@
   (INVALID_CONFIG), then partitions and replication.
 - num_partitions -1 takes `num.partitions`; replication_factor -1 takes
   `default.replication.factor`. With one broker only a factor of 1 can be met; more is
-  INVALID_REPLICATION_FACTOR with Kafka's replica placer message.
+  INVALID_REPLICATION_FACTOR with Kafka's replica placer message. With `--brokers N`
+  (docs/cluster.md) up to the number of live brokers, placed as `replication/controller.py`
+  says; manual assignments are still checked against this node alone (not implemented).
 - Manual assignments (num_partitions and replication_factor must then be -1): partitions
   0..n-1, each with exactly this node as replica; anything else is INVALID_REPLICA_ASSIGNMENT
   or INVALID_REQUEST, as Kafka words them.
@@ -91,7 +93,12 @@ def _partition_count(ctx: RequestContext, topic: Topic) -> int:
                        "Number of partitions was set to an invalid non-positive value.")
     if rf == -1:
         rf = ctx.config.get_int("default.replication.factor")
-    if rf > 1:
+    if ctx.replicas is not None:  # --brokers N (docs/cluster.md)
+        refused = ctx.replicas.check_replication(rf)
+        if refused is not None:
+            raise ApiError(ErrorCode.INVALID_REPLICATION_FACTOR, refused)
+        ctx.replicas.expect_replication(topic.name, rf)
+    elif rf > 1:
         raise ApiError(ErrorCode.INVALID_REPLICATION_FACTOR,
                        f"Unable to replicate the partition {rf} time(s): The target replication "
                        f"factor of {rf} cannot be reached because only 1 broker(s) are registered.")
@@ -148,8 +155,16 @@ def _created(ctx: RequestContext, want: NewTopic, topic_id: uuid.UUID
              ) -> Resp.CreatableTopicResult:
     return Resp.CreatableTopicResult(
         name=want.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
-        num_partitions=want.partitions, replication_factor=1,
+        num_partitions=want.partitions, replication_factor=_replication_factor(ctx, want.name),
         configs=_config_entries(ctx, dict(want.configs)))
+
+
+def _replication_factor(ctx: RequestContext, name: str) -> int:
+    state = None if ctx.replicas is None else ctx.replicas.state(name, 0)
+    if state is None:
+        rf = None if ctx.replicas is None else ctx.replicas.expected_replication(name)
+        return 1 if rf is None else rf
+    return len(state.replicas)
 
 
 def _error(name: str, code: ErrorCode, message: str | None) -> Resp.CreatableTopicResult:

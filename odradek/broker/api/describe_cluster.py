@@ -1,7 +1,9 @@
 """DescribeCluster (key 60), versions 0-2.
 
 - The cluster id, this node as controller, and this node as the only broker with the
-  advertised endpoint of the listener the client connected to (rack null).
+  advertised endpoint of the listener the client connected to (rack null). With
+  `--brokers N` (docs/cluster.md): the controller's id and every live simulated broker;
+  stopped ones are left out even with include_fenced_brokers (not implemented yet).
 - endpoint_type (v1): 1 (brokers) is answered; 2 (controllers) gets MISMATCHED_ENDPOINT_TYPE
   and any other value UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker answers (this node has no
   separate controller listener). In v0 those cases would be INVALID_REQUEST, but v0 cannot
@@ -17,7 +19,7 @@ Not implemented: racks.
 from __future__ import annotations
 
 from odradek.broker.api._auth import Op, Res, authorized_operations, cluster_allowed
-from odradek.broker.api.metadata import AUTHORIZED_OPS_NOT_REQUESTED, CLUSTER_OPS_ALL
+from odradek.broker.api.metadata import AUTHORIZED_OPS_NOT_REQUESTED, CLUSTER_OPS_ALL, brokers
 from odradek.broker.context import RequestContext
 from odradek.coordinator.acl.authorizer import CLUSTER_NAME
 from odradek.wire import ErrorCode
@@ -50,8 +52,9 @@ async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Descri
         error_message=None,
         endpoint_type=BROKERS,
         cluster_id=ctx.cluster.cluster_id,
-        controller_id=ctx.node.node_id,
+        controller_id=(ctx.node.node_id if ctx.replicas is None
+                       else ctx.replicas.controller.controller_id),
         brokers=[DescribeClusterResponse.DescribeClusterBroker(
-            broker_id=ctx.node.node_id, host=host, port=port, rack=None)],
+            broker_id=n, host=h, port=p, rack=None) for n, h, p in brokers(ctx, host, port)],
         cluster_authorized_operations=ops,
     )

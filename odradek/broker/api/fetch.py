@@ -67,6 +67,7 @@ from typing import Protocol
 import structlog
 
 from odradek.broker.api._auth import Op, topic_allowed
+from odradek.broker.api._common import replica_error
 from odradek.broker.cluster import LEADER_EPOCH, Cluster
 from odradek.broker.context import RequestContext
 from odradek.broker.fetch_sessions import (
@@ -135,6 +136,9 @@ def _resolve(ctx: RequestContext, request: FetchRequest) -> Resolved:
             plog = ctx.partitions.log(name, p.partition) if name is not None else None
             if plog is None:
                 parts.append((p, None, missing))
+            elif ctx.replicas is not None and name is not None:
+                parts.append((p, plog, replica_error(ctx, name, p.partition,
+                                                     p.current_leader_epoch)))
             elif p.current_leader_epoch > LEADER_EPOCH:
                 parts.append((p, plog, ErrorCode.UNKNOWN_LEADER_EPOCH))
             else:
@@ -323,7 +327,10 @@ def _read_session(ctx: RequestContext, session: FetchSession, read_committed: bo
                 # ReplicaManager refuses the read the same way)
                 error = ErrorCode.INCONSISTENT_TOPIC_ID
                 plog = None
-            elif cp.current_leader_epoch > LEADER_EPOCH:
+            elif ctx.replicas is not None and (error := replica_error(
+                    ctx, name, cp.partition, cp.current_leader_epoch)) != ErrorCode.NONE:
+                pass
+            elif ctx.replicas is None and cp.current_leader_epoch > LEADER_EPOCH:
                 error = ErrorCode.UNKNOWN_LEADER_EPOCH
             else:
                 error = ErrorCode.NONE

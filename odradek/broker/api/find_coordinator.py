@@ -13,6 +13,10 @@
 - v1+ carry Kafka's error message: "NONE" on success (v1-3, as Kafka sends), else the
   error's default text as Kafka's Errors has it (clients print it: kcat shows "Group
   authorization failed."); the error name where that text is not known here.
+- `--brokers N` (docs/cluster.md): the coordinator is the leader of the key's partition of
+  `__consumer_offsets` / `__transaction_state` (before that topic exists, and for share
+  keys, the controller's node); a partition without a leader is COORDINATOR_NOT_AVAILABLE.
+  Coordinator failover is not simulated yet: one coordinator serves every broker.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import binascii
 
 from odradek.broker.api._auth import Op, group_allowed, txn_allowed
 from odradek.broker.context import RequestContext
+from odradek.coordinator.group.records import OFFSETS_TOPIC
+from odradek.coordinator.txn.log_format import TRANSACTION_STATE_TOPIC
 from odradek.wire import ErrorCode
 from odradek.wire._generated.find_coordinator import (
     FindCoordinatorRequest,
@@ -68,12 +74,39 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> ErrorCode:
     return ErrorCode.INVALID_REQUEST
 
 
-async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+def _placed(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
+    """The key's coordinator with `--brokers N`: (error, node, host, port)."""
+    sim = ctx.replicas
+    assert sim is not None
+    node = sim.controller.controller_id
+    if key_type == KEY_GROUP:
+        state = sim.state(OFFSETS_TOPIC, ctx.groups.shard.partition_for(key))
+    elif key_type == KEY_TRANSACTION:
+        state = sim.state(TRANSACTION_STATE_TOPIC, ctx.transactions.shard.partition_for(key))
+    else:
+        state = None
+    if state is not None:
+        node = state.leader
+    if node < 0:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    host, port = sim.nodes[node].advertised_endpoint(ctx.client.listener)
+    return ErrorCode.NONE, node, host, port
+
+
+def _find(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
+    error = _lookup(ctx, key_type, key)
+    if error != ErrorCode.NONE:
+        return error, -1, "", -1
+    if ctx.replicas is not None:
+        return _placed(ctx, key_type, key)
     host, port = ctx.node.advertised_endpoint(ctx.client.listener)
-    node = ctx.node.node_id
+    return ErrorCode.NONE, ctx.node.node_id, host, port
+
+
+async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
     key_type = request.key_type if ctx.api_version >= 1 else KEY_GROUP
     if ctx.api_version < 4:
-        error = _lookup(ctx, key_type, request.key)
+        error, node, host, port = _find(ctx, key_type, request.key)
         if error != ErrorCode.NONE:
             return FindCoordinatorResponse(error_code=error,
                                            error_message=_MESSAGES.get(error, error.name),
@@ -82,7 +115,7 @@ async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCo
                                        node_id=node, host=host, port=port)
     coordinators = []
     for key in request.coordinator_keys:
-        error = _lookup(ctx, key_type, key)
+        error, node, host, port = _find(ctx, key_type, key)
         ok = error == ErrorCode.NONE
         coordinators.append(FindCoordinatorResponse.Coordinator(
             key=key, node_id=node if ok else -1, host=host if ok else "",

@@ -24,6 +24,8 @@ Results are grouped by topic in the order topics first appear.
 v0 (old sarama configurations) answers in `old_style_offsets`: the one offset v1 would give
 (none when it is -1), cut to `max_num_offsets`. Kafka's v0 listed segment base offsets
 before the timestamp instead; for LATEST and EARLIEST, what clients ask, the answers agree.
+`--brokers N` (docs/cluster.md): answered by the partition's leader only (else
+NOT_LEADER_OR_FOLLOWER), with its current leader epoch.
 Not implemented: tiered storage, authorization.
 """
 
@@ -38,7 +40,8 @@ from odradek.broker.api._common import (
     NO_EPOCH,
     NO_OFFSET,
     NO_TIMESTAMP,
-    check_current_leader_epoch,
+    leader_epoch,
+    replica_error,
 )
 from odradek.broker.cluster import LEADER_EPOCH
 from odradek.broker.context import RequestContext
@@ -69,12 +72,14 @@ READ_COMMITTED = 1
 
 
 
-def _lookup(plog: PartitionLog, timestamp: int, last_fetchable: int) -> tuple[int, int, int]:
-    """(offset, timestamp, leader epoch) answered for `timestamp`."""
+def _lookup(plog: PartitionLog, timestamp: int, last_fetchable: int,
+            current: int = LEADER_EPOCH) -> tuple[int, int, int]:
+    """(offset, timestamp, leader epoch) answered for `timestamp`; `current`: the
+    partition's leader epoch."""
     if timestamp == LATEST:
-        return last_fetchable, NO_TIMESTAMP, LEADER_EPOCH
+        return last_fetchable, NO_TIMESTAMP, current
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        epoch = plog.earliest_epoch(leader_epoch=LEADER_EPOCH)
+        epoch = plog.earliest_epoch(leader_epoch=current)
         return plog.log_start_offset, NO_TIMESTAMP, NO_EPOCH if epoch is None else epoch
     if timestamp in _TIERED:
         return NO_OFFSET, NO_TIMESTAMP, NO_EPOCH
@@ -83,7 +88,7 @@ def _lookup(plog: PartitionLog, timestamp: int, last_fetchable: int) -> tuple[in
     if found is None or found[0] >= last_fetchable:
         return NO_OFFSET, NO_TIMESTAMP, NO_EPOCH
     offset, ts = found
-    epoch = plog.epoch_for_offset(offset, leader_epoch=LEADER_EPOCH)
+    epoch = plog.epoch_for_offset(offset, leader_epoch=current)
     return offset, ts, NO_EPOCH if epoch is None else epoch
 
 
@@ -99,7 +104,7 @@ def _partition(ctx: RequestContext, request: ListOffsetsRequest, topic: str,
     plog = ctx.partitions.log(topic, want.partition_index)
     if plog is None or not ctx.cluster.has_partition(topic, want.partition_index):
         return error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    fenced = check_current_leader_epoch(want.current_leader_epoch)
+    fenced = replica_error(ctx, topic, want.partition_index, want.current_leader_epoch)
     if fenced != ErrorCode.NONE:
         return error(fenced)
     if plog.offline:  # its log dir failed (storage/manager.py)
@@ -111,7 +116,8 @@ def _partition(ctx: RequestContext, request: ListOffsetsRequest, topic: str,
     else:
         last_fetchable = plog.high_watermark
     try:
-        offset, found_ts, epoch = _lookup(plog, ts, last_fetchable)
+        offset, found_ts, epoch = _lookup(plog, ts, last_fetchable,
+                                          leader_epoch(ctx, topic, want.partition_index))
     except (RecordBatchError, CodedError, OSError) as exc:  # a stored batch that cannot be read
         log.error("list offsets read failed", topic=topic, partition=want.partition_index,
                   timestamp=ts, error=str(exc))

@@ -24,6 +24,9 @@
   may not DESCRIBE; a named one it may not describe is TOPIC_AUTHORIZATION_FAILED (by id:
   with a null name); auto-creation needs CLUSTER or TOPIC CREATE, else
   TOPIC_AUTHORIZATION_FAILED. Not implemented: racks.
+- `--brokers N` (docs/cluster.md): every live simulated broker, the controller's id, and
+  each partition's leader, leader epoch, replicas, ISR and offline replicas; a partition
+  without a leader is LEADER_NOT_AVAILABLE (leader -1).
 - A partition whose log dir failed (see storage/manager.py) is answered as Kafka answers a
   partition without a live replica: LEADER_NOT_AVAILABLE, leader -1, this node in
   offline_replicas.
@@ -50,6 +53,7 @@ from odradek.broker.cluster import (
     topic_name_error,
 )
 from odradek.broker.context import RequestContext
+from odradek.broker.replication.simulated import SimulatedCluster
 from odradek.coordinator.acl.authorizer import CLUSTER_NAME
 from odradek.wire import ErrorCode
 from odradek.wire._generated.metadata import MetadataRequest, MetadataResponse
@@ -68,6 +72,8 @@ Resp = MetadataResponse
 
 
 def _topic_entry(ctx: RequestContext, topic: Topic, ops: int) -> Resp.MetadataResponseTopic:
+    if ctx.replicas is not None:
+        return _replicated_entry(ctx.replicas, topic, ops)
     node = ctx.node.node_id
     parts = [Resp.MetadataResponsePartition(
         error_code=ErrorCode.NONE, partition_index=p, leader_id=node, leader_epoch=LEADER_EPOCH,
@@ -83,6 +89,39 @@ def _topic_entry(ctx: RequestContext, topic: Topic, ops: int) -> Resp.MetadataRe
     return Resp.MetadataResponseTopic(error_code=ErrorCode.NONE, name=topic.name,
                                       topic_id=topic.topic_id, is_internal=topic.internal,
                                       partitions=parts, topic_authorized_operations=ops)
+
+
+def _replicated_entry(sim: SimulatedCluster, topic: Topic, ops: int
+                      ) -> Resp.MetadataResponseTopic:
+    """`--brokers N`: each partition's leader, epoch, replicas, ISR and offline replicas as
+    the controller holds them; no leader is LEADER_NOT_AVAILABLE, as Kafka's metadata cache."""
+    live = sim.controller.live
+    parts = []
+    for p in range(topic.partitions):
+        state = sim.state(topic.name, p)
+        if state is None:
+            parts.append(Resp.MetadataResponsePartition(
+                error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p, leader_id=-1,
+                leader_epoch=-1, replica_nodes=[], isr_nodes=[], offline_replicas=[]))
+            continue
+        parts.append(Resp.MetadataResponsePartition(
+            error_code=ErrorCode.NONE if state.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+            partition_index=p, leader_id=state.leader, leader_epoch=state.leader_epoch,
+            replica_nodes=list(state.replicas), isr_nodes=list(state.isr),
+            offline_replicas=state.offline(live)))
+    return Resp.MetadataResponseTopic(error_code=ErrorCode.NONE, name=topic.name,
+                                      topic_id=topic.topic_id, is_internal=topic.internal,
+                                      partitions=parts, topic_authorized_operations=ops)
+
+
+def brokers(ctx: RequestContext, host: str, port: int) -> list[tuple[int, str, int]]:
+    """(node id, host, port) of every live broker on the client's listener: this node's,
+    or with `--brokers N` every simulated broker's."""
+    sim = ctx.replicas
+    if sim is None:
+        return [(ctx.node.node_id, host, port)]
+    return [(n, *sim.nodes[n].advertised_endpoint(ctx.client.listener))
+            for n in sim.live_brokers()]
 
 
 def _error_entry(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID,
@@ -184,9 +223,11 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
                 topic = created
             topics.append(entry(topic))
     return MetadataResponse(
-        brokers=[Resp.MetadataResponseBroker(node_id=ctx.node.node_id, host=host, port=port)],
+        brokers=[Resp.MetadataResponseBroker(node_id=n, host=h, port=p)
+                 for n, h, p in brokers(ctx, host, port)],
         cluster_id=ctx.cluster.cluster_id,
-        controller_id=ctx.node.node_id,
+        controller_id=(ctx.node.node_id if ctx.replicas is None
+                       else ctx.replicas.controller.controller_id),
         topics=topics,
         cluster_authorized_operations=cluster_ops,
     )

@@ -15,13 +15,14 @@
 - Authorization (when an authorizer is on): CLUSTER CLUSTER_ACTION allows every topic;
   else TOPIC DESCRIBE per topic (KIP-320), TOPIC_AUTHORIZATION_FAILED on each partition of a
   topic without it, before the existence check.
+- `--brokers N` (docs/cluster.md): answered by the partition's leader only (else
+  NOT_LEADER_OR_FOLLOWER), with its current leader epoch.
 """
 
 from __future__ import annotations
 
 from odradek.broker.api._auth import Op, cluster_allowed, topic_allowed
-from odradek.broker.api._common import check_current_leader_epoch
-from odradek.broker.cluster import LEADER_EPOCH
+from odradek.broker.api._common import leader_epoch, replica_error
 from odradek.broker.context import RequestContext
 from odradek.wire import ErrorCode
 from odradek.wire._generated.offset_for_leader_epoch import (
@@ -38,10 +39,11 @@ def _partition(ctx: RequestContext, topic: str,
     plog = ctx.partitions.log(topic, p)
     if plog is None or not ctx.cluster.has_partition(topic, p):
         return Resp.EpochEndOffset(partition=p, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    fenced = check_current_leader_epoch(want.current_leader_epoch)
+    fenced = replica_error(ctx, topic, p, want.current_leader_epoch)
     if fenced != ErrorCode.NONE:
         return Resp.EpochEndOffset(partition=p, error_code=fenced)
-    epoch, end = plog.end_offset_for_epoch(want.leader_epoch, leader_epoch=LEADER_EPOCH)
+    epoch, end = plog.end_offset_for_epoch(want.leader_epoch,
+                                           leader_epoch=leader_epoch(ctx, topic, p))
     return Resp.EpochEndOffset(partition=p, error_code=ErrorCode.NONE, leader_epoch=epoch,
                                end_offset=end)
 

@@ -1,5 +1,12 @@
 """Produce (key 0), versions 3-13.
 
+- `--brokers N` (docs/cluster.md): a partition this broker does not lead is
+  NOT_LEADER_OR_FOLLOWER; acks=-1 with an ISR smaller than min.insync.replicas is
+  NOT_ENOUGH_REPLICAS (before the append), and waits until the high watermark passes the
+  records (REQUEST_TIMED_OUT after timeout_ms; NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR
+  shrank below min.insync.replicas meanwhile). Batches carry the partition's leader epoch.
+- min.insync.replicas above 1 with one broker: acks=-1 is NOT_ENOUGH_REPLICAS, as on Kafka
+  (one replica in the ISR).
 - acks 0, 1 and -1 (single node: -1 is satisfied by the local write); acks=0 gets no
   response, and a failed acks=0 request closes the connection, as Kafka does, so the client
   notices. Other acks values: INVALID_REQUIRED_ACKS.
@@ -237,7 +244,8 @@ def _append_partition(ctx: RequestContext, topic: str, index: int, plog: Partiti
                     f"{topic}-{index} which exceeds the maximum configured size of "
                     f"{plog.config.max_message_bytes}.")
             view = memoryview(rebuilt)
-        info = plog.append(view, leader_epoch=LEADER_EPOCH, now_ms=now_ms,
+        epoch = LEADER_EPOCH if ctx.replicas is None else ctx.replicas.leader_epoch(topic, index)
+        info = plog.append(view, leader_epoch=epoch, now_ms=now_ms,
                            verify_crc=False)  # _validate checked it
     except (RecordBatchError, MessageTooLargeError, ProducerStateError) as e:
         code = error_code_for(e)  # CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, the producer's error
@@ -358,6 +366,16 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             result = _check_partition(ctx, name, data)
             if isinstance(result, PartitionResponse):
                 answers[(name, data.index)] = result
+            elif (request.acks == -1 and ctx.replicas is None
+                  and getattr(result[0].config, "min_insync_replicas", 1) > 1):
+                # one broker: the ISR is this one replica (Kafka's Partition check)
+                answers[(name, data.index)] = PartitionResponse(
+                    index=data.index, error_code=ErrorCode.NOT_ENOUGH_REPLICAS, base_offset=-1,
+                    log_start_offset=-1)
+            elif ctx.replicas is not None and (refused := ctx.replicas.produce_error(
+                    name, data.index, ctx.node.node_id, request.acks)) is not None:
+                answers[(name, data.index)] = PartitionResponse(
+                    index=data.index, error_code=refused, base_offset=-1, log_start_offset=-1)
             else:
                 checked[(name, data.index)] = result
     transactional = {(b.producer_id, b.producer_epoch)
@@ -394,6 +412,13 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             ctx.partitions.notify_appended(name, index)
         else:
             failed = True
+    if request.acks == -1 and ctx.replicas is not None and checked:
+        # --brokers N: acknowledged once the ISR holds the records (docs/cluster.md)
+        targets = {tp: plog.log_end_offset for tp, (plog, _, _) in checked.items()
+                   if answers[tp].error_code == ErrorCode.NONE}
+        for tp, code in (await ctx.replicas.wait_acks_all(targets, request.timeout_ms)).items():
+            if code != ErrorCode.NONE:
+                answers[tp].error_code = code
     if request.acks == 0:
         if failed:
             raise CloseConnection("acks=0 produce request failed on at least one partition")

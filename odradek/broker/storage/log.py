@@ -378,6 +378,79 @@ class PartitionLog:
             written=records[:position],
         )
 
+    def append_as_follower(self, records: bytes | memoryview, *, now_ms: int) -> int:
+        """Append batches copied from the partition's leader, as they are: their offsets and
+        partition leader epochs are the leader's (Kafka's appendAsFollower; the simulated
+        cluster, `replication/`). They must start at this log's end. One write per leader
+        epoch met; producer state replays them without checks. Returns the new log end."""
+        self._check_open()
+        view = records if isinstance(records, memoryview) else memoryview(records)
+        found = list(iter_batches(view))
+        starts = [0]
+        for b in found:
+            starts.append(starts[-1] + b.size)
+        position = 0
+        while position < len(found):
+            epoch = found[position].partition_leader_epoch
+            run = position
+            while run < len(found) and found[run].partition_leader_epoch == epoch:
+                run += 1
+            group = found[position:run]
+            first = group[0].base_offset
+            if first != self.log_end_offset:
+                raise ValueError(f"follower append at {first}, log end is {self.log_end_offset}"
+                                 f" ({self.topic}-{self.partition})")
+            start, end = starts[position], starts[run]
+            metas = [BatchMeta(b.size, b.last_offset, b.max_timestamp) for b in group]
+            prepared = self.producer_state.prepare(
+                [BatchInfo.of(b, b.base_offset) for b in group if b.producer_id >= 0],
+                Origin.REPLAY)
+            aborted = self.producer_state.aborted_txns(prepared)
+            last = group[-1].last_offset
+            try:
+                segment = self._maybe_roll(end - start, max(m.max_timestamp for m in metas),
+                                           last, now_ms)
+                self._write(segment, view[start:end], metas, aborted, epoch, first)
+            except OSError as exc:
+                raise self._write_failed(exc, f"follower append at offset {first}") from exc
+            self.log_end_offset = last + 1
+            for txn in self.producer_state.apply(prepared):
+                self.producer_state.complete_txn(txn)
+            self.producer_state.map_end_offset = self.log_end_offset
+            self._unflushed_messages += last - first + 1
+            position = run
+        # A follower's high watermark is the leader's, set by the replication layer.
+        self._high_watermark = min(self._high_watermark, self.log_end_offset)
+        if self._unflushed_messages >= self.config.flush_messages:
+            self.flush(now_ms=now_ms)
+        return self.log_end_offset
+
+    def truncate_to(self, offset: int, *, now_ms: int) -> int:
+        """Cut the log back to end at `offset` (a follower diverging from its new leader, as
+        Kafka's Log.truncateTo): whole batches from the one holding `offset` on go, segments
+        starting at or after it are deleted, the leader epochs and producer state follow.
+        Returns the new log end."""
+        self._check_open()
+        if offset >= self.log_end_offset:
+            return self.log_end_offset
+        offset = max(offset, self.log_start_offset)
+        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+            segment = self._segments.pop()
+            self._bases.pop()
+            segment.delete()
+        try:
+            self._segments[-1].truncate_to(offset, now_ms=now_ms)
+        except OSError as exc:
+            raise self._dir_failed(exc, f"truncation to offset {offset}") from exc
+        self.log_end_offset = self._segments[-1].next_offset
+        self._high_watermark = min(self._high_watermark, self.log_end_offset)
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self.epochs.truncate_from_end(self.log_end_offset)
+        self.producer_state.rebuild(self._segments, self.log_start_offset, self.log_end_offset)
+        log.info("log truncated", log=f"{self.topic}-{self.partition}",
+                 end_offset=self.log_end_offset)
+        return self.log_end_offset
+
     def _duplicate_info(self, dup: BatchMetadata) -> AppendInfo:
         return AppendInfo(
             first_offset=dup.first_offset,

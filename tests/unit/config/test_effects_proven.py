@@ -26,6 +26,7 @@ from odradek.config.types import Effect
 ROOT = Path(__file__).resolve().parents[3]
 
 API = "tests/unit/broker/api"
+REPLICATION = "tests/unit/broker/replication/test_simulated.py"
 STORAGE = "tests/unit/broker/storage"
 GROUP = "tests/unit/coordinator/group"
 TXN = "tests/unit/coordinator/txn"
@@ -73,6 +74,10 @@ TOPIC: dict[str, tuple[str, ...]] = {
     "index.interval.bytes": (f"{LOG}::test_indexes_are_sparse_and_match_kafka_checks",),
     "internal.segment.bytes": (f"{LOG}::test_segment_byte_limit_counts_the_incoming_batch",),
     "max.compaction.lag.ms": (f"{CLEANER}::test_max_compaction_lag_forces_a_clean",),
+    "min.insync.replicas": (
+        f"{REPLICATION}::test_produce_on_a_follower_is_not_leader_and_min_isr_is_enforced",
+        f"{REPLICATION}::test_one_broker_answers_acks_all_not_enough_replicas_above_min_insync_one",
+    ),
     "max.message.bytes": (
         f"{LOG}::test_invalid_appends_write_nothing",
         f"{API}/test_produce.py::test_size_is_checked_before_keys_on_a_compacted_topic",
@@ -113,6 +118,14 @@ def _via_topic(broker_setting: str, *more: str) -> tuple[str, ...]:
 
 
 BROKER: dict[str, tuple[str, ...]] = {
+    "simulated.brokers": (
+        f"{REPLICATION}::test_every_broker_keeps_its_replicas_in_its_own_log_dir",
+        "tests/integration/test_cluster.py::test_acks_all_idempotent_producer_and_consumer_follow_a_stopped_leader",
+    ),
+    "simulated.broker.ports": (f"{REPLICATION}::test_each_broker_binds_its_own_listener_port",),
+    "min.insync.replicas": (
+        f"{REPLICATION}::test_the_broker_wide_min_insync_replicas_applies_to_topics_without_one",
+    ),
     # -- listeners and identity
     "advertised.listeners": (
         f"{API}/test_metadata.py::test_this_node_is_the_broker_and_controller_on_the_clients_listener",
