@@ -233,7 +233,11 @@ def _cluster_id() -> str:
     # Kafka's cluster ids are 16 random bytes in url-safe base64 without padding.
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # Like Kafka's Uuid.randomUuid, never one starting with "-": the storage tool's argument
+    # parser would take it for an option.
+    while (cid := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))[0] == "-":
+        pass
+    return cid
 
 
 def make_broker(target: str, workdir: Path, overrides: dict[str, str] | None = None,
