@@ -616,7 +616,7 @@ def classify(payload: bytes) -> Expect:
                  body=body, why="" if end == len(payload) else "trailing bytes")
     if key == ApiKey.PRODUCE and body.acks == 0:
         exp.outcome = "silent"
-    elif key == ApiKey.FETCH:
+    elif key in (ApiKey.FETCH, ApiKey.SHARE_FETCH):  # both may park up to max_wait_ms
         exp.wait_s = max(body.max_wait_ms, 0) / 1000
     elif key == ApiKey.JOIN_GROUP:
         exp.wait_s = max(body.session_timeout_ms, body.rebalance_timeout_ms, 0) / 1000
@@ -626,12 +626,12 @@ def classify(payload: bytes) -> Expect:
 
 
 def cap_waits(payload: bytes, exp: Expect) -> bytes:
-    """Re-encode a decodable Fetch/JoinGroup body whose legit wait exceeds the cap."""
+    """Re-encode a decodable Fetch/ShareFetch/JoinGroup body whose legit wait exceeds the cap."""
     if exp.body is None or exp.wait_s * 1000 <= WAIT_CAP_MS or exp.api_key is None:
         return payload
     body, version = exp.body, exp.version
     assert version is not None
-    if exp.api_key == ApiKey.FETCH:
+    if exp.api_key in (ApiKey.FETCH, ApiKey.SHARE_FETCH):
         body.max_wait_ms = WAIT_CAP_MS
     elif exp.api_key == ApiKey.JOIN_GROUP:
         body.session_timeout_ms = min(max(body.session_timeout_ms, 0), WAIT_CAP_MS)
