@@ -148,12 +148,17 @@ class CrashMachine(RuleBasedStateMachine):
             return
         first, last = self.held[member].pop(0)
         kind = ACCEPT if accept else RELEASE
+        sp = self.m.get(K0)
+        assert sp is not None
+        start = sp.start_offset
         results, updates = self.m.acknowledge("g", member,
                                               {(T, 0): [AckBatch(first, last, (kind,))]},
                                               self.now)
         self._persist(updates)
         if results[(T, 0)].error == ErrorCode.NONE and accept:
-            self.accepted |= set(range(first, last + 1))
+            # Offsets below the start offset are finished already (archived): Kafka's
+            # SharePartition.acknowledge skips them without an error, and so does Odradek.
+            self.accepted |= set(range(max(first, start), last + 1))
 
     @rule(dt=st.integers(1, 120))
     def tick(self, dt: int) -> None:
@@ -234,3 +239,21 @@ def test_a_restart_keeps_out_of_order_acceptances() -> None:
     got = sp2.acquire("c", [(0, 4), (5, 9)], 100, now=2)
     assert [(r.first_offset, r.last_offset, r.delivery_count) for r in got.records] == [(0, 4, 1)]
     assert sp2.state_of(7) == (RecordState.ACKNOWLEDGED, 1, "")
+
+
+def test_an_acknowledgement_below_the_start_offset_is_skipped_as_kafka_does() -> None:
+    """Kafka's SharePartition.acknowledge: a batch wholly below the start offset ("already
+    archived") is skipped without an error; nothing changes state."""
+    cfg = SharePartitionConfig(record_lock_duration_ms=100, delivery_count_limit=2)
+    m = SharePartitions(lambda _g: cfg)
+    sp = m.load(K0, None, OffsetReset("earliest"), 0, 3, never, now=0)
+    [r] = sp.acquire("a", [(0, 2)], 3, 0).records
+    m.on_timer(100)  # lock expired: delivery 1 over
+    [r] = sp.acquire("a", [(0, 2)], 3, 100).records
+    assert r.delivery_count == 2
+    results, _ = m.acknowledge("g", "a", {(T, 0): [AckBatch(0, 2, (RELEASE,))]}, 101)
+    assert results[(T, 0)].error == ErrorCode.NONE
+    assert sp.start_offset == 3  # the limit reached: archived, the start moved past them
+    results, updates = m.acknowledge("g", "a", {(T, 0): [AckBatch(0, 2, (ACCEPT,))]}, 102)
+    assert results[(T, 0)].error == ErrorCode.NONE
+    assert updates == []
