@@ -72,7 +72,7 @@ import structlog
 from odradek.broker import heap
 from odradek.broker.broker import Broker
 from odradek.broker.cluster import MetadataError
-from odradek.broker.connection import CloseConnection, Connection
+from odradek.broker.connection import CloseConnection, Connection, IncomingRequest, response_frame
 from odradek.broker.context import ClientInfo
 from odradek.broker.dispatch import dispatch
 from odradek.broker.security.authenticator import SaslSession, SecurityConfigError
@@ -81,7 +81,7 @@ from odradek.broker.security.tls import map_principal, tls_accept
 from odradek.broker.storage import faults
 from odradek.broker.storage.dir_lock import DirLock, LogDirLockedError, lock_log_dirs
 from odradek.config import BrokerConfig, ConfigError, Listener
-from odradek.wire import ProtocolError
+from odradek.wire import ErrorCode, ProtocolError
 from odradek.wire.framing import frame_size_prefix
 from odradek.wire.regions import FileRegion, Part
 
@@ -455,6 +455,10 @@ class Server:
                         await anyio.lowlevel.checkpoint()
                     waited = False
                     if session is not None and (why := session.admit(request.api_key)):
+                        if session.state == "handshake":  # between handshake and authenticate
+                            answer = _illegal_sasl_state(request)
+                            if answer is not None:
+                                await send_all(sock, answer)
                         raise CloseConnection(why)  # as Kafka's SASL authenticator closes
                     activity.busy = True
                     out = await dispatch(self.broker.context(client, request), request)
@@ -495,6 +499,30 @@ async def _sasl_v0_token(conn: Connection, session: SaslSession, sock: socket.so
         raise CloseConnection("SASL authentication failed")  # v0: closed without an answer
     await send_all(sock, [frame_size_prefix(len(out)) + out])
     return True
+
+
+def _illegal_sasl_state(request: IncomingRequest) -> list[Part] | None:
+    """Kafka's answer to a request other than SaslAuthenticate after a SaslHandshake: the
+    api's error response with ILLEGAL_SASL_STATE, if the request parses (then the connection
+    closes); None when it does not (closed without an answer, as Kafka)."""
+    from odradek.broker import fault_inject
+    from odradek.wire.headers import response_header_version
+    from odradek.wire.registry import api_classes
+
+    key, version = request.api_key, request.api_version
+    try:
+        request_cls, _ = api_classes(key)
+        body, _end = request_cls.decode(request.frame, version, request.body_pos)
+        if not fault_inject.can_error(key):
+            return None
+        payload = fault_inject.error_response(key, version, body,
+                                              ErrorCode.ILLEGAL_SASL_STATE).encode(version)
+    except Exception:  # unknown api or version, a body that does not parse: just close
+        return None
+    frame: list[Part] = []
+    frame.extend(response_frame(request.correlation_id, response_header_version(key, version),
+                                payload))
+    return frame
 
 
 async def _sleep_until(deadline: float) -> None:

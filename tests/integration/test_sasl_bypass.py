@@ -69,8 +69,6 @@ def test_every_api_before_authentication_closes(sasl_broker: BrokerProcess,
         assert raw.closed_by_broker()
 
 
-@pytest.mark.xfail(not KAFKA, strict=True,
-                   reason="Odradek closes without the api's ILLEGAL_SASL_STATE error response")
 def test_after_the_handshake_a_parsed_request_gets_illegal_sasl_state(
         sasl_broker: BrokerProcess) -> None:
     """Kafka (SaslServerAuthenticator, AUTHENTICATE state) answers a request it can parse
