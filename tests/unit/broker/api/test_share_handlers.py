@@ -532,3 +532,29 @@ def test_a_share_group_id_is_no_consumer_or_classic_group(broker: Broker) -> Non
             name="range", metadata=b"")]))
     assert j.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     assert broker.groups.shard.groups.get("g") is None
+
+
+def test_group_config_earliest_starts_a_new_share_partition_at_the_log_start(
+        broker: Broker) -> None:
+    """kgo's TestShareGroupETL (issue #14): records are in the topic before the group's
+    first member joins; the group's `share.auto.offset.reset` = earliest, set as a GROUP
+    config, must put the share-partition's start at the log start, not at the high
+    watermark of the moment it is initialised (the broker default, latest). A broker that
+    ignored the group config lost every record produced before level 2 joined."""
+    from odradek.wire._generated.incremental_alter_configs import (
+        IncrementalAlterConfigsRequest as Inc,
+    )
+
+    produce(broker, "t", 0, [1, 2, 3, 4, 5])
+    req = Inc(resources=[Inc.AlterConfigsResource(
+        resource_type=32, resource_name="g", configs=[Inc.AlterableConfig(
+            name="share.auto.offset.reset", config_operation=0, value="earliest")])])
+    [res] = call(broker, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, req).responses
+    assert res.error_code == ErrorCode.NONE, res.error_message
+    join(broker, group="g")
+    assert acquired(fetch(broker, 0, group="g")) == [(0, 4, 1)]
+    # A group without the override starts at the high watermark (Kafka's default, latest).
+    join(broker, member="m2", group="other")
+    assert acquired(fetch(broker, 0, member="m2", group="other")) == []
+    produce(broker, "t", 0, [6])
+    assert acquired(fetch(broker, 1, member="m2", group="other")) == [(5, 5, 1)]
