@@ -49,8 +49,8 @@ DEFAULT_RUN = (
     "|TestIssue523|TestIssue648|TestIssue810|TestIssue865|TestIssueFetchLargerThanBrokerMaxReadBytes"
     "|TestGroupSimple|TestLookbackMilli|TestConsumeMaxDecompressBatchBytes|TestUnknownGroupOffsetFetchPinned"
     "|TestPing|TestIssue1034|TestPooling|TestHookPollStart|Test848RegexBrokerResolves"
-    # KIP-932 share groups (TestShareGroupETL is not in: it fails on Odradek, issue #14)
-    "|TestShareGroup|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin"
+    # KIP-932 share groups
+    "|TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin"
     "|TestConsumeRegexShareSkipsInternal)$"
 )
 
