@@ -9,7 +9,8 @@ StandardAuthorizer with allow.everyone.if.no.acl.found=true. Odradek gets the SC
 `start(target, workdir)` makes the certificates and the broker, starts it and returns a
 `SecuritySetup`: the broker, the listener ports and the `--security` JSON the drivers read
 (compat_tests/python/common.py, the contract in the drivers' scenarios). `deny_mallory` creates
-the suite's DENY bindings through the admin listener.
+the suite's DENY bindings through the admin listener, `throttle_quota_client` the
+quota-throttle row's client quota.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ OAUTH_JAAS = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModul
 SCRAM_USER = "SCRAM-SHA-512=[name=bob,password=bob-pw]"
 OAUTH_PRINCIPAL = "carol"
 DENIED_USER, DENIED_PREFIX = "mallory", "denied-"
+# The quota-throttle row: this client id's producer_byte_rate (bytes/s), on both targets.
+QUOTA_CLIENT_ID, QUOTA_PRODUCER_BYTE_RATE = "quota-throttled", 20480
 CLIENT_SUBJECT = "/O=Example/CN=alice"  # Kafka's DN form: CN=alice,O=Example -> alice
 PRINCIPAL_RULES = "RULE:^CN=([a-z]+),.*$/$1/,DEFAULT"
 LISTENERS = ("SASL_PLAINTEXT", "SSL", "SASL_SSL")
@@ -110,6 +113,7 @@ def security_document(ports: dict[str, int], certs: Path, token: str) -> dict[st
         "plain": {"user": "alice", "password": PLAIN_USERS["alice"]},
         "scram_sha_512": {"user": "bob", "password": "bob-pw"},
         "oauthbearer": {"principal": OAUTH_PRINCIPAL, "token": token},
+        "quota": {"client_id": QUOTA_CLIENT_ID, "producer_byte_rate": QUOTA_PRODUCER_BYTE_RATE},
         "denied": {"user": DENIED_USER, "password": PLAIN_USERS[DENIED_USER], "mechanism": "PLAIN",
                    "listener": "SASL_PLAINTEXT", "prefix": DENIED_PREFIX},
     }
@@ -184,3 +188,42 @@ def deny_mallory(bootstrap: str, timeout: float = 30.0) -> list[str]:
         if time.monotonic() > deadline:
             raise RuntimeError(f"DENY bindings not listed after {timeout} s: {got}")
         time.sleep(0.2)
+
+
+def throttle_quota_client(bootstrap: str, timeout: float = 30.0) -> str:
+    """producer_byte_rate for client-id `quota-throttled`, set with AlterClientQuotas through
+    the PLAINTEXT admin listener (User:ANONYMOUS, a super user; confluent-kafka has no
+    alter_client_quotas, so the project's own connection), then read back with
+    DescribeClientQuotas (strict) until it is in effect; returns it as text."""
+    from odradek.client import BrokerConnection, parse_bootstrap
+    from odradek.wire._generated.alter_client_quotas import (
+        AlterClientQuotasRequest,
+        AlterClientQuotasResponse,
+    )
+    from odradek.wire._generated.describe_client_quotas import (
+        DescribeClientQuotasRequest,
+        DescribeClientQuotasResponse,
+    )
+
+    host, port = parse_bootstrap(bootstrap)[0]
+    entity = [AlterClientQuotasRequest.EntityData(entity_type="client-id", entity_name=QUOTA_CLIENT_ID)]
+    alter = AlterClientQuotasRequest(validate_only=False, entries=[AlterClientQuotasRequest.EntryData(
+        entity=entity, ops=[AlterClientQuotasRequest.OpData(
+            key="producer_byte_rate", value=float(QUOTA_PRODUCER_BYTE_RATE), remove=False)])])
+    describe = DescribeClientQuotasRequest(strict=True, components=[
+        DescribeClientQuotasRequest.ComponentData(entity_type="client-id", match_type=0,
+                                                  match=QUOTA_CLIENT_ID)])
+    with BrokerConnection(host, port) as conn:
+        resp, _ = conn.call(alter, AlterClientQuotasResponse)
+        errors = [(e.error_code, e.error_message) for e in resp.entries if e.error_code]
+        if errors:
+            raise RuntimeError(f"AlterClientQuotas failed: {errors}")
+        deadline = time.monotonic() + timeout
+        while True:  # Kafka applies it once the metadata log has it
+            got, _ = conn.call(describe, DescribeClientQuotasResponse)
+            values = {v.key: v.value for e in got.entries or [] for v in e.values}
+            if values.get("producer_byte_rate") == QUOTA_PRODUCER_BYTE_RATE:
+                return f"client-id={QUOTA_CLIENT_ID} producer_byte_rate={QUOTA_PRODUCER_BYTE_RATE}"
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the quota is not described after {timeout} s: {values}")
+            time.sleep(0.2)
