@@ -103,7 +103,7 @@ DRIVERS: dict[str, Driver] = {
         Driver("kcat", "librdkafka"),
         Driver("kafka-python", "Python", extra_scenarios=tuple(FETCH_SESSION_SCENARIOS),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("aiokafka", "Python"),
+        Driver("aiokafka", "Python", security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("franz-go", "Go",
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
                                 "share-group-split"),

@@ -326,7 +326,10 @@ func fgQuotaThrottle(c *Ctx) (string, error) {
 		return "", err
 	}
 	hook := &throttleHook{}
-	cl, err := fgClient(c, append(opts, kgo.ClientID(s.Quota.ClientID), kgo.WithHooks(hook),
+	cl, err := fgClient(c, append(opts, kgo.ClientID(s.Quota.ClientIDs["franz-go"]), kgo.WithHooks(hook),
+		// 16 KiB uncompressed batches (the Java/librdkafka defaults' size): many Produce
+		// requests, so the throttle the first answers carry delays the later ones.
+		kgo.ProducerBatchMaxBytes(16384), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordDeliveryTimeout(time.Until(c.Until)))...)
 	if err != nil {
 		return "", err

@@ -320,8 +320,11 @@ func srQuotaThrottle(c *Ctx) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cfg.ClientID = c.Sec.Quota.ClientID
+	cfg.ClientID = c.Sec.Quota.ClientIDs["sarama"]
 	cfg.Producer.Timeout = time.Until(c.Until)
+	// 16 KiB requests (the Java/librdkafka batch size): many Produce requests, so the throttle
+	// the first answers carry delays the later ones.
+	cfg.Producer.MaxMessageBytes, cfg.Producer.Flush.Bytes = 16384, 16384
 	t := c.secTopic("quota")
 	if err := srCreate(c, t, 1, nil); err != nil {
 		return "", err

@@ -32,8 +32,8 @@ type Security struct {
 		Token     string `json:"token"`
 	} `json:"oauthbearer"`
 	Quota struct {
-		ClientID         string  `json:"client_id"`
-		ProducerByteRate float64 `json:"producer_byte_rate"`
+		ClientIDs        map[string]string `json:"client_ids"`
+		ProducerByteRate float64           `json:"producer_byte_rate"`
 	} `json:"quota"`
 	Denied struct {
 		userPass

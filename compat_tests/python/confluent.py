@@ -933,7 +933,7 @@ def quota_throttle(ctx: Ctx) -> str:
     create_topic(ctx, t, 1)
     errors = Errors()
     throttles: list[float] = []  # ThrottleEvent.throttle_time: seconds
-    p = Producer({**secure_conf(ctx, "plain"), "client.id": q["client_id"], "acks": "all",
+    p = Producer({**secure_conf(ctx, "plain"), "client.id": q["client_ids"][CLIENT], "acks": "all",
                   "linger.ms": 5, "batch.size": 16384, "error_cb": errors,
                   "throttle_cb": lambda ev: throttles.append(ev.throttle_time)})
     delivered: list[KafkaError | None] = []

@@ -580,7 +580,7 @@ def quota_throttle(ctx: Ctx) -> str:
     q = ctx.sec()["quota"]
     t = ctx.topic()
     create_topic(ctx, t, 1)
-    p = KafkaProducer(**secure_conf(ctx, "plain"), client_id=q["client_id"], acks="all",
+    p = KafkaProducer(**secure_conf(ctx, "plain"), client_id=q["client_ids"][CLIENT], acks="all",
                       linger_ms=5, batch_size=16384)
     try:
         count = QUOTA_BYTES // QUOTA_RECORD

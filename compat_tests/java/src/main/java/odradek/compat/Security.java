@@ -282,13 +282,13 @@ final class Security {
     // ------------------------------------------------------------------ quota-throttle (as alice)
 
     /** The runner set producer_byte_rate for client id quota.client_id: produce 400 KiB as alice
-     *  with that client id; the producer's own metric produce-throttle-time-max must be above 0,
+     *  with this driver's client id; the producer's own metric produce-throttle-time-max must be above 0,
      *  every record acknowledged and the rate over the run under 3 x the quota. */
     String quotaThrottle() throws Exception {
         String t = d.prefix + "-quota";
         d.createTopic(t, 1);
         Map<String, Object> p = props("plain");
-        p.put(ProducerConfig.CLIENT_ID_CONFIG, str("quota", "client_id"));
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, str("quota", "client_ids", d.client));
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, (int) Math.max(30000, d.remainingMs()));
         double quota = Double.parseDouble(str("quota", "producer_byte_rate"));
         int count = 400, size = 1024;
