@@ -109,6 +109,6 @@ DRIVERS: dict[str, Driver] = {
                                 "share-group-split"),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("sarama", "Go", security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("kafkajs", "Node"),
+        Driver("kafkajs", "Node", security_scenarios=tuple(SECURITY_SCENARIOS)),
     )
 }
