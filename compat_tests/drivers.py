@@ -19,6 +19,8 @@ from compat_tests.scenarios import (
 )
 
 HERE = Path(__file__).resolve().parent
+# Security rows only the drivers that implement them claim (their security_scenarios say so).
+QUOTA_ROWS = ("quota-throttle",)
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,7 @@ class Driver:
     scenarios: tuple[str, ...] = tuple(SCENARIOS)
     extra_scenarios: tuple[str, ...] = field(default=())
     # The rows of `run.py --suite security` (its own broker, see compat_tests/security_setup.py).
-    security_scenarios: tuple[str, ...] = tuple(SECURITY_SCENARIOS)
+    security_scenarios: tuple[str, ...] = tuple(s for s in SECURITY_SCENARIOS if s not in QUOTA_ROWS)
 
     def all_scenarios(self) -> tuple[str, ...]:
         return self.scenarios + self.extra_scenarios
@@ -88,19 +90,25 @@ DRIVERS: dict[str, Driver] = {
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
                                 *CLI_SCENARIOS, *BROKER_SCENARIOS, *SHARE_SCENARIOS,
                                 "streams-eos", "streams-groups", "streams-groups-failover",
-                                "cli-streams-groups", "txn-copier")),
-        Driver("java-4.1", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos")),
-        Driver("java-3.9", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos")),
+                                "cli-streams-groups", "txn-copier"),
+               security_scenarios=tuple(SECURITY_SCENARIOS)),
+        Driver("java-4.1", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos"),
+               security_scenarios=tuple(SECURITY_SCENARIOS)),
+        Driver("java-3.9", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos"),
+               security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("confluent-kafka", "librdkafka",
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *MIGRATION_SCENARIOS,
-                                "share-group-split")),
+                                "share-group-split"),
+               security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("kcat", "librdkafka"),
-        Driver("kafka-python", "Python", extra_scenarios=tuple(FETCH_SESSION_SCENARIOS)),
-        Driver("aiokafka", "Python"),
+        Driver("kafka-python", "Python", extra_scenarios=tuple(FETCH_SESSION_SCENARIOS),
+               security_scenarios=tuple(SECURITY_SCENARIOS)),
+        Driver("aiokafka", "Python", security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("franz-go", "Go",
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
-                                "share-group-split")),
-        Driver("sarama", "Go"),
-        Driver("kafkajs", "Node"),
+                                "share-group-split"),
+               security_scenarios=tuple(SECURITY_SCENARIOS)),
+        Driver("sarama", "Go", security_scenarios=tuple(SECURITY_SCENARIOS)),
+        Driver("kafkajs", "Node", security_scenarios=tuple(SECURITY_SCENARIOS)),
     )
 }

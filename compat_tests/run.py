@@ -156,10 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         broker.start()
         try:
             acls = security_setup.deny_mallory(broker.bootstrap)
+            quota = security_setup.throttle_quota_client(broker.bootstrap)
         except Exception:
             broker.stop()
             raise
-        print(f"DENY bindings: {'; '.join(acls)}", file=sys.stderr)
+        print(f"DENY bindings: {'; '.join(acls)}; quota {quota}", file=sys.stderr)
     elif args.bootstrap:
         from compat_tests.brokers import OdradekBroker
 

@@ -269,4 +269,10 @@ SECURITY_SCENARIOS: dict[str, str] = {
         "as mallory init a transactional producer with transactional.id denied-P-txn: "
         "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
     ),
+    "quota-throttle": (
+        "as alice (PLAIN, SASL_PLAINTEXT) with client.id quota-throttled-<driver> "
+        "(producer_byte_rate 20480 set by the runner) produce 400 KiB to a 1-partition topic: the client reports "
+        "throttle_time_ms > 0 through its own interface, every record is acknowledged, and the "
+        "rate over the run stays under 3 x the quota"
+    ),
 }

@@ -9,7 +9,8 @@ StandardAuthorizer with allow.everyone.if.no.acl.found=true. Odradek gets the SC
 `start(target, workdir)` makes the certificates and the broker, starts it and returns a
 `SecuritySetup`: the broker, the listener ports and the `--security` JSON the drivers read
 (compat_tests/python/common.py, the contract in the drivers' scenarios). `deny_mallory` creates
-the suite's DENY bindings through the admin listener.
+the suite's DENY bindings through the admin listener, `throttle_quota_client` the
+quota-throttle row's client quota.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from compat_tests.brokers import Broker, KafkaBroker, OdradekBroker, free_port
+from compat_tests.drivers import DRIVERS
 from odradek.testing.certs import make_test_certs
 
 PLAIN_USERS = {"alice": "alice-pw", "mallory": "mallory-pw"}
@@ -35,6 +37,14 @@ OAUTH_JAAS = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModul
 SCRAM_USER = "SCRAM-SHA-512=[name=bob,password=bob-pw]"
 OAUTH_PRINCIPAL = "carol"
 DENIED_USER, DENIED_PREFIX = "mallory", "denied-"
+# The quota-throttle row: producer_byte_rate (bytes/s) for client id quota-throttled-<driver>,
+# on both targets. One id per driver: a client-id quota is one budget shared by every
+# connection with that id (Kafka's ClientQuotaManager), and the drivers run at once.
+QUOTA_CLIENT_ID, QUOTA_PRODUCER_BYTE_RATE = "quota-throttled", 20480
+
+
+def quota_client_id(client: str) -> str:
+    return f"{QUOTA_CLIENT_ID}-{client}"
 CLIENT_SUBJECT = "/O=Example/CN=alice"  # Kafka's DN form: CN=alice,O=Example -> alice
 PRINCIPAL_RULES = "RULE:^CN=([a-z]+),.*$/$1/,DEFAULT"
 LISTENERS = ("SASL_PLAINTEXT", "SSL", "SASL_SSL")
@@ -110,6 +120,8 @@ def security_document(ports: dict[str, int], certs: Path, token: str) -> dict[st
         "plain": {"user": "alice", "password": PLAIN_USERS["alice"]},
         "scram_sha_512": {"user": "bob", "password": "bob-pw"},
         "oauthbearer": {"principal": OAUTH_PRINCIPAL, "token": token},
+        "quota": {"client_ids": {c: quota_client_id(c) for c in DRIVERS},
+                  "producer_byte_rate": QUOTA_PRODUCER_BYTE_RATE},
         "denied": {"user": DENIED_USER, "password": PLAIN_USERS[DENIED_USER], "mechanism": "PLAIN",
                    "listener": "SASL_PLAINTEXT", "prefix": DENIED_PREFIX},
     }
@@ -184,3 +196,46 @@ def deny_mallory(bootstrap: str, timeout: float = 30.0) -> list[str]:
         if time.monotonic() > deadline:
             raise RuntimeError(f"DENY bindings not listed after {timeout} s: {got}")
         time.sleep(0.2)
+
+
+def throttle_quota_client(bootstrap: str, timeout: float = 30.0) -> str:
+    """producer_byte_rate for each driver's client id (quota_client_id), set with
+    AlterClientQuotas through the PLAINTEXT admin listener (User:ANONYMOUS, a super user;
+    confluent-kafka has no alter_client_quotas, so the project's own connection), then read back
+    with DescribeClientQuotas until all are in effect; returns them as text."""
+    from odradek.client import BrokerConnection, parse_bootstrap
+    from odradek.wire._generated.alter_client_quotas import (
+        AlterClientQuotasRequest,
+        AlterClientQuotasResponse,
+    )
+    from odradek.wire._generated.describe_client_quotas import (
+        DescribeClientQuotasRequest,
+        DescribeClientQuotasResponse,
+    )
+
+    ids = {quota_client_id(c) for c in DRIVERS}
+    host, port = parse_bootstrap(bootstrap)[0]
+    alter = AlterClientQuotasRequest(validate_only=False, entries=[AlterClientQuotasRequest.EntryData(
+        entity=[AlterClientQuotasRequest.EntityData(entity_type="client-id", entity_name=i)],
+        ops=[AlterClientQuotasRequest.OpData(key="producer_byte_rate",
+                                             value=float(QUOTA_PRODUCER_BYTE_RATE), remove=False)])
+        for i in sorted(ids)])
+    describe = DescribeClientQuotasRequest(strict=True, components=[  # MATCH_TYPE_SPECIFIED
+        DescribeClientQuotasRequest.ComponentData(entity_type="client-id", match_type=2, match=None)])
+    with BrokerConnection(host, port) as conn:
+        resp, _ = conn.call(alter, AlterClientQuotasResponse)
+        errors = [(e.error_code, e.error_message) for e in resp.entries if e.error_code]
+        if errors:
+            raise RuntimeError(f"AlterClientQuotas failed: {errors}")
+        deadline = time.monotonic() + timeout
+        while True:  # Kafka applies them once the metadata log has them
+            got, _ = conn.call(describe, DescribeClientQuotasResponse)
+            have = {e.entity_name for entry in got.entries or [] for e in entry.entity
+                    if any(v.key == "producer_byte_rate" and v.value == QUOTA_PRODUCER_BYTE_RATE
+                           for v in entry.values)}
+            if ids <= have:
+                return (f"producer_byte_rate={QUOTA_PRODUCER_BYTE_RATE} for client-id "
+                        f"{QUOTA_CLIENT_ID}-<driver> ({len(ids)} drivers)")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"quotas not described after {timeout} s: {sorted(ids - have)} missing")
+            time.sleep(0.2)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -25,6 +26,7 @@ func franzSecurityScenarios() map[string]scenarioFunc {
 		"acl-denied-consume": fgDeniedConsume,
 		"acl-denied-group":   fgDeniedGroup,
 		"acl-denied-txn":     fgDeniedTxn,
+		"quota-throttle":     fgQuotaThrottle,
 	}
 }
 
@@ -296,4 +298,69 @@ func fgDeniedTxn(c *Ctx) (string, error) {
 		return "", failf("init of transactional id %s, %s: want TRANSACTIONAL_ID_AUTHORIZATION_FAILED, saw %s", id, w.what, seenErr(perr))
 	}
 	return fmt.Sprintf("TRANSACTIONAL_ID_AUTHORIZATION_FAILED seen (%v)", perr), nil
+}
+
+// throttleHook is a kgo.HookBrokerThrottle: the throttles the brokers' answers carried.
+type throttleHook struct {
+	mu   sync.Mutex
+	seen []time.Duration
+}
+
+func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seen = append(h.seen, d)
+}
+
+// fgQuotaThrottle: the runner set producer_byte_rate for the quota client id; produce 400 KiB
+// as alice with it: the hook sees a throttle > 0, every record is acknowledged and the rate
+// over the run stays under 3 x the quota.
+func fgQuotaThrottle(c *Ctx) (string, error) {
+	opts, _, err := fgSecOpts(c, "plain")
+	if err != nil {
+		return "", err
+	}
+	s := c.Sec // fgSecOpts checked it is there
+	t := c.secTopic("quota")
+	if err := fgCreate(c, t, 1, nil); err != nil {
+		return "", err
+	}
+	hook := &throttleHook{}
+	cl, err := fgClient(c, append(opts, kgo.ClientID(s.Quota.ClientIDs["franz-go"]), kgo.WithHooks(hook),
+		// 16 KiB uncompressed batches (the Java/librdkafka defaults' size): many Produce
+		// requests, so the throttle the first answers carry delays the later ones.
+		kgo.ProducerBatchMaxBytes(16384), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordDeliveryTimeout(time.Until(c.Until)))...)
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	const count, size = 400, 1024
+	var recs []*kgo.Record
+	for i := 0; i < count; i++ {
+		recs = append(recs, &kgo.Record{Topic: t, Value: make([]byte, size)})
+	}
+	start := time.Now()
+	if err := cl.ProduceSync(c, recs...).FirstErr(); err != nil {
+		return "", fmt.Errorf("produce: %w", err)
+	}
+	elapsed := time.Since(start).Seconds()
+	hook.mu.Lock()
+	var peak time.Duration
+	for _, d := range hook.seen {
+		if d > peak {
+			peak = d
+		}
+	}
+	n := len(hook.seen)
+	hook.mu.Unlock()
+	rate, quota := float64(count*size)/elapsed, s.Quota.ProducerByteRate
+	if peak <= 0 {
+		return "", failf("no HookBrokerThrottle with a throttle > 0 in %.1f s (%.0f B/s, quota %.0f)", elapsed, rate, quota)
+	}
+	if rate >= 3*quota {
+		return "", failf("%.0f B/s over %.1f s, not under 3 x the quota %.0f", rate, elapsed, quota)
+	}
+	return fmt.Sprintf("%d x %d B acknowledged in %.1f s (%.0f B/s, quota %.0f); HookBrokerThrottle %d times, max %d ms",
+		count, size, elapsed, rate, quota, n, peak.Milliseconds()), nil
 }

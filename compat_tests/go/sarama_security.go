@@ -22,6 +22,7 @@ func saramaSecurityScenarios() map[string]scenarioFunc {
 		"acl-denied-consume": srDeniedConsume,
 		"acl-denied-group":   srDeniedGroup,
 		"acl-denied-txn":     srDeniedTxn,
+		"quota-throttle":     srQuotaThrottle,
 	}
 }
 
@@ -308,4 +309,54 @@ func srDeniedTxn(c *Ctx) (string, error) {
 			map[bool]string{true: "the producer was made", false: seenErr(perr)}[perr == nil])
 	}
 	return fmt.Sprintf("ErrTransactionalIDAuthorizationFailed seen (%v)", perr), nil
+}
+
+// srQuotaThrottle: the runner set producer_byte_rate for the quota client id; produce 400 KiB
+// as alice with it through a SyncProducer: sarama's own metric throttle-time-in-ms (a
+// histogram per broker in Config.MetricRegistry) must have a maximum > 0, every message is
+// acknowledged and the rate over the run stays under 3 x the quota.
+func srQuotaThrottle(c *Ctx) (string, error) {
+	cfg, w, err := srSecConfig(c, "plain")
+	if err != nil {
+		return "", err
+	}
+	cfg.ClientID = c.Sec.Quota.ClientIDs["sarama"]
+	cfg.Producer.Timeout = time.Until(c.Until)
+	// 16 KiB requests (the Java/librdkafka batch size): many Produce requests, so the throttle
+	// the first answers carry delays the later ones.
+	cfg.Producer.MaxMessageBytes, cfg.Producer.Flush.Bytes = 16384, 16384
+	t := c.secTopic("quota")
+	if err := srCreate(c, t, 1, nil); err != nil {
+		return "", err
+	}
+	p, err := sarama.NewSyncProducer([]string{w.listener}, cfg)
+	if err != nil {
+		return "", err
+	}
+	defer p.Close()
+	const count, size = 400, 1024
+	var msgs []*sarama.ProducerMessage
+	for i := 0; i < count; i++ {
+		msgs = append(msgs, &sarama.ProducerMessage{Topic: t, Value: sarama.ByteEncoder(make([]byte, size))})
+	}
+	start := time.Now()
+	if err := p.SendMessages(msgs); err != nil {
+		return "", fmt.Errorf("produce: %w", err)
+	}
+	elapsed := time.Since(start).Seconds()
+	var peak int64
+	cfg.MetricRegistry.Each(func(name string, m interface{}) {
+		if h, ok := m.(interface{ Max() int64 }); ok && strings.HasPrefix(name, "throttle-time-in-ms-for-broker-") && h.Max() > peak {
+			peak = h.Max()
+		}
+	})
+	rate, quota := float64(count*size)/elapsed, c.Sec.Quota.ProducerByteRate
+	if peak <= 0 {
+		return "", failf("metric throttle-time-in-ms max 0 after %.1f s (%.0f B/s, quota %.0f)", elapsed, rate, quota)
+	}
+	if rate >= 3*quota {
+		return "", failf("%.0f B/s over %.1f s, not under 3 x the quota %.0f", rate, elapsed, quota)
+	}
+	return fmt.Sprintf("%d x %d B acknowledged in %.1f s (%.0f B/s, quota %.0f); metric throttle-time-in-ms max %d ms",
+		count, size, elapsed, rate, quota, peak), nil
 }

@@ -31,6 +31,10 @@ type Security struct {
 		Principal string `json:"principal"`
 		Token     string `json:"token"`
 	} `json:"oauthbearer"`
+	Quota struct {
+		ClientIDs        map[string]string `json:"client_ids"`
+		ProducerByteRate float64           `json:"producer_byte_rate"`
+	} `json:"quota"`
 	Denied struct {
 		userPass
 		Mechanism string `json:"mechanism"`

@@ -234,7 +234,53 @@ module.exports = function securityScenarios ({ Kafka, logLevel, clientOptions, c
     return `TRANSACTIONAL_ID_AUTHORIZATION_FAILED seen (${hit.message})`
   }
 
+  // quota-throttle: the runner set producer_byte_rate for this driver's client id. kafkajs has
+  // no throttle event or metric; its request queue logs each throttle it honours ("Client side
+  // throttling in effect for N ms", debug level) through the client's logCreator, which is
+  // where this row reads it (as the denied rows read FindCoordinator's errors).
+  async function quotaThrottle (ctx) {
+    const s = sec()
+    const throttles = []
+    const stderr = clientOptions().logCreator
+    const opts = {
+      ...clientOptions(),
+      brokers: [s.listeners.SASL_PLAINTEXT],
+      clientId: s.quota.client_ids.kafkajs,
+      sasl: { mechanism: 'plain', username: s.plain.user, password: s.plain.password },
+      logLevel: logLevel.DEBUG,
+      logCreator: level => entry => {
+        const m = /^Client side throttling in effect for (\d+)ms/.exec(entry.log.message || '')
+        if (m) throttles.push(Number(m[1]))
+        if (process.env.KAFKAJS_LOG === 'debug' && stderr) stderr(level)(entry)
+      }
+    }
+    const kafka = new Kafka(opts)
+    const t = secTopic('quota')
+    await createTopic(ctx, t, 1)
+    const p = kafka.producer({ allowAutoTopicCreation: false })
+    ctx.cleanups.push(() => p.disconnect())
+    await p.connect()
+    const count = 400
+    const size = 1024
+    const start = Date.now()
+    // 16 records (16 KiB) a request, one after the other: many Produce requests, so the
+    // throttle the first answers carry delays the later ones.
+    for (let i = 0; i < count; i += 16) {
+      const messages = [...Array(Math.min(16, count - i)).keys()].map(() => ({ value: Buffer.alloc(size) }))
+      await p.send({ topic: t, acks: -1, messages })
+    }
+    const elapsed = (Date.now() - start) / 1000
+    const rate = count * size / elapsed
+    const quota = s.quota.producer_byte_rate
+    const peak = Math.max(0, ...throttles)
+    check(peak > 0, `no "Client side throttling" log line in ${elapsed.toFixed(1)} s (${rate.toFixed(0)} B/s, quota ${quota})`)
+    check(rate < 3 * quota, `${rate.toFixed(0)} B/s over ${elapsed.toFixed(1)} s, not under 3 x the quota ${quota}`)
+    return `${count} x ${size} B acknowledged in ${elapsed.toFixed(1)} s (${rate.toFixed(0)} B/s, quota ${quota}); ` +
+      `client-side throttling logged ${throttles.length} times, max ${peak} ms`
+  }
+
   return {
+    'quota-throttle': quotaThrottle,
     'sasl-scram-sha-512': roundTrip('scram'),
     'sasl-plain': roundTrip('plain'),
     mtls: roundTrip('mtls'),

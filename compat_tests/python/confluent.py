@@ -922,7 +922,47 @@ def acl_denied_txn(ctx: Ctx) -> str:
     raise ScenarioFailed(f"init_transactions succeeded for the denied transactional.id ({errors.text()})")
 
 
+QUOTA_BYTES, QUOTA_RECORD = 400 * 1024, 1024
+
+
+def quota_throttle(ctx: Ctx) -> str:
+    """The runner set producer_byte_rate for this client id: librdkafka reports the broker's
+    throttle_time_ms through throttle_cb, and the rate over the run stays bounded."""
+    q = ctx.sec()["quota"]
+    t = ctx.topic()
+    create_topic(ctx, t, 1)
+    errors = Errors()
+    throttles: list[float] = []  # ThrottleEvent.throttle_time: seconds
+    p = Producer({**secure_conf(ctx, "plain"), "client.id": q["client_ids"][CLIENT], "acks": "all",
+                  "linger.ms": 5, "batch.size": 16384, "error_cb": errors,
+                  "throttle_cb": lambda ev: throttles.append(ev.throttle_time)})
+    delivered: list[KafkaError | None] = []
+    count = QUOTA_BYTES // QUOTA_RECORD
+    start = time.monotonic()
+    for i in range(count):
+        p.produce(t, i.to_bytes(4, "big") * (QUOTA_RECORD // 4),
+                  on_delivery=lambda err, _m: delivered.append(err))
+
+    def acked() -> bool:
+        errors.raise_auth()
+        return len(delivered) == count
+
+    ctx.wait_for(acked, f"{count} delivery reports (have {len(delivered)}; errors: {errors.text()})",
+                 lambda: p.poll(0.2))
+    elapsed = time.monotonic() - start
+    p.flush(5)  # the last throttle_cb may come with the last answers
+    bad = [e for e in delivered if e is not None]
+    check(not bad, f"delivery failed: {bad[:2]}")
+    rate, quota = QUOTA_BYTES / elapsed, q["producer_byte_rate"]
+    check(any(th > 0 for th in throttles),
+          f"no throttle_cb with throttle_time > 0 in {elapsed:.1f} s ({rate:.0f} B/s, quota {quota})")
+    check(rate < 3 * quota, f"{rate:.0f} B/s over {elapsed:.1f} s, not under 3 x the quota {quota}")
+    return (f"{count} x {QUOTA_RECORD} B acknowledged in {elapsed:.1f} s ({rate:.0f} B/s, quota "
+            f"{quota}); throttle_cb {len(throttles)} times, max {max(throttles) * 1000:.0f} ms")
+
+
 SCENARIOS = {
+    "quota-throttle": quota_throttle,
     "sasl-scram-sha-512": secure_round_trip("scram", "SASL_SSL SCRAM-SHA-512 as bob"),
     "sasl-plain": secure_round_trip("plain", "SASL_PLAINTEXT PLAIN as alice"),
     "mtls": secure_round_trip("mtls", "SSL with the client certificate"),

@@ -570,7 +570,40 @@ def acl_denied_txn(ctx: Ctx) -> str:
     return f"{type(exc).__name__} raised by init_transactions()"
 
 
+QUOTA_BYTES, QUOTA_RECORD = 400 * 1024, 1024
+
+
+def quota_throttle(ctx: Ctx) -> str:
+    """The runner set producer_byte_rate for this client id: kafka-python records the broker's
+    throttle_time_ms in its connection metrics (throttle-time-max; it has no
+    produce-throttle-time-* of its own), and the rate over the run stays bounded."""
+    q = ctx.sec()["quota"]
+    t = ctx.topic()
+    create_topic(ctx, t, 1)
+    p = KafkaProducer(**secure_conf(ctx, "plain"), client_id=q["client_ids"][CLIENT], acks="all",
+                      linger_ms=5, batch_size=16384)
+    try:
+        count = QUOTA_BYTES // QUOTA_RECORD
+        start = time.monotonic()
+        futures = [p.send(t, i.to_bytes(4, "big") * (QUOTA_RECORD // 4)) for i in range(count)]
+        for f in futures:
+            f.get(timeout=max(1.0, ctx.remaining()))
+        elapsed = time.monotonic() - start
+        metrics = p.metrics()
+    finally:
+        p.close(timeout=5)
+    peaks = [float(v) for g in metrics.values() for k, v in g.items()
+             if k == "throttle-time-max" and isinstance(v, (int, float)) and v == v]
+    rate, quota = QUOTA_BYTES / elapsed, q["producer_byte_rate"]
+    peak = max(peaks, default=0.0)
+    check(peak > 0, f"throttle-time-max {peaks} after {elapsed:.1f} s ({rate:.0f} B/s, quota {quota})")
+    check(rate < 3 * quota, f"{rate:.0f} B/s over {elapsed:.1f} s, not under 3 x the quota {quota}")
+    return (f"{count} x {QUOTA_RECORD} B acknowledged in {elapsed:.1f} s ({rate:.0f} B/s, quota "
+            f"{quota}); metric throttle-time-max {peak:.0f} ms")
+
+
 SCENARIOS = {
+    "quota-throttle": quota_throttle,
     "sasl-scram-sha-512": secure_round_trip("scram", "SASL_SSL SCRAM-SHA-512 as bob"),
     "sasl-plain": secure_round_trip("plain", "SASL_PLAINTEXT PLAIN as alice"),
     "mtls": secure_round_trip("mtls", "SSL with the client certificate"),

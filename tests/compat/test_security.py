@@ -37,6 +37,7 @@ if librdkafka_version() < (2, 6, 1):
 # the broker's real answer and reports NOT_SUPPORTED, on Kafka too).
 NOT_SUPPORTED[("kafkajs", "acl-denied-group")] = "kafkajs hides the coordinator's error"
 NOT_SUPPORTED[("kafkajs", "acl-denied-txn")] = "kafkajs hides the coordinator's error"
+NOT_SUPPORTED[("aiokafka", "quota-throttle")] = "aiokafka exposes no throttle time"
 
 # (client, scenario) -> why the row fails on Odradek today.
 XFAIL: dict[tuple[str, str], str] = {}

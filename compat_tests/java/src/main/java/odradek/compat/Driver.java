@@ -1319,6 +1319,7 @@ public final class Driver {
             case "acl-denied-consume": return () -> security().deniedConsume();
             case "acl-denied-group": return () -> security().deniedGroup();
             case "acl-denied-txn": return () -> security().deniedTxn();
+            case "quota-throttle": return () -> security().quotaThrottle();
             default: return null;
         }
     }

@@ -279,6 +279,48 @@ final class Security {
         return "TransactionalIdAuthorizationException seen (" + te.getMessage() + ")";
     }
 
+    // ------------------------------------------------------------------ quota-throttle (as alice)
+
+    /** The runner set producer_byte_rate for client id quota.client_id: produce 400 KiB as alice
+     *  with this driver's client id; the producer's own metric produce-throttle-time-max must be above 0,
+     *  every record acknowledged and the rate over the run under 3 x the quota. */
+    String quotaThrottle() throws Exception {
+        String t = d.prefix + "-quota";
+        d.createTopic(t, 1);
+        Map<String, Object> p = props("plain");
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, str("quota", "client_ids", d.client));
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, (int) Math.max(30000, d.remainingMs()));
+        double quota = Double.parseDouble(str("quota", "producer_byte_rate"));
+        int count = 400, size = 1024;
+        double peak, avg;
+        long start = System.nanoTime();
+        double elapsed;
+        try (KafkaProducer<byte[], byte[]> pr = d.producer(p)) {
+            List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> acks = new ArrayList<>();
+            for (int i = 0; i < count; i++) acks.add(pr.send(new ProducerRecord<>(t, new byte[size])));
+            for (var f : acks) f.get(d.remainingMs(), TimeUnit.MILLISECONDS);
+            elapsed = (System.nanoTime() - start) / 1e9;
+            peak = metric(pr, "produce-throttle-time-max");
+            avg = metric(pr, "produce-throttle-time-avg");
+        }
+        double rate = count * size / elapsed;
+        check(peak > 0, String.format("produce-throttle-time-max %.0f (avg %.0f) after %.1f s (%.0f B/s, quota %.0f)",
+            peak, avg, elapsed, rate, quota));
+        check(rate < 3 * quota, String.format("%.0f B/s over %.1f s, not under 3 x the quota %.0f", rate, elapsed, quota));
+        return String.format("%d x %d B acknowledged in %.1f s (%.0f B/s, quota %.0f); produce-throttle-time-max %.0f ms, avg %.0f ms",
+            count, size, elapsed, rate, quota, peak, avg);
+    }
+
+    static double metric(KafkaProducer<byte[], byte[]> pr, String name) {
+        for (var e : pr.metrics().entrySet()) {
+            if (e.getKey().name().equals(name) && e.getKey().group().equals("producer-metrics")) {
+                Object v = e.getValue().metricValue();
+                if (v instanceof Double dv && !dv.isNaN()) return dv;
+            }
+        }
+        return 0;
+    }
+
     /** Polls `topic` (subscribed in a group, or partition 0 assigned) until poll throws or the
      *  deadline passes (then null: a timeout is never a pass). Records go to `got`. */
     Throwable pollUntilError(Map<String, Object> p, String topic, boolean subscribe, List<ConsumerRecord<byte[], byte[]>> got) {
