@@ -393,7 +393,9 @@ def idle_fetch_sessions(ctx: Ctx) -> str:
     fetches = rate * 2.0  # two 1 s windows
     request_max = node["request-size-max"]
     response_avg = node["incoming-byte-rate"] / max(node["response-rate"], 1e-9)
-    check(fetches >= 5, f"only {fetches:.1f} requests in the last 2 s of idle polling")
+    # ~10/s unloaded (fetch_max_wait_ms=100); 3 in 2 s still shows it kept polling on a
+    # loaded 2-core CI machine, where 4.1 was seen once
+    check(fetches >= 3, f"only {fetches:.1f} requests in the last 2 s of idle polling")
     check(request_max < 1000, f"largest idle request {request_max:.0f} bytes: no fetch session?")
     check(response_avg < 1000, f"average idle response {response_avg:.0f} bytes: no fetch session?")
     return (f"idle: {rate:.1f} requests/s, largest request {request_max:.0f} B, average "
