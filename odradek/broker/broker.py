@@ -13,6 +13,7 @@ request a `RequestContext` with narrow typed fields. Nothing else holds broker-w
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import time
 import uuid
@@ -39,6 +40,7 @@ from odradek.broker.coordinators.producer_ids import PRODUCER_ID_BLOCK_FILE, Pro
 from odradek.broker.coordinators.runtime import CoordinatorRuntime, InternalTopic
 from odradek.broker.fault_inject import can_error
 from odradek.broker.fault_rules import FaultRules
+from odradek.broker.feature_control import FeatureControl, load_stored, stored_selection
 from odradek.broker.features import FeatureLevelError, Features
 from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.group_configs import GROUP_CONFIG_FILE, GroupConfigs
@@ -173,16 +175,14 @@ class Broker:
             else ClusterPartitions(self.cluster, self.sim))
         self.advertised: list[Listener] = config.advertised_for({})
         release = config.get_str("emulate.kafka.version")
-        try:
-            self.features = Features.finalize(
-                self.now_ms(), transaction_version=config.get_int("transaction.version"),
-                **emulation.finalized_levels(release))
-        except FeatureLevelError as e:
-            raise ConfigError(str(e), "transaction.version") from None
-        if not emulation.finalizes_features(release):
-            self.features = Features({}, self.features.epoch)
-        # what ApiVersions and dispatch serve: the release's apis, less those of features at 0
-        self.api_ranges = emulation.api_ranges(release, self.features.levels)
+        features = self._initial_features(config, release)
+        # UpdateFeatures changes the levels at run time (feature_control.py)
+        self.feature_control = FeatureControl(features, config.log_dirs[0], self.now_ms,
+                                              self._features_changed)
+        # What ApiVersions and dispatch serve: an emulated release's apis, less those of its
+        # features at 0. Kafka 4.4 advertises the share and streams apis at any level (they
+        # answer UNSUPPORTED_VERSION while their feature is at 0: dispatch.py).
+        self.api_ranges = emulation.api_ranges(release, features.levels if release else None)
         self.faults = FaultRules(can_error)  # injected faults (issue #16): none until set
         self.metrics: Metrics | None = None
         if config.get_bool("admin.http.metrics"):
@@ -486,6 +486,36 @@ class Broker:
         topic = self.cluster.by_id.get(topic_id)
         return None if topic is None else topic.name
 
+    @property
+    def features(self) -> Features:
+        return self.feature_control.features
+
+    def _initial_features(self, config: BrokerConfig, release: str) -> Features:
+        """Kafka 4.4's default levels, then those UpdateFeatures stored, then this run's
+        explicit choices (`transaction.version`, `emulate.kafka.version`)."""
+        stored = None if release else load_stored(config.log_dirs[0])
+        selected = stored_selection(stored[0]) if stored is not None else {}
+        selected.update(emulation.finalized_levels(release) if release else {})
+        if release or stored is None or config.is_set("transaction.version"):
+            selected["transaction_version"] = config.get_int("transaction.version")
+        epoch = max(self.now_ms(), stored[1] + 1 if stored is not None else 0)
+        try:
+            features = Features.finalize(epoch, **selected)
+        except FeatureLevelError as e:
+            raise ConfigError(str(e), "transaction.version") from None
+        if not emulation.finalizes_features(release):
+            features = Features({}, features.epoch)
+        return features
+
+    def _features_changed(self, features: Features) -> None:
+        """UpdateFeatures applied: the transaction coordinator writes and starts
+        transactions at the new transaction.version (Kafka reads the finalized level)."""
+        runtime = getattr(self, "transactions", None)
+        if runtime is not None:
+            shard = runtime.shard
+            shard.config = dataclasses.replace(
+                shard.config, transaction_version=features.transaction_version)
+
     def context(self, client: ClientInfo, request: IncomingRequest) -> RequestContext:
         sim = self.sim
         return RequestContext(
@@ -498,6 +528,7 @@ class Broker:
             client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id,
             scram=self.scram, group_configs=self.group_configs,
+            feature_control=self.feature_control,
             quotas=self.quotas)
 
     def connection_closed(self, client: ClientInfo) -> None:

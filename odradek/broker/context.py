@@ -14,6 +14,7 @@ from typing import Protocol
 from odradek.broker.cluster import Cluster
 from odradek.broker.coordinators.runtime import CoordinatorRuntime
 from odradek.broker.fault_rules import FaultRules
+from odradek.broker.feature_control import FeatureControl
 from odradek.broker.features import Features
 from odradek.broker.fetch_sessions import FetchSessionCache
 from odradek.broker.group_configs import GroupConfigs
@@ -104,3 +105,5 @@ class RequestContext:
     quotas: ClientQuotas | None = None
     # The simulated cluster (`--brokers N`, docs/cluster.md); None with one broker
     replicas: SimulatedCluster | None = None
+    # UpdateFeatures (feature_control.py); None in contexts built without a broker
+    feature_control: FeatureControl | None = None

@@ -20,7 +20,7 @@ from typing import Any
 from odradek.broker.api.api_versions import unsupported_version_response
 from odradek.broker.connection import CloseConnection, IncomingRequest, response_frame
 from odradek.broker.context import RequestContext
-from odradek.broker.registry import HANDLERS
+from odradek.broker.registry import FEATURE_GATED, HANDLERS
 from odradek.wire import API_SPECS, ApiKey, ProtocolError
 from odradek.wire.headers import response_header_version
 from odradek.wire.primitives import Buffer
@@ -56,6 +56,12 @@ async def dispatch(ctx: RequestContext, request: IncomingRequest) -> list[Buffer
         body, _end = request_cls.decode(request.frame, version, request.body_pos)
     except ProtocolError as e:
         raise CloseConnection(str(e)) from None
+    gate = FEATURE_GATED.get(key)
+    if gate is not None and ctx.features.level(gate) <= 0:  # set to 0 by UpdateFeatures
+        from odradek.broker.feature_gate import disabled_response
+
+        return response_frame(request.correlation_id, response_header_version(key, version),
+                              disabled_response(key, body).encode(version))
     if ctx.faults.active:  # fault injection (issue #16): this one check when no rule exists
         from odradek.broker import fault_inject
 

@@ -16,8 +16,10 @@ setting `transaction.version` selects (default 2, as Kafka 4.x formats new clust
 emulate an older cluster: clients then use the classic transaction protocol), and
 `group.version` 0-1 finalized at 1 (KIP-848 consumer groups, as Kafka 4.x),
 `share.version` 0-2 finalized at 2 (KIP-932 share groups, as Kafka 4.4) and `streams.version`
-0-1 finalized at 1 (KIP-1071 streams groups); the share and streams apis are advertised only
-while their feature is above 0, as Kafka's. Features at level 0 only (eligible leader
+0-1 finalized at 1 (KIP-1071 streams groups). An emulated release leaves the share and streams
+apis out while their feature is at 0, as that release does; Kafka 4.4 advertises them at any
+level and answers UNSUPPORTED_VERSION at 0 (`feature_gate.py`). UpdateFeatures changes the
+levels at run time (`plan_update` below, `feature_control.py`). Features at level 0 only (eligible leader
 replicas) are left out of both lists, as Kafka leaves out a feature whose highest supported
 level is 0.
 
@@ -116,3 +118,67 @@ class Features:
         """The supported ranges ApiVersions `api_version` may carry: before v4 a range whose
         minimum is 0 is left out (KAFKA-17011: older clients reject it), as Kafka does."""
         return [(n, r) for n, r in SUPPORTED.items() if api_version >= 4 or r.min_version > 0]
+
+
+# -- UpdateFeatures (KIP-584, KIP-778) -------------------------------------------------------
+
+UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3  # UpdateFeatures' UpgradeType codes
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureUpdate:
+    name: str
+    level: int
+    upgrade_type: int  # UPGRADE, SAFE_DOWNGRADE or UNSAFE_DOWNGRADE (anything else: unknown)
+
+
+def _refusal(update: FeatureUpdate, current: Mapping[str, int], controller_id: int
+             ) -> str | None:
+    """Why Kafka 4.4's FeatureControlManager refuses one update, or None; the order of its
+    checks and its messages."""
+    name, level = update.name, update.level
+    head = f"Invalid update version {level} for feature {name}. "
+    if update.upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
+        return head + "The controller does not support the given upgrade type."
+    if level < 0:
+        return head + "A feature version cannot be less than 0."
+    rng = SUPPORTED.get(name)
+    if rng is None:
+        return head + f"Local controller {controller_id} does not support this feature."
+    low, high = rng.min_version, rng.max_version
+    if not low <= level <= high:
+        return head + f"Local controller {controller_id} only supports versions {low}-{high}"
+    now = current.get(name, 0)
+    if level < now and update.upgrade_type == UPGRADE:
+        return head + ("Can't downgrade the version of this feature without setting the "
+                       "upgrade type to either safe or unsafe downgrade.")
+    if level > now and update.upgrade_type != UPGRADE:
+        return head + "Can't downgrade to a newer version."
+    if name == METADATA_VERSION and level < now:
+        # Every metadata.version below 4.4-IV2 changed the metadata format: Kafka 4.4 refuses
+        # each downgrade from it (measured for every level 7-32, safe and unsafe).
+        why = ("Unsafe metadata downgrade is not supported in this version."
+               if update.upgrade_type == UNSAFE_DOWNGRADE else
+               "Refusing to perform the requested downgrade because it might delete "
+               "metadata information.")
+        return f"Unsupported metadata.version downgrade from {now} to {level}. {why}"
+    return None
+
+
+def plan_update(features: Features, updates: list[FeatureUpdate], controller_id: int
+                ) -> tuple[dict[str, int], str | None]:
+    """The finalized levels after `updates`, or the error message of the first update Kafka
+    refuses (then nothing changes: all or nothing, as Kafka's controller). Level 0 removes a
+    feature."""
+    levels = dict(features.levels)
+    levels.setdefault(METADATA_VERSION, METADATA_VERSION_LEVEL)
+    for update in updates:
+        why = _refusal(update, levels, controller_id)
+        if why is not None:
+            return dict(features.levels), why
+    for update in updates:
+        if update.level > 0:
+            levels[update.name] = update.level
+        else:
+            levels.pop(update.name, None)
+    return levels, None

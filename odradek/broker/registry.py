@@ -21,7 +21,8 @@ class HandlerEntry:
     module: str  # odradek.broker.api.<module>
     min_version: int
     max_version: int
-    # A feature (KIP-584) that must be finalized above 0 for the api to be advertised.
+    # A feature (KIP-584) the api needs above 0: an emulated release leaves the api out of
+    # ApiVersions while it is at 0; it answers UNSUPPORTED_VERSION then (feature_gate.py).
     feature: str | None = None
 
 
@@ -52,6 +53,7 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.DESCRIBE_CLIENT_QUOTAS: HandlerEntry("describe_client_quotas", 0, 1),
     ApiKey.ALTER_CLIENT_QUOTAS: HandlerEntry("alter_client_quotas", 0, 1),
     ApiKey.DESCRIBE_CLUSTER: HandlerEntry("describe_cluster", 0, 2),
+    ApiKey.UPDATE_FEATURES: HandlerEntry("update_features", 0, 2),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: HandlerEntry("describe_topic_partitions", 0, 0),
     ApiKey.FIND_COORDINATOR: HandlerEntry("find_coordinator", 0, 6),
     ApiKey.JOIN_GROUP: HandlerEntry("join_group", 0, 9),
@@ -64,8 +66,10 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.LIST_GROUPS: HandlerEntry("list_groups", 0, 5),
     ApiKey.DELETE_GROUPS: HandlerEntry("delete_groups", 0, 3),
     ApiKey.OFFSET_DELETE: HandlerEntry("offset_delete", 0, 0),
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: HandlerEntry("consumer_group_heartbeat", 0, 1),
-    ApiKey.CONSUMER_GROUP_DESCRIBE: HandlerEntry("consumer_group_describe", 0, 1),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: HandlerEntry("consumer_group_heartbeat", 0, 1,
+                                                  "group.version"),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: HandlerEntry("consumer_group_describe", 0, 1,
+                                                 "group.version"),
     # KIP-932 share groups: Kafka 4.4 advertises v1+ (v0 was the early-access form).
     ApiKey.SHARE_GROUP_HEARTBEAT: HandlerEntry("share_group_heartbeat", 1, 1, "share.version"),
     ApiKey.SHARE_GROUP_DESCRIBE: HandlerEntry("share_group_describe", 1, 1, "share.version"),
@@ -91,6 +95,11 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.STREAMS_GROUP_HEARTBEAT: HandlerEntry("streams_group_heartbeat", 0, 1, "streams.version"),
     ApiKey.STREAMS_GROUP_DESCRIBE: HandlerEntry("streams_group_describe", 0, 1, "streams.version"),
 })
+
+# api key -> the feature it needs above 0 (dispatch answers UNSUPPORTED_VERSION while at 0)
+FEATURE_GATED: Mapping[int, str] = MappingProxyType(
+    {key: entry.feature for key, entry in HANDLERS.items() if entry.feature is not None})
+
 
 def supported_range(api_key: int) -> tuple[int, int] | None:
     """The versions served and advertised for `api_key`, or None if it is not served."""

@@ -14,8 +14,11 @@ import anyio
 from odradek.broker.broker import Broker
 from odradek.broker.connection import IncomingRequest
 from odradek.broker.context import ClientInfo
+from odradek.broker.dispatch import dispatch
 from odradek.broker.registry import HANDLERS
 from odradek.config import BrokerConfig
+from odradek.wire._generated.header import RequestHeader
+from odradek.wire.headers import request_header_version, response_header_version
 from odradek.wire.records import Record, build_batch
 from odradek.wire.regions import FileRegion
 from odradek.wire.registry import api_classes
@@ -90,3 +93,24 @@ def produce(broker: Broker, topic: str, partition: int, timestamps: list[int],
     data = bytearray(build_batch(records, base_timestamp=base))
     info = plog.append(memoryview(data), leader_epoch=epoch, now_ms=broker.now_ms())
     return info.first_offset
+
+
+def dispatched(broker: Broker, client: ClientInfo, api_key: int, version: int, body: Any,
+               client_id: str = "app") -> Any:
+    """Send `body` through the dispatcher (version checks, feature gates, quotas, faults) as
+    the connection would; the decoded response, or None when nothing is sent."""
+    header = RequestHeader(request_api_key=api_key, request_api_version=version,
+                           correlation_id=3, client_id=client_id)
+    head = b"".join(bytes(p) for p in header.encode(request_header_version(api_key, version)))
+    frame = bytearray(head + b"".join(bytes(p) for p in body.encode(version)))
+    request = IncomingRequest(api_key, version, 3, client_id, frame, len(head))
+
+    async def run() -> Any:
+        return await dispatch(broker.context(client, request), request)
+
+    out = anyio.run(run)
+    if out is None:
+        return None
+    data = b"".join(bytes(p) for p in out)[4:]
+    pos = 4 if response_header_version(api_key, version) == 0 else 5
+    return api_classes(api_key)[1].decode(data, version, pos)[0]

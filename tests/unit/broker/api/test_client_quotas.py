@@ -8,21 +8,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-from admin_testutil import call, open_broker, produce
+from admin_testutil import call, dispatched, open_broker, produce
 
 from odradek.broker.broker import Broker
-from odradek.broker.connection import IncomingRequest
 from odradek.broker.context import ClientInfo
-from odradek.broker.dispatch import dispatch
 from odradek.wire import ApiKey, ErrorCode
 from odradek.wire._generated.alter_client_quotas import AlterClientQuotasRequest as A
 from odradek.wire._generated.describe_client_quotas import DescribeClientQuotasRequest as D
 from odradek.wire._generated.fetch import FetchRequest, FetchResponse
-from odradek.wire._generated.header import RequestHeader
 from odradek.wire._generated.produce import ProduceRequest, ProduceResponse
-from odradek.wire.headers import request_header_version, response_header_version
 from odradek.wire.records import Record, build_batch
 
 
@@ -78,21 +73,9 @@ def test_the_cluster_permissions_kafka_asks(tmp_path: Path) -> None:
 
 def _dispatch(broker: Broker, client: ClientInfo, api_key: int, version: int, body: Any,
               response_cls: Any, client_id: str = "app") -> Any:
-    header = RequestHeader(request_api_key=api_key, request_api_version=version,
-                           correlation_id=3, client_id=client_id)
-    head = b"".join(bytes(p) for p in header.encode(request_header_version(api_key, version)))
-    frame = bytearray(head + b"".join(bytes(p) for p in body.encode(version)))
-    request = IncomingRequest(api_key, version, 3, client_id, frame, len(head))
-
-    async def run() -> Any:
-        return await dispatch(broker.context(client, request), request)
-
-    out = anyio.run(run)
-    if out is None:
-        return None
-    data = b"".join(bytes(p) for p in out)[4:]
-    pos = 4 if response_header_version(api_key, version) == 0 else 5
-    return response_cls.decode(data, version, pos)[0]
+    out = dispatched(broker, client, api_key, version, body, client_id)
+    assert out is None or isinstance(out, response_cls)
+    return out
 
 
 def _produce(topic: str, size: int, acks: int = -1) -> ProduceRequest:
