@@ -53,6 +53,7 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.DESCRIBE_CLIENT_QUOTAS: HandlerEntry("describe_client_quotas", 0, 1),
     ApiKey.ALTER_CLIENT_QUOTAS: HandlerEntry("alter_client_quotas", 0, 1),
     ApiKey.DESCRIBE_CLUSTER: HandlerEntry("describe_cluster", 0, 2),
+    ApiKey.DESCRIBE_QUORUM: HandlerEntry("describe_quorum", 0, 2),
     ApiKey.UPDATE_FEATURES: HandlerEntry("update_features", 0, 2),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: HandlerEntry("describe_topic_partitions", 0, 0),
     ApiKey.FIND_COORDINATOR: HandlerEntry("find_coordinator", 0, 6),

@@ -86,3 +86,28 @@ def test_kafka_features_tool(start_broker: StartBroker, tmp_path: Path) -> None:
     assert sorted(out.splitlines()) == [  # the tool prints them in hash order
         "streams.version was upgraded to 1.", "transaction.version was upgraded to 2."]
     transactional_round(broker.bootstrap, topic, "tx-tv2")
+
+
+def quorum(bootstrap: str, *args: str) -> str:
+    done = subprocess.run(
+        ["java", "-cp", CLASSPATH.read_text().strip(),
+         "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", bootstrap,
+         "describe", *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_kafka_metadata_quorum_tool(start_broker: StartBroker, tmp_path: Path) -> None:
+    """One combined controller+broker node: the leader and only voter, no observers."""
+    broker = start_broker(tmp_path / "data")
+    status = dict(line.split(":", 1) for line in quorum(broker.bootstrap, "--status").splitlines()
+                  if ":" in line)
+    assert status["LeaderId"].strip() == "1"
+    assert int(status["LeaderEpoch"]) >= 1
+    assert status["MaxFollowerLag"].strip() == "0"
+    assert status["CurrentVoters"].strip().startswith('[{"id": 1, "endpoints": [')
+    assert status["CurrentObservers"].strip() == "[]"
+    rows = [line.split() for line in quorum(broker.bootstrap, "--replication").splitlines()]
+    assert rows[0][:3] == ["NodeId", "DirectoryId", "LogEndOffset"]
+    assert [(r[0], r[1], r[3], r[-1]) for r in rows[1:]] == [
+        ("1", "AAAAAAAAAAAAAAAAAAAAAA", "0", "Leader")]
