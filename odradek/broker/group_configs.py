@@ -67,6 +67,10 @@ class GroupConfigs:
         # told of the group whose overrides changed (the share-partitions take them at once)
         self.on_change: Callable[[str], None] = lambda _gid: None
 
+    def configured(self) -> list[str]:
+        """The groups with overrides (ListConfigResources lists these, as Kafka)."""
+        return sorted(self._overrides)
+
     def overrides(self, group_id: str) -> dict[str, str]:
         return dict(self._overrides.get(group_id, {}))
 

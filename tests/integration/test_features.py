@@ -111,3 +111,91 @@ def test_kafka_metadata_quorum_tool(start_broker: StartBroker, tmp_path: Path) -
     assert rows[0][:3] == ["NodeId", "DirectoryId", "LogEndOffset"]
     assert [(r[0], r[1], r[3], r[-1]) for r in rows[1:]] == [
         ("1", "AAAAAAAAAAAAAAAAAAAAAA", "0", "Leader")]
+
+
+def configs(bootstrap: str, *args: str) -> str:
+    done = subprocess.run(
+        ["java", "-cp", CLASSPATH.read_text().strip(), "org.apache.kafka.tools.ConfigCommand",
+         "--bootstrap-server", bootstrap, *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_config_resources_are_listed_for_the_tools(start_broker: StartBroker,
+                                                   tmp_path: Path) -> None:
+    """kafka-configs.sh --describe without a name lists the groups that have configs
+    (ListConfigResources), and kafka-client-metrics.sh --list answers (none here)."""
+    broker = start_broker(tmp_path / "data")
+    boot = broker.bootstrap
+    configs(boot, "--alter", "--entity-type", "groups", "--entity-name", "g1",
+            "--add-config", "consumer.session.timeout.ms=50000")
+    out = configs(boot, "--describe", "--entity-type", "groups")
+    assert out.splitlines()[0] == "Dynamic configs for group g1 are:"
+    assert "consumer.session.timeout.ms=50000 sensitive=false" in out
+    assert configs(boot, "--describe", "--entity-type", "client-metrics").strip() == ""
+    done = subprocess.run(
+        ["java", "-cp", CLASSPATH.read_text().strip(), "org.apache.kafka.tools.ClientMetricsCommand",
+         "--bootstrap-server", boot, "--list"], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout.strip()) == (0, ""), done.stderr
+
+
+def test_cluster_acls_guard_the_three_apis(start_broker: StartBroker, tmp_path: Path) -> None:
+    """ListConfigResources needs CLUSTER DESCRIBE_CONFIGS, DescribeQuorum CLUSTER DESCRIBE,
+    UpdateFeatures CLUSTER ALTER: each answers CLUSTER_AUTHORIZATION_FAILED at the top. The
+    cluster stays allowed for everything else (ANONYMOUS is also the oracle's inter-broker
+    principal: once an ACL names the cluster, allow.everyone.if.no.acl.found stops covering
+    it)."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+    from it_support import admin
+
+    from compat_tests.probing import Conn
+    from odradek.wire._generated.describe_quorum import (
+        DescribeQuorumRequest,
+        DescribeQuorumResponse,
+    )
+    from odradek.wire._generated.list_config_resources import (
+        ListConfigResourcesRequest,
+        ListConfigResourcesResponse,
+    )
+    from odradek.wire._generated.update_features import (
+        UpdateFeaturesRequest,
+        UpdateFeaturesResponse,
+    )
+
+    broker = start_broker(tmp_path / "data", {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "allow.everyone.if.no.acl.found": "true"})
+    client = admin(broker.bootstrap)
+
+    def cluster_acl(op: AclOperation, kind: AclPermissionType) -> AclBinding:
+        return AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL,
+                          "User:ANONYMOUS", "*", op, kind)
+
+    acls = [cluster_acl(AclOperation.ALL, AclPermissionType.ALLOW)] + [
+        cluster_acl(op, AclPermissionType.DENY)
+        for op in (AclOperation.DESCRIBE_CONFIGS, AclOperation.DESCRIBE, AclOperation.ALTER)]
+    for f in client.create_acls(acls, request_timeout=10).values():
+        f.result(10)
+    conn = Conn(int(broker.bootstrap.rsplit(":", 1)[1]))
+    try:
+        listed = conn.call(74, 1, ListConfigResourcesRequest(resource_types=[]),
+                           ListConfigResourcesResponse)
+        assert (listed.error_code, listed.config_resources) == (31, [])
+        quorum_answer = conn.call(55, 2, DescribeQuorumRequest(topics=[
+            DescribeQuorumRequest.TopicData(topic_name="__cluster_metadata", partitions=[
+                DescribeQuorumRequest.PartitionData(partition_index=0)])]),
+            DescribeQuorumResponse)
+        assert (quorum_answer.error_code, quorum_answer.topics) == (31, [])
+        updated = conn.call(57, 2, UpdateFeaturesRequest(timeout_ms=10000, feature_updates=[
+            UpdateFeaturesRequest.FeatureUpdateKey(feature="transaction.version",
+                                                   max_version_level=1, upgrade_type=2)]),
+            UpdateFeaturesResponse)
+        assert updated.error_code == 31
+    finally:
+        conn.close()
