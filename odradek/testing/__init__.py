@@ -29,6 +29,7 @@ from odradek.testing.process import BrokerProcess, BrokerStartError
 
 if TYPE_CHECKING:
     from odradek.client import Admin
+    from odradek.client.cluster import ClusterAdmin
     from odradek.client.faults import FaultAdmin
 
 __all__ = [
@@ -93,6 +94,25 @@ class TestBroker:
             raise RuntimeError("this broker has no admin HTTP endpoint: start it with "
                                "admin.http.port set (running_broker sets 0)")
         return FaultAdmin(url)
+
+    @property
+    def cluster(self) -> ClusterAdmin:
+        """The simulated cluster's brokers (`simulated.brokers` > 1, docs/cluster.md):
+        `cluster.stop(2)`, `.start(2)`, `.leader(topic, partition)`, `.describe()`."""
+        from odradek.client.cluster import ClusterAdmin
+
+        url = self.admin_url
+        if url is None:
+            raise RuntimeError("this broker has no admin HTTP endpoint: start it with "
+                               "admin.http.port set (running_broker sets 0)")
+        return ClusterAdmin(url)
+
+    def all_bootstrap(self) -> str:
+        """Every simulated broker's `host:port`, so a client made while one broker is stopped
+        still finds the cluster (only for a simulated cluster: one broker has no /cluster)."""
+        brokers = self.cluster.describe().get("brokers", [])
+        addresses = [e.split("://", 1)[1] for b in brokers for e in b["endpoints"][:1]]
+        return ",".join(addresses) if len(addresses) > 1 else self.bootstrap
 
     def inject_fault(self, api: str | int, action: str | None = None,
                      **spec: object) -> dict[str, object]:

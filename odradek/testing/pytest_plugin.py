@@ -15,6 +15,10 @@ Fixtures (docs/testing.md has examples):
                                    (partitions=3, configs={...})` to change), deleted after
     kafka_topic_factory   function make(partitions=1, configs=None, name=None) -> topic name
     kafka_group_id        function a consumer group id no other test uses
+    odradek_cluster       function with `--odradek-brokers N` (N > 1): the simulated cluster
+                                   (odradek.client.cluster.ClusterAdmin): .stop(2), .start(2),
+                                   .leader(topic, 0), .describe(); every broker stopped by the
+                                   test is started again after it (skips with one broker)
     odradek_faults        function the broker's fault rules (odradek.client.faults.FaultAdmin):
                                    .add("Produce", error="NOT_LEADER_OR_FOLLOWER", count=2),
                                    .list(), .clear(); every rule is cleared after the test
@@ -25,7 +29,10 @@ Fixtures (docs/testing.md has examples):
 Client fixtures skip the test, saying which package to install, when the library is missing.
 Consumers use the test's own group id and `auto.offset.reset=earliest`.
 
-Options: `--odradek-bootstrap HOST:PORT` (or ini `odradek_bootstrap`) uses a running broker
+Options: `--odradek-brokers N` (or ini `odradek_brokers`, default 1) starts a simulated
+cluster of N brokers in the one process (`simulated.brokers`, docs/cluster.md): topics may
+then have replication factor up to N, and `kafka_bootstrap` lists every broker.
+`--odradek-bootstrap HOST:PORT` (or ini `odradek_bootstrap`) uses a running broker
 instead of starting one; `--odradek-override KEY=VALUE` (repeatable) and ini
 `odradek_overrides` (one KEY=VALUE per line) set broker settings; ini `odradek_start_timeout`
 (seconds, default 30); ini `odradek_delete_topics` (default true) deletes the topics the
@@ -57,12 +64,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("odradek", "Odradek test broker (odradek.testing)")
     group.addoption("--odradek-bootstrap", default=None, metavar="HOST:PORT",
                     help="use this running Kafka-compatible broker instead of starting one")
+    group.addoption("--odradek-brokers", default=None, type=int, metavar="N",
+                    help="start a simulated cluster of N brokers (default 1)")
     group.addoption("--odradek-override", action="append", default=[], metavar="KEY=VALUE",
                     help="a setting for the broker the plugin starts (repeatable)")
     parser.addini("odradek_bootstrap", "use this running broker instead of starting one",
                   default="")
     parser.addini("odradek_overrides", "settings for the broker the plugin starts, one "
                   "KEY=VALUE per line", type="linelist", default=[])
+    parser.addini("odradek_brokers", "brokers of the simulated cluster the plugin starts",
+                  default="1")
     parser.addini("odradek_start_timeout", "seconds the broker may take to start",
                   default="30")
     parser.addini("odradek_delete_topics", "delete the topics the fixtures created after "
@@ -81,6 +92,21 @@ def pytest_configure(config: pytest.Config) -> None:
         float(config.getini("odradek_start_timeout"))
     except ValueError:
         raise pytest.UsageError("odradek_start_timeout: not a number of seconds") from None
+    brokers = _brokers(config)
+    if brokers > 1:
+        config.stash[_OVERRIDES] = {"simulated.brokers": str(brokers),
+                                    **config.stash[_OVERRIDES]}
+
+
+def _brokers(config: pytest.Config) -> int:
+    raw = config.getoption("odradek_brokers") or config.getini("odradek_brokers")
+    try:
+        brokers = int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"odradek_brokers: {raw!r} is not a number") from None
+    if brokers < 1:
+        raise pytest.UsageError("odradek_brokers: at least 1")
+    return brokers
 
 
 def _parse_overrides(lines: list[str], where: str) -> dict[str, str]:
@@ -124,9 +150,28 @@ def odradek_broker(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPat
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap(odradek_broker: TestBroker) -> str:
-    """The broker's bootstrap address, `127.0.0.1:PORT`."""
+def kafka_bootstrap(odradek_broker: TestBroker, odradek_overrides: dict[str, str]) -> str:
+    """The broker's bootstrap address, `127.0.0.1:PORT` (every broker's, comma-separated,
+    for a simulated cluster)."""
+    if int(odradek_overrides.get("simulated.brokers", "1")) > 1 and not odradek_broker.external:
+        return odradek_broker.all_bootstrap()
     return odradek_broker.bootstrap
+
+
+@pytest.fixture
+def odradek_cluster(odradek_broker: TestBroker,
+                    odradek_overrides: dict[str, str]) -> Iterator[Any]:
+    """The simulated cluster (`--odradek-brokers N`); after the test every broker it stopped
+    is started again, so the next test finds the whole cluster. Skips with one broker."""
+    if int(odradek_overrides.get("simulated.brokers", "1")) <= 1 or odradek_broker.external:
+        pytest.skip("needs a simulated cluster: --odradek-brokers N (N > 1)")
+    cluster = odradek_broker.cluster
+    try:
+        yield cluster
+    finally:
+        for b in cluster.describe()["brokers"]:
+            if not b["live"]:
+                cluster.start(int(b["node_id"]))
 
 
 @pytest.fixture

@@ -157,6 +157,66 @@ def test_aiokafka_factories(pytester: pytest.Pytester) -> None:
     run(pytester).assert_outcomes(passed=1)
 
 
+CLUSTER_TESTS = '''
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
+
+
+def test_acks_all_through_a_leader_stop(kafka_bootstrap, odradek_cluster, confluent_admin,
+                                        kafka_unique):
+    assert kafka_bootstrap.count(",") == 2  # every broker, so clients survive a stop
+    topic = kafka_unique
+    confluent_admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "2"})]
+                                  )[topic].result(30)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "acks": "all",
+                         "enable.idempotence": True})
+    acked = []
+    def sent(err, msg):
+        assert err is None, err
+        acked.append(msg.value())
+    for i in range(10):
+        producer.produce(topic, b"%d" % i, on_delivery=sent)
+    assert producer.flush(30) == 0
+    leader = odradek_cluster.leader(topic, 0)
+    odradek_cluster.stop(leader)
+    for i in range(10, 20):
+        producer.produce(topic, b"%d" % i, on_delivery=sent)
+    assert producer.flush(60) == 0
+    assert odradek_cluster.leader(topic, 0) != leader
+    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": topic,
+                         "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    seen = []
+    deadline = time.monotonic() + 30
+    while len(seen) < 20 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            seen.append(msg.value())
+    consumer.close()
+    assert seen == acked == [b"%d" % i for i in range(20)]
+
+
+def test_the_next_test_finds_every_broker_again(odradek_cluster):
+    assert [b["live"] for b in odradek_cluster.describe()["brokers"]] == [True, True, True]
+'''
+
+
+def test_brokers_option_starts_a_simulated_cluster(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_user=CLUSTER_TESTS)
+    run(pytester, "-v", "--odradek-brokers", "3").assert_outcomes(passed=2)
+
+
+def test_the_cluster_fixture_skips_with_one_broker(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_user="def test_needs_it(odradek_cluster):\n    raise AssertionError\n")
+    result = run(pytester, "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*needs a simulated cluster: --odradek-brokers N*"])
+
+
 def test_bootstrap_option_uses_a_running_broker_and_overrides_reach_ours(
         pytester: pytest.Pytester) -> None:
     pytester.makeini(INI + "odradek_delete_topics = false\n")
