@@ -94,8 +94,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("odradek_start_timeout: not a number of seconds") from None
     brokers = _brokers(config)
     if brokers > 1:
-        merged = {"simulated.brokers": str(brokers)}
-        merged.update(config.stash[_OVERRIDES])  # an explicit override wins
+        current: Mapping[str, str] = config.stash[_OVERRIDES]
+        merged = {"simulated.brokers": str(brokers), **current}  # an explicit override wins
         config.stash[_OVERRIDES] = merged
 
 
