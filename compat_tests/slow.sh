@@ -13,6 +13,9 @@
 #      broker advertises ConsumerGroupHeartbeat v1), and librdkafka's group-related tests with
 #      TEST_CONSUMER_GROUP_PROTOCOL=consumer in the tests' full mode (in quick mode most
 #      group tests skip their subtests), allow-list librdkafka_consumer_allow.txt.
+#   6. both suites against Odradek --brokers 3 (issue #15): librdkafka's tests that need three
+#      brokers (0008, 0098, 0103; allow-list librdkafka_rf3_allow.txt) and kgo's tests with
+#      KGO_TEST_RF=3 (franz_go_rf3_allow.txt), about 2.5 minutes.
 # Needs `bash compat_tests/setup.sh` first. About 35 minutes on 2 cores.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,4 +34,7 @@ done
 python3 -m compat_tests.run --target kafka --transaction-version 1 "${apps[@]}" || rc=1
 echo "== librdkafka tests against Odradek, group.protocol=consumer (KIP-848)"
 python3 -m compat_tests.upstream.librdkafka --target odradek --group-protocol consumer --full --limit 1500 || rc=1
+echo "== librdkafka and franz-go tests against Odradek --brokers 3 (replication factor 3)"
+python3 -m compat_tests.upstream.librdkafka --target odradek --brokers 3 || rc=1
+python3 -m compat_tests.upstream.franz_go --target odradek --brokers 3 || rc=1
 exit "$rc"

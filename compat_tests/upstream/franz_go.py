@@ -1,6 +1,6 @@
 """franz-go's own kgo integration tests against Odradek (or Apache Kafka):
 
-    python -m compat_tests.upstream.franz_go [--target odradek|kafka] [--run REGEX] [--records N]
+    python -m compat_tests.upstream.franz_go [--target odradek|kafka] [--run REGEX] [--records N] [--brokers 1|3]
 
 The kgo package source comes from the Go module cache (the version compat_tests/go pins),
 copied into compat_tests/upstream/work/ (ignored by git) because the cache is read-only; then
@@ -9,6 +9,11 @@ per test and per subtest (e.g. `TestGroupETL/range/848`, the KIP-848 consumer-pr
 the tests enable when the broker advertises ConsumerGroupHeartbeat v1) are compared with the
 allow-list franz_go_allow.txt (tests that must pass); the exit status is non-zero when an
 allowed test did not pass. Results go to work/franz-go-<target>.json.
+
+`--brokers 3` runs the same tests against three brokers (Odradek `--brokers 3` or the
+three-node Kafka cluster: compat_tests/upstream/three_brokers.py) with KGO_SEEDS naming all
+three and KGO_TEST_RF=3 (kgo's own default), every test topic replicated three times; its
+allow-list is franz_go_rf3_allow.txt, results work/franz-go-<target>-3brokers.json.
 
 `--sasl` also starts a SASL_PLAINTEXT listener (SCRAM-SHA-256 and -512, a user made at start:
 Odradek's `scram.bootstrap.credentials`, Kafka's `kafka-storage format --add-scram`; and
@@ -28,12 +33,15 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from compat_tests.brokers import Broker, KafkaBroker, OdradekBroker, free_port, make_broker
+from compat_tests.upstream.three_brokers import make_three_brokers
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work"
 ALLOW = HERE / "franz_go_allow.txt"
+RF3_ALLOW = HERE / "franz_go_rf3_allow.txt"
 GO_DIR = HERE.parent / "go"
 RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+) \(([\d.]+)s\)")
 # Which test the following output lines belong to (go test -v marks each switch).
@@ -113,17 +121,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--records", type=int, default=20000, help="KGO_TEST_RECORDS")
     ap.add_argument("--timeout", default="15m", help="go test -timeout")
     ap.add_argument("--sasl", action="store_true", help="add a SASL_PLAINTEXT listener and kgo's SCRAM tests")
+    ap.add_argument("--brokers", type=int, choices=[1, 3], default=1,
+                    help="3: three brokers and KGO_TEST_RF=3")
     args = ap.parse_args(argv)
+    if args.sasl and args.brokers != 1:
+        ap.error("--sasl runs against one broker")
+    three = args.brokers == 3
+    allow_file = RF3_ALLOW if three else ALLOW
     run = args.run
     if args.sasl:
         run = run.rstrip("$").rstrip(")") + "|" + "|".join(SASL_TESTS) + ")$" if run == DEFAULT_RUN else run
     mod, version = prepare()
     workdir = Path(tempfile.mkdtemp(prefix="franz-go-upstream-"))
     sasl_port = free_port() if args.sasl else 0
-    broker = sasl_broker(args.target, workdir, sasl_port) if args.sasl else make_broker(args.target, workdir)
+    broker: Any
+    if three:
+        broker = make_three_brokers(args.target, workdir)
+    else:
+        broker = sasl_broker(args.target, workdir, sasl_port) if args.sasl else make_broker(args.target, workdir)
     broker.start()
     print(f"franz-go {version} kgo tests against {broker.name} at {broker.bootstrap}", file=sys.stderr)
-    env = dict(os.environ, KGO_SEEDS=broker.bootstrap, KGO_TEST_RF="1", KGO_TEST_RECORDS=str(args.records))
+    env = dict(os.environ, KGO_SEEDS=broker.bootstrap, KGO_TEST_RF=str(args.brokers),
+               KGO_TEST_RECORDS=str(args.records))
     if args.sasl:
         env.update(KGO_TEST_SCRAM_SEEDS=f"127.0.0.1:{sasl_port}", KGO_TEST_SCRAM=f"{SCRAM_USER}:{SCRAM_PASSWORD}",
                    KGO_TEST_OAUTH_SEEDS=f"127.0.0.1:{sasl_port}")
@@ -146,15 +165,17 @@ def main(argv: list[str] | None = None) -> int:
             results[m.group(2)] = {"status": m.group(1), "seconds": float(m.group(3))}
     for name in skipped_checks:
         results.setdefault(name, {"status": "?", "seconds": 0.0})["skipped_checks"] = True
-    allowed = [t.strip() for t in ALLOW.read_text().splitlines() if t.strip() and not t.startswith("#")] if ALLOW.exists() else []
+    allowed = ([t.strip() for t in allow_file.read_text().splitlines() if t.strip() and not t.startswith("#")]
+               if allow_file.exists() else [])
     if not args.sasl:  # they need the SASL listener
         allowed = [t for t in allowed if t not in SASL_TESTS]
     # A narrower --run checks only the allow-listed tests it ran.
     missing = [t for t in allowed if results.get(t, {}).get("status") != "PASS"
                and (args.run == DEFAULT_RUN or t in results)]
     WORK.mkdir(parents=True, exist_ok=True)
-    out = WORK / f"franz-go-{args.target}.json"
-    out.write_text(json.dumps({"version": version, "target": args.target, "go_test_exit": proc.returncode,
+    out = WORK / f"franz-go-{args.target}{'-3brokers' if three else ''}.json"
+    out.write_text(json.dumps({"version": version, "target": args.target, "brokers": args.brokers,
+                               "go_test_exit": proc.returncode,
                                "results": results, "allowed_not_passing": missing}, indent=1) + "\n")
     for name, r in sorted(results.items()):
         print(f"{r['status']:5} {name} ({r['seconds']}s){'  [allow-listed]' if name in allowed else ''}"

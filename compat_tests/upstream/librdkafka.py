@@ -1,7 +1,7 @@
 """A selection of librdkafka's own test suite against Odradek (or Apache Kafka):
 
     python -m compat_tests.upstream.librdkafka [--target odradek|kafka] [--tests 0012,0017] [--jobs 2]
-        [--group-protocol classic|consumer] [--full] [--limit SECONDS]
+        [--group-protocol classic|consumer] [--full] [--limit SECONDS] [--brokers 1|3]
 
 librdkafka's source ships in the npm package node-rdkafka (deps/librdkafka); `prepare` packs
 it into compat_tests/upstream/work/ (ignored by git) and builds the library and the
@@ -23,6 +23,12 @@ partition.assignment.strategy, group.protocol.type); some tests change their exp
 skip parts under it (test_consumer_group_protocol_classic()). That run has its own allow-list,
 librdkafka_consumer_allow.txt, results work/librdkafka-<target>-consumer.json and logs
 work/logs-consumer/ (`--full` adds -full to both).
+`--brokers 3` runs the tests that need three brokers (RF3_TESTS: topics with replication
+factor 3, "requires at least 3 brokers") against Odradek `--brokers 3` or the three-node
+Kafka cluster (compat_tests/upstream/three_brokers.py), with KAFKA_PATH pointing at a stand-in
+made of the Maven jars (0098 runs Kafka's Java transactional producer); allow-list
+librdkafka_rf3_allow.txt, results work/librdkafka-<target>-3brokers.json, logs work/logs-3brokers/.
+`--tests` picks others (any broker test runs on three brokers; the allow-list gates those it ran).
 TEST_KAFKA_VERSION is the oracle's version, 4.4.0: the suite compares it only with 4.0 (tests
 that expect Kafka 4's removals) and with the tests' minimum versions, none above 3.x.
 """
@@ -39,13 +45,20 @@ import tarfile
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from compat_tests.brokers import make_broker
+from compat_tests.upstream.three_brokers import kafka_path_shim, make_three_brokers
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work"
 ALLOW = HERE / "librdkafka_allow.txt"
 CONSUMER_ALLOW = HERE / "librdkafka_consumer_allow.txt"
+RF3_ALLOW = HERE / "librdkafka_rf3_allow.txt"
+# The broker tests that need three brokers: 0008 says so, 0098 and 0103 create topics with
+# replication factor 3. 0101_fetch_from_follower (RF 3 too) also needs a broker.rack per
+# broker and follower fetching (KIP-392), which the simulated cluster does not have: not here.
+RF3_TESTS = ("0008_reqacks", "0098_consumer_txn", "0103_transactions")
 KAFKA_VERSION = "4.4.0"  # TEST_KAFKA_VERSION: the oracle's version (compat_tests/brokers.py)
 # A test is group-related when its source file subscribes, commits or names a group.
 GROUP_RELATED = re.compile(r"subscribe\s*\(|consumer_group|group\.id|rd_kafka_commit|->commit")
@@ -109,7 +122,8 @@ def group_related(src: Path, names: list[str]) -> list[str]:
 
 
 def run_tests(src: Path, names: list[str], conf: Path, limit: float, group_protocol: str = "classic",
-              quick: bool = True, logs: Path = WORK / "logs") -> dict[str, dict[str, str]]:
+              quick: bool = True, logs: Path = WORK / "logs",
+              extra_env: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
     """Run the tests `names`, which share one number (the runner selects tests by number:
     TESTS=0045 runs every 0045 test), in one test-runner process; local (mock-cluster) tests
     of that number are left out (-L). A result for each of `names`."""
@@ -118,7 +132,7 @@ def run_tests(src: Path, names: list[str], conf: Path, limit: float, group_proto
     # runner writes no report without -r and names its stats files uniquely.
     cwd = src / "tests"
     env = dict(os.environ, TESTS=number, RDKAFKA_TEST_CONF=str(conf), TEST_KAFKA_VERSION=KAFKA_VERSION,
-               LD_LIBRARY_PATH=f"{src / 'src'}:{src / 'src-cpp'}")
+               LD_LIBRARY_PATH=f"{src / 'src'}:{src / 'src-cpp'}", **(extra_env or {}))
     env.pop("CI", None)  # the runner changes its concurrency on CI; keep runs alike
     env.pop("TEST_CONSUMER_GROUP_PROTOCOL", None)
     if group_protocol != "classic":
@@ -162,19 +176,28 @@ def main(argv: list[str] | None = None) -> int:
                     help="TEST_CONSUMER_GROUP_PROTOCOL; consumer runs the group-related tests under KIP-848")
     ap.add_argument("--full", action="store_true",
                     help="the tests' full mode (no -Q): e.g. all of 0113's cooperative cases; raise --limit")
+    ap.add_argument("--brokers", type=int, choices=[1, 3], default=1,
+                    help="3: the tests that need three brokers (RF3_TESTS), against three brokers")
     args = ap.parse_args(argv)
     consumer = args.group_protocol == "consumer"
+    three = args.brokers == 3
     # Results and logs of each kind of run apart: -consumer (group protocol), -full (no -Q).
-    suffix = ("-consumer" if consumer else "") + ("-full" if args.full else "")
+    suffix = ("-consumer" if consumer else "") + ("-full" if args.full else "") + ("-3brokers" if three else "")
     src = prepare()
     names = broker_tests(src)
     if consumer:
         names = group_related(src, names)
-    if args.tests:
-        wanted = args.tests.split(",")
+    if args.tests or three:
+        wanted = args.tests.split(",") if args.tests else list(RF3_TESTS)
         names = [n for n in names if any(n.startswith(w) for w in wanted)]
     workdir = Path(tempfile.mkdtemp(prefix="librdkafka-upstream-"))
-    broker = make_broker(args.target, workdir, {"num.partitions": "4"})
+    extra_env: dict[str, str] = {}
+    broker: Any
+    if three:
+        broker = make_three_brokers(args.target, workdir, {"num.partitions": "4"})
+        extra_env["KAFKA_PATH"] = str(kafka_path_shim(workdir))
+    else:
+        broker = make_broker(args.target, workdir, {"num.partitions": "4"})
     broker.start()
     conf = workdir / "test.conf"
     conf.write_text(f"metadata.broker.list={broker.bootstrap}\ntest.topic.random=true\n")
@@ -185,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             def one(group: list[str]) -> dict[str, dict[str, str]]:
                 return run_tests(src, group, conf, args.limit, args.group_protocol, not args.full,
-                                 WORK / f"logs{suffix}")
+                                 WORK / f"logs{suffix}", extra_env)
 
             by_number: dict[str, list[str]] = {}
             for name in names:
@@ -196,11 +219,12 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{r['status']:4} {name} {r['reason']}", flush=True)
     finally:
         broker.stop()
-    allow = CONSUMER_ALLOW if consumer else ALLOW
+    allow = RF3_ALLOW if three else CONSUMER_ALLOW if consumer else ALLOW
     allowed = [t.split()[0] for t in allow.read_text().splitlines() if t.strip() and not t.startswith("#")] if allow.exists() else []
     missing = [t for t in allowed if t in results and results[t]["status"] != "PASS"]
     out = WORK / f"librdkafka-{args.target}{suffix}.json"
-    out.write_text(json.dumps({"target": args.target, "group_protocol": args.group_protocol, "kafka_version": KAFKA_VERSION,
+    out.write_text(json.dumps({"target": args.target, "brokers": args.brokers, "group_protocol": args.group_protocol,
+                               "kafka_version": KAFKA_VERSION,
                                "results": results, "allowed_not_passing": missing}, indent=1) + "\n")
     counts = {s: sum(1 for r in results.values() if r["status"] == s) for s in ("PASS", "FAIL", "SKIP")}
     print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped; results {out}; broker log {broker.log_path}")
