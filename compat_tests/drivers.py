@@ -10,6 +10,7 @@ from pathlib import Path
 from compat_tests.scenarios import (
     BROKER_SCENARIOS,
     CLI_SCENARIOS,
+    CLUSTER_SCENARIOS,
     CONSUMER_PROTOCOL_SCENARIOS,
     FETCH_SESSION_SCENARIOS,
     MIGRATION_SCENARIOS,
@@ -31,11 +32,15 @@ class Driver:
     extra_scenarios: tuple[str, ...] = field(default=())
     # The rows of `run.py --suite security` (its own broker, see compat_tests/security_setup.py).
     security_scenarios: tuple[str, ...] = tuple(s for s in SECURITY_SCENARIOS if s not in QUOTA_ROWS)
+    # The rows of `run.py --suite cluster` (three brokers, compat_tests/cluster_suite.py).
+    cluster_scenarios: tuple[str, ...] = ()
 
     def all_scenarios(self) -> tuple[str, ...]:
         return self.scenarios + self.extra_scenarios
 
     def suite_scenarios(self, suite: str) -> tuple[str, ...]:
+        if suite == "cluster":
+            return self.cluster_scenarios
         return self.security_scenarios if suite == "security" else self.all_scenarios()
 
     def command(self) -> list[str]:
@@ -96,14 +101,17 @@ DRIVERS: dict[str, Driver] = {
                security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("java-3.9", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos"),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("confluent-kafka", "librdkafka",
+        Driver("confluent-kafka", "librdkafka", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
+               
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *MIGRATION_SCENARIOS,
                                 "share-group-split"),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("kcat", "librdkafka"),
-        Driver("kafka-python", "Python", extra_scenarios=tuple(FETCH_SESSION_SCENARIOS),
+        Driver("kafka-python", "Python", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
+                extra_scenarios=tuple(FETCH_SESSION_SCENARIOS),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("aiokafka", "Python", security_scenarios=tuple(SECURITY_SCENARIOS)),
+        Driver("aiokafka", "Python", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
+                security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("franz-go", "Go",
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
                                 "share-group-split"),
