@@ -112,11 +112,13 @@ DRIVERS: dict[str, Driver] = {
                security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("aiokafka", "Python", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
                 security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("franz-go", "Go",
+        Driver("franz-go", "Go", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
+               
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
                                 "share-group-split"),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("sarama", "Go", security_scenarios=tuple(SECURITY_SCENARIOS)),
+        Driver("sarama", "Go", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
+                security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("kafkajs", "Node", security_scenarios=tuple(SECURITY_SCENARIOS)),
     )
 }
