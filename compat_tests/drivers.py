@@ -91,7 +91,7 @@ SLOW_ROWS: frozenset[tuple[str, str]] = frozenset({
 DRIVERS: dict[str, Driver] = {
     d.name: d
     for d in (
-        Driver("java-4.4", "Java",
+        Driver("java-4.4", "Java", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
                                 *CLI_SCENARIOS, *BROKER_SCENARIOS, *SHARE_SCENARIOS,
                                 "streams-eos", "streams-groups", "streams-groups-failover",
@@ -99,7 +99,7 @@ DRIVERS: dict[str, Driver] = {
                security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("java-4.1", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos"),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("java-3.9", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos"),
+        Driver("java-3.9", "Java", cluster_scenarios=tuple(CLUSTER_SCENARIOS), extra_scenarios=(*BROKER_SCENARIOS, "streams-eos"),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("confluent-kafka", "librdkafka", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
                
@@ -119,6 +119,6 @@ DRIVERS: dict[str, Driver] = {
                security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("sarama", "Go", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
                 security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("kafkajs", "Node", security_scenarios=tuple(SECURITY_SCENARIOS)),
+        Driver("kafkajs", "Node", cluster_scenarios=tuple(CLUSTER_SCENARIOS), security_scenarios=tuple(SECURITY_SCENARIOS)),
     )
 }
