@@ -22,6 +22,8 @@ from compat_tests.scenarios import (
 HERE = Path(__file__).resolve().parent
 # Security rows only the drivers that implement them claim (their security_scenarios say so).
 QUOTA_ROWS = ("quota-throttle",)
+# The cluster suite's rows, for the drivers that implement them (kcat and java-4.1 do not).
+CLUSTER_ROWS = tuple(CLUSTER_SCENARIOS)
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ SLOW_ROWS: frozenset[tuple[str, str]] = frozenset({
 DRIVERS: dict[str, Driver] = {
     d.name: d
     for d in (
-        Driver("java-4.4", "Java", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
+        Driver("java-4.4", "Java", cluster_scenarios=CLUSTER_ROWS,
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
                                 *CLI_SCENARIOS, *BROKER_SCENARIOS, *SHARE_SCENARIOS,
                                 "streams-eos", "streams-groups", "streams-groups-failover",
@@ -99,26 +101,25 @@ DRIVERS: dict[str, Driver] = {
                security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("java-4.1", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos"),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("java-3.9", "Java", cluster_scenarios=tuple(CLUSTER_SCENARIOS), extra_scenarios=(*BROKER_SCENARIOS, "streams-eos"),
-               security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("confluent-kafka", "librdkafka", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
-               
+        Driver("java-3.9", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos"),
+               security_scenarios=tuple(SECURITY_SCENARIOS), cluster_scenarios=CLUSTER_ROWS),
+        Driver("confluent-kafka", "librdkafka", cluster_scenarios=CLUSTER_ROWS,
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *MIGRATION_SCENARIOS,
                                 "share-group-split"),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("kcat", "librdkafka"),
-        Driver("kafka-python", "Python", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
-                extra_scenarios=tuple(FETCH_SESSION_SCENARIOS),
+        Driver("kafka-python", "Python", cluster_scenarios=CLUSTER_ROWS,
+               extra_scenarios=tuple(FETCH_SESSION_SCENARIOS),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("aiokafka", "Python", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
-                security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("franz-go", "Go", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
-               
+        Driver("aiokafka", "Python", cluster_scenarios=CLUSTER_ROWS,
+               security_scenarios=tuple(SECURITY_SCENARIOS)),
+        Driver("franz-go", "Go", cluster_scenarios=CLUSTER_ROWS,
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
                                 "share-group-split"),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("sarama", "Go", cluster_scenarios=tuple(CLUSTER_SCENARIOS),
-                security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("kafkajs", "Node", cluster_scenarios=tuple(CLUSTER_SCENARIOS), security_scenarios=tuple(SECURITY_SCENARIOS)),
+        Driver("sarama", "Go", cluster_scenarios=CLUSTER_ROWS,
+               security_scenarios=tuple(SECURITY_SCENARIOS)),
+        Driver("kafkajs", "Node", security_scenarios=tuple(SECURITY_SCENARIOS),
+               cluster_scenarios=CLUSTER_ROWS),
     )
 }

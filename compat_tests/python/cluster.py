@@ -9,6 +9,7 @@ nothing itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import threading
@@ -108,10 +109,8 @@ def ck_group_coordinator(ctx: Ctx) -> str:
             if m is None or m.error():
                 continue
             seen.add(m.value().decode())
-            try:
-                c.commit(m, asynchronous=False)
-            except KafkaException:
-                pass  # the coordinator moving: a later commit covers this record
+            with contextlib.suppress(KafkaException):  # the coordinator moving: a later
+                c.commit(m, asynchronous=False)  # commit covers this record
             if len(seen) == 20 and not killed:
                 ask(ctx, "kill")
                 killed = True
@@ -193,10 +192,8 @@ def kp_group_coordinator(ctx: Ctx) -> str:
             for records in c.poll(500).values():
                 for r in records:
                     seen.add(r.value.decode())
-                    try:
-                        c.commit()
-                    except Exception:
-                        pass  # the coordinator moving: a later commit covers this record
+                    with contextlib.suppress(Exception):  # the coordinator moving: a later
+                        c.commit()  # commit covers this record
                     if len(seen) >= 20 and not killed:
                         ask(ctx, "kill")
                         killed = True
@@ -294,10 +291,8 @@ async def ak_group_coordinator(ctx: Ctx) -> str:
             for records in (await c.getmany(timeout_ms=500)).values():
                 for r in records:
                     seen.add(r.value.decode())
-                    try:
-                        await c.commit()
-                    except Exception:
-                        pass  # the coordinator moving: a later commit covers this record
+                    with contextlib.suppress(Exception):  # the coordinator moving: a later
+                        await c.commit()  # commit covers this record
                     if len(seen) >= 20 and not killed:
                         await _ask(ctx, "kill")
                         killed = True
