@@ -10,6 +10,7 @@ from pathlib import Path
 from compat_tests.scenarios import (
     BROKER_SCENARIOS,
     CLI_SCENARIOS,
+    CLUSTER_SCENARIOS,
     CONSUMER_PROTOCOL_SCENARIOS,
     FETCH_SESSION_SCENARIOS,
     MIGRATION_SCENARIOS,
@@ -21,6 +22,8 @@ from compat_tests.scenarios import (
 HERE = Path(__file__).resolve().parent
 # Security rows only the drivers that implement them claim (their security_scenarios say so).
 QUOTA_ROWS = ("quota-throttle",)
+# The cluster suite's rows, for the drivers that implement them (kcat and java-4.1 do not).
+CLUSTER_ROWS = tuple(CLUSTER_SCENARIOS)
 
 
 @dataclass(frozen=True)
@@ -31,11 +34,15 @@ class Driver:
     extra_scenarios: tuple[str, ...] = field(default=())
     # The rows of `run.py --suite security` (its own broker, see compat_tests/security_setup.py).
     security_scenarios: tuple[str, ...] = tuple(s for s in SECURITY_SCENARIOS if s not in QUOTA_ROWS)
+    # The rows of `run.py --suite cluster` (three brokers, compat_tests/cluster_suite.py).
+    cluster_scenarios: tuple[str, ...] = ()
 
     def all_scenarios(self) -> tuple[str, ...]:
         return self.scenarios + self.extra_scenarios
 
     def suite_scenarios(self, suite: str) -> tuple[str, ...]:
+        if suite == "cluster":
+            return self.cluster_scenarios
         return self.security_scenarios if suite == "security" else self.all_scenarios()
 
     def command(self) -> list[str]:
@@ -86,7 +93,7 @@ SLOW_ROWS: frozenset[tuple[str, str]] = frozenset({
 DRIVERS: dict[str, Driver] = {
     d.name: d
     for d in (
-        Driver("java-4.4", "Java",
+        Driver("java-4.4", "Java", cluster_scenarios=CLUSTER_ROWS,
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
                                 *CLI_SCENARIOS, *BROKER_SCENARIOS, *SHARE_SCENARIOS,
                                 "streams-eos", "streams-groups", "streams-groups-failover",
@@ -95,20 +102,24 @@ DRIVERS: dict[str, Driver] = {
         Driver("java-4.1", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos"),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("java-3.9", "Java", extra_scenarios=(*BROKER_SCENARIOS, "streams-eos"),
-               security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("confluent-kafka", "librdkafka",
+               security_scenarios=tuple(SECURITY_SCENARIOS), cluster_scenarios=CLUSTER_ROWS),
+        Driver("confluent-kafka", "librdkafka", cluster_scenarios=CLUSTER_ROWS,
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *MIGRATION_SCENARIOS,
                                 "share-group-split"),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
         Driver("kcat", "librdkafka"),
-        Driver("kafka-python", "Python", extra_scenarios=tuple(FETCH_SESSION_SCENARIOS),
+        Driver("kafka-python", "Python", cluster_scenarios=CLUSTER_ROWS,
+               extra_scenarios=tuple(FETCH_SESSION_SCENARIOS),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("aiokafka", "Python", security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("franz-go", "Go",
+        Driver("aiokafka", "Python", cluster_scenarios=CLUSTER_ROWS,
+               security_scenarios=tuple(SECURITY_SCENARIOS)),
+        Driver("franz-go", "Go", cluster_scenarios=CLUSTER_ROWS,
                extra_scenarios=(*CONSUMER_PROTOCOL_SCENARIOS, *FETCH_SESSION_SCENARIOS,
                                 "share-group-split"),
                security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("sarama", "Go", security_scenarios=tuple(SECURITY_SCENARIOS)),
-        Driver("kafkajs", "Node", security_scenarios=tuple(SECURITY_SCENARIOS)),
+        Driver("sarama", "Go", cluster_scenarios=CLUSTER_ROWS,
+               security_scenarios=tuple(SECURITY_SCENARIOS)),
+        Driver("kafkajs", "Node", security_scenarios=tuple(SECURITY_SCENARIOS),
+               cluster_scenarios=CLUSTER_ROWS),
     )
 }

@@ -3,7 +3,8 @@
 The runner stores one JSON document per target under docs/compat-results/<target>.json; the
 page is rebuilt from whichever of them exist, so the Apache Kafka oracle's table stays beside
 Odradek's after a run of either target. The security suite (`--suite security`) stores
-security-<target>.json and gets its own section.
+security-<target>.json and gets its own section; the cluster suite (`--suite cluster`)
+cluster-<target>.json and its section.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from compat_tests.scenarios import (
     APP_SCENARIOS,
     BROKER_SCENARIOS,
     CLI_SCENARIOS,
+    CLUSTER_SCENARIOS,
     CONSUMER_PROTOCOL_SCENARIOS,
     FETCH_SESSION_SCENARIOS,
     MIGRATION_SCENARIOS,
@@ -109,6 +111,7 @@ def render() -> str:
         if run is not None:
             lines += section(target, run)
     lines += security_section()
+    lines += cluster_section()
     lines += [
         "## Upstream suites",
         "",
@@ -163,6 +166,32 @@ def security_section() -> list[str]:
                   "--scenarios, no --no-doc) writes its table here.", ""]
     lines += ["Security scenarios:", ""]
     lines += [f"- **{name}**: {text}" for name, text in SECURITY_SCENARIOS.items()]
+    return [*lines, ""]
+
+
+def cluster_section() -> list[str]:
+    """The cluster suite's tables (one per target that has results) and its scenarios."""
+    lines = [
+        "## Cluster suite",
+        "",
+        "`python -m compat_tests.run --suite cluster [--target kafka --strict]`: failover on three "
+        "brokers, Odradek `--brokers 3` (faults through its admin endpoint) or a three-process "
+        "Apache Kafka 4.4 KRaft cluster (compat_tests/kafka_cluster.py; faults by SIGKILL, node 1, "
+        "the only KRaft voter, never killed). The driver asks, the runner kills "
+        "(compat_tests/cluster_suite.py; docs/cluster.md).",
+        "",
+    ]
+    stored = 0
+    for target in TARGETS:
+        run = load(f"cluster-{target}")
+        if run is not None:
+            stored += 1
+            lines += section(target, run, CLUSTER_SCENARIOS, "###")
+    if not stored:
+        lines += ["No stored run yet: a full `--suite cluster` run of a target (no --clients / "
+                  "--scenarios, no --no-doc) writes its table here.", ""]
+    lines += ["Cluster scenarios:", ""]
+    lines += [f"- **{name}**: {text}" for name, text in CLUSTER_SCENARIOS.items()]
     return [*lines, ""]
 
 

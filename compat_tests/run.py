@@ -11,6 +11,11 @@ unless --strict (used for the Apache Kafka oracle, where every row must pass).
 with SASL/TLS listeners and ACLs (compat_tests/security_setup.py); each driver also gets
 `--security FILE` (listeners, certificates, users, token). Its results go to
 docs/compat-results/security-<target>.json and the security section of docs/compat.md.
+
+`--suite cluster` runs the failover rows (scenarios.CLUSTER_SCENARIOS) on three brokers
+(Odradek --brokers 3 or a three-node Apache Kafka KRaft cluster), one driver at a time; the
+runner makes the faults when a driver asks (compat_tests/cluster_suite.py, the phase
+protocol). Results: docs/compat-results/cluster-<target>.json.
 """
 
 from __future__ import annotations
@@ -32,19 +37,21 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from compat_tests import report
+from compat_tests import cluster_suite, report
 from compat_tests.brokers import Broker, make_broker
 from compat_tests.drivers import DRIVERS, SLOW_ROWS, Driver
-from compat_tests.scenarios import ALL_SCENARIOS, SECURITY_SCENARIOS
+from compat_tests.scenarios import ALL_SCENARIOS, CLUSTER_SCENARIOS, SECURITY_SCENARIOS
 
 SCENARIO_TIMEOUT = 45.0
+CLUSTER_TIMEOUT = 150.0  # a Kafka node's restart and ISR rejoin take up to a minute
 # Security rows that need a SASL mechanism the broker may not enable (Odradek before it has it).
 NEEDS_MECHANISM = {"sasl-oauthbearer": "OAUTHBEARER"}
 
 
 def run_driver(driver: Driver, scenarios: list[str], broker: Broker, workdir: Path, timeout: float,
                skip_slow: bool = False, suite: str = "main",
-               security_file: Path | None = None) -> list[dict[str, Any]]:
+               security_file: Path | None = None,
+               conductor: cluster_suite.Conductor | None = None) -> list[dict[str, Any]]:
     wanted = [s for s in scenarios if s in driver.suite_scenarios(suite)
               and not (skip_slow and (driver.name, s) in SLOW_ROWS)]
     if not wanted:
@@ -56,7 +63,7 @@ def run_driver(driver: Driver, scenarios: list[str], broker: Broker, workdir: Pa
                 for s in wanted]
 
     try:
-        argv = driver.command()
+        argv = driver.command() if conductor is None else cluster_suite.command(driver)
     except RuntimeError as exc:
         return fail_all(f"driver unavailable: {exc}")
     argv += ["--bootstrap", broker.bootstrap, "--topic-prefix", f"{driver.name.replace('.', '')}-{uuid.uuid4().hex[:6]}",
@@ -69,7 +76,9 @@ def run_driver(driver: Driver, scenarios: list[str], broker: Broker, workdir: Pa
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     started = time.monotonic()
     with err_path.open("wb") as err:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
+        # The cluster suite answers the driver's steps on its stdin.
+        stdin = subprocess.DEVNULL if conductor is None else subprocess.PIPE
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=stdin,
                                 env=env, cwd=report.REPO, start_new_session=True)
         # The driver bounds each scenario itself; this is the backstop for a stuck process.
         # (streams-eos has twice the time: the Java driver gives it 2 x --timeout.)
@@ -84,6 +93,9 @@ def run_driver(driver: Driver, scenarios: list[str], broker: Broker, workdir: Pa
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
+                continue
+            if conductor is not None and "cluster" in row:
+                cluster_suite.talk(proc, conductor, row)
                 continue
             if row.get("scenario") in wanted:
                 row["client"] = driver.name
@@ -108,15 +120,18 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m compat_tests.run", description=__doc__.splitlines()[0])
     ap.add_argument("--target", choices=["odradek", "kafka", "kafka-4.4"], default="odradek")
-    ap.add_argument("--suite", choices=["main", "security"], default="main",
-                    help="security: the SASL/TLS/ACL rows on a broker with those listeners")
+    ap.add_argument("--suite", choices=["main", "security", "cluster"], default="main",
+                    help="security: the SASL/TLS/ACL rows on a broker with those listeners; "
+                         "cluster: the failover rows on three brokers")
     ap.add_argument("--transaction-version", type=int, default=None,
                     help="finalize transaction.version at this level (default: the broker's, 2 "
                          "on Odradek and Kafka 4.4)")
     ap.add_argument("--clients", default="", help=f"comma list of {', '.join(DRIVERS)} (default: all)")
     ap.add_argument("--scenarios", default="", help="comma list (default: all)")
     ap.add_argument("--jobs", type=int, default=3, help="drivers run at once")
-    ap.add_argument("--timeout", type=float, default=SCENARIO_TIMEOUT, help="seconds per scenario")
+    ap.add_argument("--timeout", type=float, default=0.0,
+                    help=f"seconds per scenario (default {SCENARIO_TIMEOUT:.0f}; the cluster "
+                         f"suite {CLUSTER_TIMEOUT:.0f})")
     ap.add_argument("--bootstrap", default="", help="use a running broker instead of starting one")
     ap.add_argument("--log-dirs", default="", help="with --bootstrap: the broker's log dirs (for cli-dump-log-segments)")
     ap.add_argument("--json", default="", help="also write the rows to this file")
@@ -130,18 +145,21 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [c for c in clients if c not in DRIVERS]
     if unknown:
         ap.error(f"unknown clients {unknown}")
-    names = SECURITY_SCENARIOS if args.suite == "security" else ALL_SCENARIOS
+    names = {"security": SECURITY_SCENARIOS, "cluster": CLUSTER_SCENARIOS}.get(args.suite, ALL_SCENARIOS)
+    if not args.timeout:
+        args.timeout = CLUSTER_TIMEOUT if args.suite == "cluster" else SCENARIO_TIMEOUT
     all_names = [s for s in names if any(s in d.suite_scenarios(args.suite) for d in DRIVERS.values())]
     scenarios = [s for s in args.scenarios.split(",") if s] or all_names
     bad = [s for s in scenarios if s not in all_names]
     if bad:
         ap.error(f"unknown scenarios {bad} in suite {args.suite}")
-    if args.suite == "security" and args.bootstrap:
-        ap.error("--suite security starts its own broker (no --bootstrap)")
+    if args.suite in ("security", "cluster") and args.bootstrap:
+        ap.error(f"--suite {args.suite} starts its own broker (no --bootstrap)")
 
     workdir = Path(tempfile.mkdtemp(prefix=f"compat-run-{args.target}-"))
     started = time.monotonic()
-    broker: Broker
+    broker: Broker | cluster_suite.Target
+    cluster: cluster_suite.Target | None = None
     security_file: Path | None = None
     broker_lacks: dict[str, str] = {}  # scenario -> why the broker cannot run it
     if args.suite == "security":
@@ -161,6 +179,11 @@ def main(argv: list[str] | None = None) -> int:
             broker.stop()
             raise
         print(f"DENY bindings: {'; '.join(acls)}; quota {quota}", file=sys.stderr)
+    elif args.suite == "cluster":
+        broker = cluster = cluster_suite.make(args.target, workdir)
+        args.jobs = 1  # a fault hits every client of the cluster
+        print(f"starting {broker.name} (3 brokers) ...", file=sys.stderr)
+        broker.start()
     elif args.bootstrap:
         from compat_tests.brokers import OdradekBroker
 
@@ -179,7 +202,10 @@ def main(argv: list[str] | None = None) -> int:
         runnable = [s for s in scenarios if s not in broker_lacks]
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             futures = {c: pool.submit(run_driver, DRIVERS[c], runnable, broker, workdir, args.timeout,
-                                      args.skip_slow, args.suite, security_file) for c in clients}
+                                      args.skip_slow, args.suite, security_file,
+                                      None if cluster is None else
+                                      cluster_suite.Conductor(cluster, c.replace(".", "")))
+                       for c in clients}
             for c, fut in futures.items():
                 got = fut.result()
                 # Rows the broker cannot serve are not run: FAIL, with the reason.

@@ -276,3 +276,22 @@ SECURITY_SCENARIOS: dict[str, str] = {
         "rate over the run stays under 3 x the quota"
     ),
 }
+
+# `run.py --suite cluster`: failover rows on three brokers (Odradek --brokers 3, a three-node
+# Apache Kafka KRaft cluster); the runner makes the faults when the driver asks
+# (compat_tests/cluster_suite.py describes the phase protocol).
+CLUSTER_SCENARIOS: dict[str, str] = {
+    "failover-acks-all": (
+        "RF=3, min.insync.replicas=2, 3 partitions: an idempotent acks=all producer sends 300 "
+        "numbered records, and the runner kills the leader of one partition after the first 100: "
+        "every acknowledged record is read back, none twice"
+    ),
+    "failover-not-enough-replicas": (
+        "RF=3, min.insync.replicas=2: the runner kills both followers of a partition; an acks=all "
+        "produce (no retries) fails with the client's NOT_ENOUGH_REPLICAS error, acks=1 succeeds"
+    ),
+    "failover-group-coordinator": (
+        "a consumer group reads 60 records (committing after each) while the runner kills its "
+        "group coordinator after 20: all 60 read, the group's committed offsets reach the end"
+    ),
+}

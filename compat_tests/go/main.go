@@ -218,6 +218,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "unknown --client")
 		os.Exit(2)
 	}
+	for name, fn := range clusterScenarios(*client) { // run.py --suite cluster (cluster.go)
+		table[name] = fn
+	}
 	var names []string
 	for _, s := range strings.Split(*scenarioArg, ",") {
 		if s == "all" {

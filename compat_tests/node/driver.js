@@ -451,7 +451,8 @@ const SCENARIOS = {
   transactions,
   'consume-transform-produce': consumeTransformProduce,
   fencing,
-  ...require('./security')({ Kafka, logLevel, clientOptions, check, ScenarioFailed, NotSupported, args, createTopic, waitForTopic, produce })
+  ...require('./security')({ Kafka, logLevel, clientOptions, check, ScenarioFailed, NotSupported, args, createTopic, waitForTopic, produce }),
+  ...require('./cluster')({ Kafka, clientOptions, check, ScenarioFailed }) // run.py --suite cluster
 }
 
 function emit (scenario, status, reason) {

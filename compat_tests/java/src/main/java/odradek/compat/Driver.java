@@ -1320,6 +1320,10 @@ public final class Driver {
             case "acl-denied-group": return () -> security().deniedGroup();
             case "acl-denied-txn": return () -> security().deniedTxn();
             case "quota-throttle": return () -> security().quotaThrottle();
+            // run.py --suite cluster (Cluster.java)
+            case "failover-acks-all": return () -> new Cluster(this).acksAll();
+            case "failover-not-enough-replicas": return () -> new Cluster(this).notEnoughReplicas();
+            case "failover-group-coordinator": return () -> new Cluster(this).groupCoordinator();
             default: return null;
         }
     }
