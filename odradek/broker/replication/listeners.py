@@ -1,7 +1,8 @@
 """Each simulated broker's listeners (`--brokers N`, docs/cluster.md): its own sockets, accept
 loops and connections, which know which broker they reached (`ClientInfo.broker`).
 
-The first broker uses the sockets `serve` bound (the configured listeners); broker i binds
+The first broker uses the sockets `serve` bound (the configured listeners, so
+`simulated.broker.ports[0]` must be the first listener's port); broker i binds
 `simulated.broker.ports[i]` for the first listener when given, else each listener's port
 plus i (port 0: a free port each). Stopping a broker cancels its accept loops and drops its
 connections, then closes its sockets; starting it binds the same ports again.
@@ -41,6 +42,11 @@ class NodeListeners:
             raise ConfigError("not a list of port numbers", "simulated.broker.ports") from None
         if given and len(given) != len(sim.ids):
             raise ConfigError(f"names {len(given)} ports for {len(sim.ids)} brokers",
+                              "simulated.broker.ports")
+        first_port = config.listeners[0].port if config.listeners else 0
+        if given and given[0] != first_port:  # the first broker serves `listeners` itself
+            raise ConfigError(f"the first port is the first broker's and must be the first "
+                              f"listener's port ({first_port}), not {given[0]}",
                               "simulated.broker.ports")
         self._wanted: dict[int, list[Listener]] = {}
         for i, node in enumerate(sim.ids):

@@ -292,3 +292,19 @@ def test_each_broker_binds_its_own_listener_port(tmp_path: Path, ports: str, lis
     assert [sim.nodes[n].advertised_endpoint("PLAINTEXT") for n in (1, 2, 3)] == [
         ("127.0.0.1", p) for p in expected]
     broker.close()
+
+
+def test_the_first_simulated_port_must_be_the_first_listeners(tmp_path: Path) -> None:
+    """The first broker serves the configured listener: a different first port in
+    simulated.broker.ports would be ignored, so it is a configuration error."""
+    from odradek.broker.replication.listeners import NodeListeners
+    from odradek.config import ConfigError
+
+    broker = open_cluster(tmp_path, **{"simulated.broker.ports": "7501,7502,7503",
+                                       "listeners": "PLAINTEXT://127.0.0.1:7500"})
+    sim = broker.sim
+    assert sim is not None
+    first = [(None, Listener("PLAINTEXT", "127.0.0.1", 7500))]
+    with pytest.raises(ConfigError, match="must be the first listener's port"):
+        NodeListeners(sim, first, lambda lst: [], lambda node: None)  # type: ignore[arg-type]
+    broker.close()
