@@ -37,11 +37,12 @@
   and only classic members remain, the group is downgraded to a classic group and rebalances.
 - Authorization (when an authorizer is on): GROUP READ, else GROUP_AUTHORIZATION_FAILED;
   then TOPIC DESCRIBE on every subscribed topic name, else TOPIC_AUTHORIZATION_FAILED (no
-  message, member epoch 0), as Kafka 4.4's KafkaApis. Not checked: the topics a regex
-  resolves to (Kafka keeps only those the member may DESCRIBE).
+  message, member epoch 0), as Kafka 4.4's KafkaApis. A regex resolution keeps only the
+  topics the member whose heartbeat started it may DESCRIBE (Kafka 4.4, KAFKA-18813); the
+  result serves every member of the group with that regex, as Kafka's.
 - Not implemented yet: the downgrade when a classic static member replaces the last
   consumer-protocol static member, rack-aware assignment, per-group configs (a group's own
-  regex refresh interval), ACLs on regex-resolved topics, quotas.
+  regex refresh interval), quotas.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ async def handle(ctx: RequestContext,
         client_id=ctx.client_id or "",
         client_host=client_host(ctx.client.address),
         api_version=v,
+        can_describe=(None if ctx.authorizer is None
+                      else lambda topic: topic_allowed(ctx, Op.DESCRIBE, topic)),
     )
     result = await ctx.groups.wait(lambda g: g.consumer_group_heartbeat(req))
     assignment = None

@@ -236,6 +236,8 @@ class GroupCoordinator(MigrationOps):
         self._log = log
         self.groups: dict[str, Group] = {}
         self._timers: Timers[TimerKey] = Timers()
+        self._heartbeat_filter = None
+        self._regex_filters = {}
         self.outbox = Outbox()
         self._loader: _Loader | None = None
         self._timers.set(("expire",), clock.now_ms() + config.offsets_retention_check_interval_ms)

@@ -165,6 +165,9 @@ class HeartbeatRequest:
     client_id: str = ""
     client_host: str = ""
     api_version: int = 1
+    # May the member's principal DESCRIBE this topic? None: no authorizer. A regex refresh
+    # this heartbeat starts keeps only the topics it allows (Kafka 4.4, KAFKA-18813).
+    can_describe: Callable[[str], bool] | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -259,6 +262,10 @@ class ConsumerGroupOps:
     topics_version: int = -1
     # A group's config with its own overrides (the GROUP config resource), set by the broker.
     consumer_overrides: Callable[[str], ConsumerConfig] | None = None
+    # The DESCRIBE check of the heartbeat being handled, and per group that of the heartbeat
+    # that started its pending regex resolution (GroupCoordinator sets both up).
+    _heartbeat_filter: Callable[[str], bool] | None
+    _regex_filters: dict[str, Callable[[str], bool] | None]
 
     def consumer_config_for(self, group_id: str) -> ConsumerConfig:
         """The broker's config, or the group's own when `consumer_overrides` is set."""
@@ -322,6 +329,7 @@ class ConsumerGroupOps:
     # -- ConsumerGroupHeartbeat -------------------------------------------------------------
 
     def consumer_group_heartbeat(self, req: HeartbeatRequest) -> Pending[HeartbeatResult]:
+        self._heartbeat_filter = req.can_describe  # read by _update_regexes, this call only
         try:
             self._validate_heartbeat(req)
             if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -338,6 +346,8 @@ class ConsumerGroupOps:
                           topic_partitions=(None if req.topic_partitions is None
                                             else len(req.topic_partitions)))
             return Pending.resolved(HeartbeatResult(fail.error, fail.message))
+        finally:
+            self._heartbeat_filter = None
 
     def _validate_heartbeat(self, req: HeartbeatRequest) -> None:
         def bad(message: str) -> _Fail:
@@ -629,6 +639,8 @@ class ConsumerGroupOps:
             # already resolved, the next heartbeat brings the new topics (librdkafka's
             # 0045_resubscribe_with_regex expects its literal topic first, then the regex's).
             self._timers.set(("cg-regex", cg.group_id, ""), now)
+            # the resolution filters by what the member that started it may DESCRIBE
+            self._regex_filters[cg.group_id] = self._heartbeat_filter
         return bump
 
     def _resolve_regexes(self, gid: str) -> None:
@@ -645,7 +657,11 @@ class ConsumerGroupOps:
         snapshot = cg.copy()
         changes = _Changes(gid, cg)
         bump = False
-        for regex, topics in sorted(resolve(subscribed, self.topics.topic_names()).items()):
+        can_describe = self._regex_filters.pop(gid, None)
+        names = self.topics.topic_names()
+        if can_describe is not None:
+            names = [n for n in names if can_describe(n)]
+        for regex, topics in sorted(resolve(subscribed, names).items()):
             before = cg.resolved_regexes.get(regex)
             if before is None or before.topics != topics:
                 bump = True
