@@ -2,13 +2,15 @@
 confluent-kafka (librdkafka): an acks=all idempotent producer through a killed leader
 (fenced only after broker.session.timeout.ms), an isolated leader (acks=all cannot
 complete; acks=1 records it took are truncated when it rejoins, as Kafka's data loss with
-acks=1), and a slowed follower leaving and rejoining the ISR (replica.lag.time.max.ms).
+acks=1), and a slowed follower leaving and rejoining the ISR (replica.lag.time.max.ms), slowed and
+healed through `odradek cluster slow|heal`.
 
 Odradek-only: the failures are injected through Odradek's admin endpoint. Timers are short
 (session 1.5 s, lag 1 s) to keep the tests fast."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from it_support import TIMEOUT, StartBroker, create_topic, topic_name, wait_until
 
+from odradek.cli import main
 from odradek.client.cluster import ClusterAdmin
 
 pytestmark = [
@@ -149,13 +152,17 @@ def test_an_isolated_leader_times_out_acks_all_and_loses_its_acks_1_records(
 
 
 def test_a_slowed_follower_leaves_the_isr_and_rejoins_when_the_delay_ends(
-        start_broker: StartBroker, tmp_path: Path) -> None:
+        start_broker: StartBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bootstrap, control = _cluster(start_broker, tmp_path)
     name = topic_name()
     create_topic(bootstrap, name, replication_factor=3, config={"min.insync.replicas": "2"})
     state = control.partition(name)
     follower = next(r for r in state["replicas"] if r != state["leader"])
-    control.slow(follower, 3 * LAG_MS)
+    url = control._http.url
+    assert main(["cluster", "slow", str(follower), "--delay-ms", str(3 * LAG_MS), "-a", url,
+                 "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["brokers"][follower - 1]["delay_ms"] == 3 * LAG_MS
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
     deadline = time.monotonic() + 20
     left = False
@@ -166,7 +173,9 @@ def test_a_slowed_follower_leaves_the_isr_and_rejoins_when_the_delay_ends(
         left = follower not in control.partition(name)["isr"]
     assert left, "the slowed follower stayed in the ISR"
     assert control.describe()["brokers"][follower - 1]["delay_ms"] == 3 * LAG_MS
-    control.slow(follower, 0)
+    assert main(["cluster", "heal", str(follower), "-a", url]) == 0
+    assert f"broker {follower}: live" in capsys.readouterr().out
+    assert main(["cluster", "kill", "9", "-a", url]) == 2  # no such broker
     p.produce(name, value=b"y")
     p.flush(TIMEOUT)
     wait_until(lambda: follower in control.partition(name)["isr"], timeout=10,
