@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from odradek.broker.broker import Broker
-from odradek.broker.replication.controller import NO_LEADER
 from odradek.broker.replication.failure_rules import FailureRules
 from odradek.broker.replication.simulated import SimulatedCluster
 from tests.unit.broker.replication.test_simulated import append, create, open_cluster, replica
@@ -172,4 +171,29 @@ def test_verbs_refuse_unknown_brokers_and_isolating_a_killed_one(tmp_path: Path)
     with pytest.raises(ValueError):
         sim.slow(leader, -1)
     assert [b["killed"] for b in sim.describe()["brokers"]].count(True) == 1
-    assert NO_LEADER == -1
+    state = sim.state("t", 0)
+    assert state is not None and state.leader == leader  # fenced only by the timers
+    assert sim.leader_log("t", 0) is None
+
+
+def test_the_admin_endpoint_routes_the_verbs(tmp_path: Path) -> None:
+    from odradek.broker.admin_http import AdminHttp
+    from odradek.broker.fault_rules import FaultRules
+
+    broker, sim, (leader, f1, _) = _cluster(tmp_path)
+    app = AdminHttp(FaultRules())
+    app.cluster = sim
+    status, _, _ = app.route("POST", f"/cluster/brokers/{f1}/slow?delay_ms=250", b"")
+    assert status == 200 and sim.failures.rules.delay_ms == {f1: 250}
+    assert app.route("POST", f"/cluster/brokers/{f1}/slow", b"")[0] == 400
+    assert app.route("POST", f"/cluster/brokers/{f1}/slow?delay_ms=-1", b"")[0] == 400
+    assert app.route("POST", f"/cluster/brokers/{f1}/isolate", b"")[0] == 200
+    assert sim.failures.rules.isolated == {f1}
+    assert app.route("POST", f"/cluster/brokers/{f1}/heal", b"")[0] == 200
+    assert not sim.failures.rules.any_fault
+    assert app.route("POST", f"/cluster/brokers/{leader}/kill", b"")[0] == 200
+    assert sim.failures.rules.killed == {leader}
+    assert app.route("POST", f"/cluster/brokers/{leader}/isolate", b"")[0] == 409
+    assert app.route("POST", "/cluster/brokers/9/kill", b"")[0] == 404
+    assert app.route("POST", f"/cluster/brokers/{leader}/start", b"")[0] == 200
+    assert not sim.failures.rules.killed and broker.partitions.log("t", 0) is not None
