@@ -8,7 +8,8 @@ bound to `admin.http.host` (127.0.0.1 unless configured).
   adds it (201, the rules back; 400 with one line for a bad rule); `DELETE /faults` clears
   them all, `DELETE /faults/<id>` one.
 - With `--brokers N` (docs/cluster.md): `GET /cluster` the brokers and partition states;
-  `POST /cluster/brokers/<id>/stop` (a controlled shutdown) and `.../start`.
+  `POST /cluster/brokers/<id>/stop` (a controlled shutdown) and `.../start`; the hard
+  failures `.../kill`, `.../isolate`, `.../heal` and `.../slow?delay_ms=N`.
 
 HTTP/1.1 with one request per connection (`Connection: close`), bodies by Content-Length
 only: the clients are our CLI, the test helpers and curl. It runs on the broker's event loop,
@@ -20,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +38,7 @@ log = structlog.get_logger("odradek.admin_http")
 
 _MAX_BODY = 1 << 20
 _READ_TIMEOUT_S = 10.0
+_BROKER_ACTIONS = ("stop", "start", "kill", "isolate", "heal", "slow")
 _REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found",
             405: "Method Not Allowed", 413: "Payload Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}
 
@@ -57,7 +60,8 @@ class AdminHttp:
         self.cluster: SimulatedCluster | None = None
 
     def route(self, method: str, path: str, body: bytes) -> Response:
-        path = path.split("?", 1)[0].rstrip("/") or "/"
+        path, _, query = path.partition("?")
+        path = path.rstrip("/") or "/"
         if path == "/health":
             return 200, "text/plain", b"ok\n"
         if path == "/ready":
@@ -79,20 +83,26 @@ class AdminHttp:
                 return _json(200, {"removed": 1})
             return _json(404, {"error": f"no fault rule {tail}"})
         if path.startswith("/cluster") and self.cluster is not None:
-            return self._cluster(method, path)
+            return self._cluster(method, path, query)
         return _json(404, {"error": f"no such endpoint: {path}"})
 
-    def _cluster(self, method: str, path: str) -> Response:
+    def _cluster(self, method: str, path: str, query: str = "") -> Response:
         sim = self.cluster
         assert sim is not None
         if path == "/cluster" and method == "GET":
             return _json(200, sim.describe())
         parts = path.split("/")  # "", "cluster", "brokers", id, action
         if (len(parts) == 5 and parts[2] == "brokers" and parts[3].isdigit()
-                and parts[4] in ("stop", "start") and method == "POST"):
+                and parts[4] in _BROKER_ACTIONS and method == "POST"):
             node = int(parts[3])
             try:
-                (sim.stop if parts[4] == "stop" else sim.start)(node)
+                if parts[4] == "slow":
+                    values = urllib.parse.parse_qs(query).get("delay_ms", [])
+                    if len(values) != 1 or not values[0].isdigit():
+                        return _json(400, {"error": "slow needs ?delay_ms=N (N >= 0)"})
+                    sim.slow(node, int(values[0]))
+                else:
+                    getattr(sim, parts[4])(node)
             except KeyError:
                 return _json(404, {"error": f"no broker {node}"})
             except Exception as e:  # the last live broker, a port taken meanwhile

@@ -241,6 +241,7 @@ def add_admin_parsers(commands: Any) -> None:
     p = csub.add_parser("info", parents=[common],
                         help="cluster id, controller, brokers, features, api versions")
     p.set_defaults(func=_lazy("cluster_info"))
+    _add_cluster_broker_parsers(csub)
 
     p = commands.add_parser(
         "console", help="run the web console for a cluster (docs/console.md)",
@@ -260,6 +261,37 @@ def _fault(args: argparse.Namespace) -> int:
     module = importlib.import_module("odradek.commands.faults")
     result: int = module.run(args)
     return result
+
+
+def _cluster_broker(args: argparse.Namespace) -> int:
+    module = importlib.import_module("odradek.commands.faults")
+    result: int = module.run_cluster(args)
+    return result
+
+
+def _add_cluster_broker_parsers(csub: Any) -> None:
+    """`cluster kill|start|stop|isolate|heal|slow N`: a simulated cluster's brokers
+    (`odradek serve --brokers N`, docs/cluster.md), over its admin HTTP port."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("node", type=_nonnegative, help="the broker's node id")
+    common.add_argument("--admin-url", "-a", required=True, metavar="URL",
+                        help="the broker's admin endpoint, http://127.0.0.1:PORT "
+                             "(its admin.http.port setting)")
+    common.add_argument("--json", action="store_true", help="print JSON for scripts")
+    common.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
+    for action, text in (
+            ("kill", "kill a broker: no controlled shutdown, fenced after the session timeout"),
+            ("start", "start a stopped or killed broker"),
+            ("stop", "stop a broker (a controlled shutdown)"),
+            ("isolate", "cut a broker off from the others and the controller"),
+            ("heal", "end a broker's isolation and slowness")):
+        p = csub.add_parser(action, parents=[common], help=text + " (Odradek --brokers N)")
+        p.set_defaults(func=_cluster_broker)
+    p = csub.add_parser("slow", parents=[common],
+                        help="delay replication to and from a broker (Odradek --brokers N)")
+    p.add_argument("--delay-ms", type=_nonnegative, required=True, metavar="MS",
+                   help="per fetch round trip; 0 ends the delay")
+    p.set_defaults(func=_cluster_broker)
 
 
 def _probability(value: str) -> float:

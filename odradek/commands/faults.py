@@ -1,5 +1,6 @@
 """`odradek fault add|list|clear`: the fault rules of a running Odradek broker, through its
-admin HTTP endpoint (`admin.http.port`; docs/cli.md). A bad rule (unknown api, unknown
+admin HTTP endpoint (`admin.http.port`; docs/cli.md); `odradek cluster
+kill|start|stop|isolate|heal|slow N`: a simulated cluster's brokers, the same way. A bad rule (unknown api, unknown
 error, ...) is one line and exit code 2; an endpoint that cannot be reached, exit code 3."""
 
 from __future__ import annotations
@@ -40,4 +41,29 @@ def run(args: argparse.Namespace) -> int:
     except FaultAdminError as exc:
         print(f"odradek fault: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE if str(exc).startswith("cannot reach") else EXIT_USAGE
+    return EXIT_OK
+
+
+def run_cluster(args: argparse.Namespace) -> int:
+    from odradek.client.cluster import ClusterAdmin
+
+    control = ClusterAdmin(args.admin_url, timeout=args.timeout)
+    action = args.cluster_command
+    try:
+        if action == "slow":
+            state = control.slow(args.node, args.delay_ms)
+        else:
+            state = getattr(control, action)(args.node)
+    except FaultAdminError as exc:
+        print(f"odradek cluster: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE if str(exc).startswith("cannot reach") else EXIT_USAGE
+    if args.json:
+        print(json.dumps(state, indent=2))
+    else:
+        for b in state.get("brokers", []):
+            flags = [k for k in ("killed", "isolated") if b.get(k)]
+            if b.get("delay_ms"):
+                flags.append(f"slow {b['delay_ms']} ms")
+            live = "live" if b.get("live") else "fenced"
+            print(f"broker {b['node_id']}: {live}{''.join(', ' + f for f in flags)}")
     return EXIT_OK

@@ -75,6 +75,7 @@ class NodeListeners:
         self._sim.on_start = self._start
         for node in self._sim.ids:
             await tg.start(self._serve_node, node)
+        tg.start_soon(self._sim.failures.run)  # session and replica lag timers
 
     async def _serve_node(self, node: int, *,
                           task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED

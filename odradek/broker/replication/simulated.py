@@ -30,6 +30,7 @@ from odradek.broker.replication.controller import (
     high_watermark,
     place,
 )
+from odradek.broker.replication.failures import Failures
 from odradek.broker.storage.errors import UnknownPartitionError
 from odradek.broker.storage.log import AppendInfo, PartitionLog
 from odradek.broker.storage.manager import LogManager
@@ -94,6 +95,8 @@ class SimulatedCluster:
         self.on_stop: Callable[[int], None] | None = None
         self.on_start: Callable[[int], None] | None = None
         self.partitions: ClusterPartitions | None = None
+        # kill / isolate / heal / slow and the session and lag timers (failures.py)
+        self.failures = Failures(self)
 
     # -- what handlers ask -------------------------------------------------------------------
 
@@ -142,11 +145,15 @@ class SimulatedCluster:
         NOT_ENOUGH_REPLICAS_AFTER_APPEND (Kafka's checkEnoughReplicasReachOffset)."""
         out: dict[TopicPartition, ErrorCode] = {}
         left = dict(targets)
+        # A leader change while waiting fails the wait, as Kafka's DelayedProduce: the new
+        # leader may not hold these records, however far its high watermark gets.
+        epochs = {tp: self.leader_epoch(*tp) for tp in targets}
         with anyio.move_on_after(max(timeout_ms, 0) / 1000):
             while True:
                 for tp, offset in list(left.items()):
                     state = self.controller.get(tp)
-                    if state is None or state.leader == NO_LEADER:
+                    if (state is None or state.leader == NO_LEADER
+                            or state.leader_epoch != epochs[tp]):
                         out[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
                     elif self._hw.get(tp, 0) >= offset:
                         out[tp] = (ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
@@ -169,7 +176,7 @@ class SimulatedCluster:
 
     def leader_log(self, topic: str, partition: int) -> PartitionLog | None:
         state = self.controller.get((topic, partition))
-        if state is None or state.leader == NO_LEADER:
+        if state is None or state.leader == NO_LEADER or self.failures.killed(state.leader):
             return None
         return self.stores[state.leader].get(topic, partition)
 
@@ -268,7 +275,8 @@ class SimulatedCluster:
         if leader_log is None or leader_log.closed:
             return
         for r in state.isr:
-            if r == state.leader or r not in self.controller.live:
+            if (r == state.leader or r not in self.controller.live
+                    or self.failures.holds(state.leader, r)):  # cut off or slow: timers
                 continue
             follower = self.stores[r].get(topic, partition)
             if follower is not None:
@@ -340,6 +348,7 @@ class SimulatedCluster:
         """Controlled shutdown of `node`: its listener closes, leaders move, ISRs shrink."""
         if node not in self.nodes:
             raise KeyError(f"no broker {node}")
+        self.failures.before_stop(node)
         if node not in self.controller.live:
             return
         if len(self.controller.live) == 1:
@@ -359,6 +368,7 @@ class SimulatedCluster:
         up and rejoin the ISRs, its listener opens."""
         if node not in self.nodes:
             raise KeyError(f"no broker {node}")
+        self.failures.before_start(node)  # a killed broker registers again
         if node in self.controller.live:
             return
         elected = self.controller.broker_started(node)
@@ -371,6 +381,22 @@ class SimulatedCluster:
         log.info("broker started", node=node, leaders_elected=len(elected))
         self._notify(elected)
 
+    def kill(self, node: int) -> None:
+        """No controlled shutdown: fenced only after broker.session.timeout.ms (failures.py)."""
+        self.failures.kill(node)
+
+    def isolate(self, node: int) -> None:
+        """Cut `node` off from the other brokers and the controller; clients still reach it."""
+        self.failures.isolate(node)
+
+    def heal(self, node: int) -> None:
+        """End `node`'s isolation and slowness."""
+        self.failures.heal(node)
+
+    def slow(self, node: int, delay_ms: int) -> None:
+        """Delay replication to and from `node` by `delay_ms` per fetch (0: no delay)."""
+        self.failures.slow(node, delay_ms)
+
     def _notify(self, tps: Sequence[TopicPartition]) -> None:
         if self.partitions is not None:
             for tp in tps:
@@ -381,6 +407,7 @@ class SimulatedCluster:
         return {
             "controller_id": self.controller.controller_id,
             "brokers": [{"node_id": n, "live": n in self.controller.live,
+                         **self.failures.describe(n),
                          "endpoints": [f"{lst.name}://{lst.host}:{lst.port}"
                                        for lst in self.nodes[n].advertised]}
                         for n in self.ids],

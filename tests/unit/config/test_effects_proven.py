@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 API = "tests/unit/broker/api"
 REPLICATION = "tests/unit/broker/replication/test_simulated.py"
+FAILURES = "tests/unit/broker/replication/test_failures.py"
 STORAGE = "tests/unit/broker/storage"
 GROUP = "tests/unit/coordinator/group"
 TXN = "tests/unit/coordinator/txn"
@@ -118,6 +119,12 @@ def _via_topic(broker_setting: str, *more: str) -> tuple[str, ...]:
 
 
 BROKER: dict[str, tuple[str, ...]] = {
+    "broker.session.timeout.ms": (
+        f"{FAILURES}::test_a_killed_leader_keeps_its_leadership_until_its_session_times_out",),
+    "replica.lag.time.max.ms": (
+        f"{FAILURES}::test_a_killed_follower_leaves_the_isr_after_the_lag_max_when_behind",
+        f"{FAILURES}::test_a_slow_follower_lags_out_of_the_isr_and_rejoins_once_healed",
+    ),
     "simulated.brokers": (
         f"{REPLICATION}::test_every_broker_keeps_its_replicas_in_its_own_log_dir",
         "tests/integration/test_cluster.py::test_acks_all_idempotent_producer_and_consumer_follow_a_stopped_leader",
