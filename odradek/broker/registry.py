@@ -52,6 +52,7 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.DESCRIBE_CLIENT_QUOTAS: HandlerEntry("describe_client_quotas", 0, 1),
     ApiKey.ALTER_CLIENT_QUOTAS: HandlerEntry("alter_client_quotas", 0, 1),
     ApiKey.DESCRIBE_CLUSTER: HandlerEntry("describe_cluster", 0, 2),
+    ApiKey.ELECT_LEADERS: HandlerEntry("elect_leaders", 0, 2),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: HandlerEntry("describe_topic_partitions", 0, 0),
     ApiKey.FIND_COORDINATOR: HandlerEntry("find_coordinator", 0, 6),
     ApiKey.JOIN_GROUP: HandlerEntry("join_group", 0, 9),
