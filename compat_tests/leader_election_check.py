@@ -35,7 +35,6 @@ CONTROLLER = 1
 
 class Target:
     bootstrap: str
-    node_ids = [1, 2, 3]
 
     def stop(self, node: int) -> None: ...
 
