@@ -3,8 +3,8 @@
 
     python -m compat_tests.leader_election_check --target kafka|odradek
 
-- `preferred`: RF=3; the tool answers "already elected" while the first replica leads;
-  after that broker's controlled stop and start (back in the ISR, not leading) a preferred
+- `preferred`: RF=3; the tool answers "already elected" while the first replica leads,
+  PreferredLeaderNotAvailable while that broker is stopped; after that broker's controlled stop and start (back in the ISR, not leading) a preferred
   election succeeds and Metadata names the first replica leader again.
 - `unclean`: RF=2 on the two nodes that are not the controller; one record on both
   replicas, the follower stopped, two records acks=1 on the leader alone, the leader
@@ -115,13 +115,15 @@ def preferred(t: Target) -> str:
     assert "Valid replica already elected" in noop, noop
     t.stop(first)
     _wait(lambda: _partition(t, topic, p).leader not in (first, -1), "a new leader")
+    gone = _tool(t, "preferred", topic, p)
+    assert "PreferredLeaderNotAvailable" in gone, gone
     t.start(first)
     _wait(lambda: first in _partition(t, topic, p).isrs, "the first replica back in the ISR")
     assert _partition(t, topic, p).leader != first
     done = _tool(t, "preferred", topic, p)
     assert "Successfully completed leader election (PREFERRED)" in done, done
     _wait(lambda: _partition(t, topic, p).leader == first, "the preferred leader", 20)
-    return f"{topic}-{p}: [{noop}] then [{done}]"
+    return f"{topic}-{p}: [{noop}], stopped [{gone[:120]}], back [{done}]"
 
 
 def _end(t: Target, topic: str, p: int) -> int:
