@@ -55,6 +55,7 @@ HANDLERS: Mapping[int, HandlerEntry] = MappingProxyType({
     ApiKey.DESCRIBE_CLUSTER: HandlerEntry("describe_cluster", 0, 2),
     ApiKey.DESCRIBE_QUORUM: HandlerEntry("describe_quorum", 0, 2),
     ApiKey.UPDATE_FEATURES: HandlerEntry("update_features", 0, 2),
+    ApiKey.ELECT_LEADERS: HandlerEntry("elect_leaders", 0, 2),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: HandlerEntry("describe_topic_partitions", 0, 0),
     ApiKey.LIST_CONFIG_RESOURCES: HandlerEntry("list_config_resources", 0, 1),
     ApiKey.FIND_COORDINATOR: HandlerEntry("find_coordinator", 0, 6),

@@ -30,6 +30,7 @@ from odradek.broker.replication.controller import (
     high_watermark,
     place,
 )
+from odradek.broker.replication.elections import Election, elect
 from odradek.broker.replication.failures import Failures
 from odradek.broker.storage.errors import UnknownPartitionError
 from odradek.broker.storage.log import AppendInfo, PartitionLog
@@ -396,6 +397,27 @@ class SimulatedCluster:
     def slow(self, node: int, delay_ms: int) -> None:
         """Delay replication to and from `node` by `delay_ms` per fetch (0: no delay)."""
         self.failures.slow(node, delay_ms)
+    def elect_leader(self, topic: str, partition: int, election_type: int) -> Election:
+        """ElectLeaders for one partition (`elections.py` decides). After an unclean
+        election the new leader's log is the truth: the high watermark becomes its log end
+        and every other live replica truncates to it and catches up."""
+        tp = (topic, partition)
+        result = elect(self.controller, tp, election_type)
+        if not result.changed:
+            return result
+        state = self.controller.partitions[tp]
+        if result.unclean:
+            leader_log = self.stores[state.leader].get(topic, partition)
+            if leader_log is not None:
+                self._hw[tp] = leader_log.log_end_offset
+            for r in state.replicas:
+                if r != state.leader and r in self.controller.live:
+                    self._catch_up(tp, r)
+        self._update_hw(tp)
+        log.info("leader elected", topic=topic, partition=partition, leader=state.leader,
+                 leader_epoch=state.leader_epoch, unclean=result.unclean)
+        self._notify([tp])
+        return result
 
     def _notify(self, tps: Sequence[TopicPartition]) -> None:
         if self.partitions is not None:
