@@ -299,11 +299,8 @@ class Broker:
         from odradek.broker.coordinators.runtime import CoordinatorRuntime
         from odradek.coordinator.group.consumer.assignors import parse_assignors
         from odradek.coordinator.group.consumer.coordinator import ConsumerConfig
-        from odradek.coordinator.group.coordinator import (
-            JOIN_SETTLE_MS,
-            GroupConfig,
-            GroupCoordinator,
-        )
+        from odradek.coordinator.group import coordinator as group_coordinator
+        from odradek.coordinator.group.coordinator import GroupConfig, GroupCoordinator
         from odradek.coordinator.group.records import OFFSETS_TOPIC
         from odradek.coordinator.share.group import ShareGroupConfig
         from odradek.coordinator.streams.coordinator import StreamsConfig
@@ -314,7 +311,7 @@ class Broker:
         shard = GroupCoordinator(
             GroupConfig(
                 initial_rebalance_delay_ms=cfg.get_int("group.initial.rebalance.delay.ms"),
-                join_settle_ms=JOIN_SETTLE_MS,
+                join_settle_ms=group_coordinator.JOIN_SETTLE_MS,  # read late: tests patch it
                 min_session_timeout_ms=cfg.get_int("group.min.session.timeout.ms"),
                 max_session_timeout_ms=cfg.get_int("group.max.session.timeout.ms"),
                 max_size=cfg.get_int("group.max.size"),
