@@ -297,9 +297,9 @@ class Broker:
 
     def _group_runtime(self) -> GroupRuntime:
         from odradek.broker.coordinators.runtime import CoordinatorRuntime
+        from odradek.coordinator.group import coordinator as group_coordinator
         from odradek.coordinator.group.consumer.assignors import parse_assignors
         from odradek.coordinator.group.consumer.coordinator import ConsumerConfig
-        from odradek.coordinator.group import coordinator as group_coordinator
         from odradek.coordinator.group.coordinator import GroupConfig, GroupCoordinator
         from odradek.coordinator.group.records import OFFSETS_TOPIC
         from odradek.coordinator.share.group import ShareGroupConfig
