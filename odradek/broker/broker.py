@@ -3,7 +3,9 @@
 It builds, in order, the cluster metadata (topics, ids, configs), the log manager (every
 partition's log, opened with its topic's effective config), the partitions port handlers and
 coordinators use, and one coordinator runtime per coordinator shard: the group coordinator
-over `__consumer_offsets` and the transaction coordinator over `__transaction_state`; then the
+over `__consumer_offsets` and the transaction coordinator over `__transaction_state` (those, with
+their modules and the GROUP configs, only once the listeners are up or a request needs them
+first: their imports were most of the broker's own start-up time, issue #12); then the
 fetch session cache (KIP-227, `max.incremental.fetch.session.cache.slots`). It wires
 them together (a deleted topic drops its committed offsets; a transaction marker written to
 `__consumer_offsets` completes that producer's staged offsets), runs their background tasks
@@ -15,10 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -29,21 +32,13 @@ from odradek.broker import emulation
 from odradek.broker.acls import build_authorizer
 from odradek.broker.cluster import Cluster, Topic
 from odradek.broker.connection import IncomingRequest
-from odradek.broker.context import (
-    ClientInfo,
-    GroupRuntime,
-    RequestContext,
-    ShareRuntime,
-    TxnRuntime,
-)
-from odradek.broker.coordinators.producer_ids import PRODUCER_ID_BLOCK_FILE, ProducerIdAllocator
-from odradek.broker.coordinators.runtime import CoordinatorRuntime, InternalTopic
+from odradek.broker.context import ClientInfo, RequestContext
+from odradek.broker.coordinators.runtime import InternalTopic
 from odradek.broker.fault_inject import can_error
 from odradek.broker.fault_rules import FaultRules
 from odradek.broker.feature_control import FeatureControl, load_stored, stored_selection
 from odradek.broker.features import FeatureLevelError, Features
 from odradek.broker.fetch_sessions import FetchSessionCache
-from odradek.broker.group_configs import GROUP_CONFIG_FILE, GroupConfigs
 from odradek.broker.metrics import Metrics, Sources
 from odradek.broker.partitions import LocalPartitions
 from odradek.broker.pending_logs import PendingLogs
@@ -63,18 +58,42 @@ from odradek.config import (
     resolve_topic_config,
 )
 from odradek.coordinator.common import Write
-from odradek.coordinator.group.consumer.assignors import parse_assignors
-from odradek.coordinator.group.consumer.coordinator import ConsumerConfig
-from odradek.coordinator.group.coordinator import JOIN_SETTLE_MS, GroupConfig, GroupCoordinator
-from odradek.coordinator.group.records import OFFSETS_TOPIC
-from odradek.coordinator.share.coordinator import ShareCoordinator
-from odradek.coordinator.share.group import ShareGroupConfig
-from odradek.coordinator.share.offset_reset import parse_offset_reset
-from odradek.coordinator.share.partition import SharePartitionConfig
-from odradek.coordinator.share.state import SHARE_STATE_TOPIC
-from odradek.coordinator.streams.coordinator import StreamsConfig
-from odradek.coordinator.txn.coordinator import TransactionCoordinator, TxnConfig
-from odradek.coordinator.txn.log_format import TRANSACTION_STATE_TOPIC
+
+if TYPE_CHECKING:
+    from odradek.broker.context import GroupRuntime, ShareRuntime, TxnRuntime
+    from odradek.broker.group_configs import GroupConfigs
+
+# The coordinators' modules (imported by `import_coordinator_modules`, off the event loop,
+# once the listeners are up: they are most of the broker's own import time, issue #12).
+COORDINATOR_MODULES = (
+    "odradek.broker.group_configs",
+    "odradek.broker.coordinators.producer_ids",
+    "odradek.coordinator.group.consumer.assignors",
+    "odradek.coordinator.group.consumer.coordinator",
+    "odradek.coordinator.group.coordinator",
+    "odradek.coordinator.group.records",
+    "odradek.coordinator.share.coordinator",
+    "odradek.coordinator.share.group",
+    "odradek.coordinator.share.offset_reset",
+    "odradek.coordinator.share.partition",
+    "odradek.coordinator.share.state",
+    "odradek.coordinator.streams.coordinator",
+    "odradek.coordinator.txn.coordinator",
+    "odradek.coordinator.txn.log_format",
+)
+_OFFSETS_TOPIC = "__consumer_offsets"  # coordinator.group.records.OFFSETS_TOPIC
+
+
+# Held while those modules are imported off the loop and while the loop builds the
+# coordinators: a request needing them meanwhile waits for the imports to finish rather than
+# importing the same (mutually importing) modules from two threads at once.
+_IMPORTING = threading.RLock()  # re-entered: building the groups reads group_configs
+
+
+def import_coordinator_modules() -> None:
+    with _IMPORTING:
+        for name in COORDINATOR_MODULES:
+            importlib.import_module(name)
 
 log = structlog.get_logger("odradek.broker")
 
@@ -193,10 +212,12 @@ class Broker:
                 raise ConfigError("admin.http.metrics needs prometheus-client: pip install "
                                   "'odradek[metrics]'", "admin.http.metrics")
             self.metrics = Metrics(self._topic_name)
-        self.group_configs = GroupConfigs(config.log_dirs[0] / GROUP_CONFIG_FILE, config)
-        self.groups: GroupRuntime = self._group_runtime()
-        self.share: ShareRuntime = self._share_runtime()
-        self.transactions: TxnRuntime = self._transaction_runtime()
+        # The coordinators and GROUP configs: built on first use or by `start_coordinators`
+        # (right after the listeners are up), whichever comes first. Each loads its topic
+        # before it serves (CoordinatorRuntime: COORDINATOR_LOAD_IN_PROGRESS until then).
+        self._group_configs: GroupConfigs | None = None
+        self._coordinators: tuple[GroupRuntime, ShareRuntime, TxnRuntime] | None = None
+        self._tg: anyio.abc.TaskGroup | None = None  # set by `start`: runs the coordinators
         self.cleaner: LogCleaner | None = None  # built when the cleaner task starts
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots"))
@@ -204,6 +225,58 @@ class Broker:
         self.quotas = build_quotas(config)
 
     # -- the coordinators -----------------------------------------------------------------------
+
+    @property
+    def coordinators(self) -> Broker:
+        """What a RequestContext reads the coordinators from (`context.Coordinators`)."""
+        return self
+
+    @property
+    def group_configs(self) -> GroupConfigs:
+        if self._group_configs is None:
+            with _IMPORTING:
+                from odradek.broker.group_configs import GROUP_CONFIG_FILE, GroupConfigs
+
+                self._group_configs = GroupConfigs(self.config.log_dirs[0] / GROUP_CONFIG_FILE,
+                                                   self.config)
+        return self._group_configs
+
+    @property
+    def groups(self) -> GroupRuntime:
+        return self._built_coordinators()[0]
+
+    @property
+    def share(self) -> ShareRuntime:
+        return self._built_coordinators()[1]
+
+    @property
+    def transactions(self) -> TxnRuntime:
+        return self._built_coordinators()[2]
+
+    def _built_coordinators(self) -> tuple[GroupRuntime, ShareRuntime, TxnRuntime]:
+        built = self._coordinators
+        if built is None:
+            with _IMPORTING:
+                groups = self._group_runtime()
+                built = (groups, self._share_runtime(groups), self._transaction_runtime(groups))
+            self._coordinators = built
+            if self._tg is not None:
+                self._run_coordinators(self._tg)
+        return built
+
+    def _run_coordinators(self, tg: anyio.abc.TaskGroup) -> None:
+        groups, share, transactions = self._built_coordinators()
+        tg.start_soon(groups.run, name="group-coordinator")
+        tg.start_soon(transactions.run, name="transaction-coordinator")
+        tg.start_soon(share.run, name="share-coordinator")
+
+    async def start_coordinators(self) -> None:
+        """Import the coordinators' modules in a worker thread (the event loop keeps
+        answering meanwhile), then build and run them, unless a request needed them first."""
+        import anyio.to_thread
+
+        await anyio.to_thread.run_sync(import_coordinator_modules)
+        self._built_coordinators()
 
     def _internal_topic(self, name: str, partitions_setting: str, segment_setting: str,
                         compression: str) -> InternalTopic:
@@ -223,13 +296,22 @@ class Broker:
         })
 
     def _group_runtime(self) -> GroupRuntime:
+        from odradek.broker.coordinators.runtime import CoordinatorRuntime
+        from odradek.coordinator.group import coordinator as group_coordinator
+        from odradek.coordinator.group.consumer.assignors import parse_assignors
+        from odradek.coordinator.group.consumer.coordinator import ConsumerConfig
+        from odradek.coordinator.group.coordinator import GroupConfig, GroupCoordinator
+        from odradek.coordinator.group.records import OFFSETS_TOPIC
+        from odradek.coordinator.share.group import ShareGroupConfig
+        from odradek.coordinator.streams.coordinator import StreamsConfig
+
         cfg = self.config
         topic = self._internal_topic(OFFSETS_TOPIC, "offsets.topic.num.partitions",
                                      "offsets.topic.segment.bytes", "producer")
         shard = GroupCoordinator(
             GroupConfig(
                 initial_rebalance_delay_ms=cfg.get_int("group.initial.rebalance.delay.ms"),
-                join_settle_ms=JOIN_SETTLE_MS,
+                join_settle_ms=group_coordinator.JOIN_SETTLE_MS,  # read late: tests patch it
                 min_session_timeout_ms=cfg.get_int("group.min.session.timeout.ms"),
                 max_session_timeout_ms=cfg.get_int("group.max.session.timeout.ms"),
                 max_size=cfg.get_int("group.max.size"),
@@ -266,9 +348,15 @@ class Broker:
         shard.share.config_for = lambda gid: configs.share_group_config(gid, shard.share.config)
         return CoordinatorRuntime("group", shard, topic, self.partitions, self.cluster, self)
 
-    def _share_runtime(self) -> ShareRuntime:
+    def _share_runtime(self, groups: GroupRuntime) -> ShareRuntime:
         """The share coordinator over `__share_group_state` with this node's
         share-partitions (one node leads every partition, so they call it directly)."""
+        from odradek.broker.coordinators.runtime import CoordinatorRuntime
+        from odradek.coordinator.share.coordinator import ShareCoordinator
+        from odradek.coordinator.share.offset_reset import parse_offset_reset
+        from odradek.coordinator.share.partition import SharePartitionConfig
+        from odradek.coordinator.share.state import SHARE_STATE_TOPIC
+
         cfg = self.config
         topic = self._internal_topic(SHARE_STATE_TOPIC,
                                      "share.coordinator.state.topic.num.partitions",
@@ -307,11 +395,19 @@ class Broker:
                 self.partitions.notify_appended(topic.name, partition)
 
         shard.on_available = available
-        self.groups.shard.on_share_member_removed = member_removed
-        self.groups.shard.on_share_group_deleted = group_deleted
+        groups.shard.on_share_member_removed = member_removed
+        groups.shard.on_share_group_deleted = group_deleted
         return runtime
 
-    def _transaction_runtime(self) -> TxnRuntime:
+    def _transaction_runtime(self, groups: GroupRuntime) -> TxnRuntime:
+        from odradek.broker.coordinators.producer_ids import (
+            PRODUCER_ID_BLOCK_FILE,
+            ProducerIdAllocator,
+        )
+        from odradek.broker.coordinators.runtime import CoordinatorRuntime
+        from odradek.coordinator.txn.coordinator import TransactionCoordinator, TxnConfig
+        from odradek.coordinator.txn.log_format import TRANSACTION_STATE_TOPIC
+
         cfg = self.config
         topic = self._internal_topic(TRANSACTION_STATE_TOPIC,
                                      "transaction.state.log.num.partitions",
@@ -332,13 +428,13 @@ class Broker:
             log=_logger("odradek.transactions"))
         # Recovery may write markers to __consumer_offsets: the group coordinator loads first.
         return CoordinatorRuntime("transaction", shard, topic, self.partitions, self.cluster,
-                                  self, load_after=[self.groups.ready],
+                                  self, load_after=[groups.ready],
                                   on_written=self._transaction_written)
 
     def _transaction_written(self, write: Write) -> None:
         """A marker on `__consumer_offsets` commits or drops the producer's staged offsets."""
         marker = write.marker
-        if marker is not None and write.topic == OFFSETS_TOPIC:
+        if marker is not None and write.topic == _OFFSETS_TOPIC:
             pid, commit = write.producer_id, marker.commit
             self.groups.call_loaded(lambda g: g.complete_txn(pid, commit))
 
@@ -399,14 +495,14 @@ class Broker:
         # Committed offsets go with the topic, so a re-created topic starts clean (as Kafka).
         gone = set(topics)
         self.pending_logs.discard_topics(gone)
-        self.groups.call_loaded(lambda g: g.delete_topic_offsets(gone))
+        if self._coordinators is not None:  # else not loaded: replay drops them (call_loaded)
+            self._coordinators[0].call_loaded(lambda g: g.delete_topic_offsets(gone))
 
     def _topics_created(self, topics: Sequence[Topic]) -> None:
         """New topics may match consumer groups' regexes: resolve them at the next heartbeat
         (Kafka's lastMetadataImageWithNewTopics). Before load, replay's end does it."""
-        groups = getattr(self, "groups", None)  # topics created while the broker is built
-        if groups is not None:
-            groups.call_loaded(lambda g: g.topics_created())
+        if self._coordinators is not None:  # else none is loaded: its load resolves them
+            self._coordinators[0].call_loaded(lambda g: g.topics_created())
 
     def _delete_partition_logs(self, topic: str, partitions: Iterable[int],
                                checkpoint: bool) -> None:
@@ -509,10 +605,10 @@ class Broker:
 
     def _features_changed(self, features: Features) -> None:
         """UpdateFeatures applied: the transaction coordinator writes and starts
-        transactions at the new transaction.version (Kafka reads the finalized level)."""
-        runtime = getattr(self, "transactions", None)
-        if runtime is not None:
-            shard = runtime.shard
+        transactions at the new transaction.version (Kafka reads the finalized level). Not
+        built yet: it reads the level when it is."""
+        if self._coordinators is not None:
+            shard = self._coordinators[2].shard
             shard.config = dataclasses.replace(
                 shard.config, transaction_version=features.transaction_version)
 
@@ -521,20 +617,20 @@ class Broker:
         return RequestContext(
             config=self.config, node=self if sim is None else sim.node(client.broker),
             clock=self, cluster=self.cluster, replicas=sim,
-            partitions=self.partitions, groups=self.groups, transactions=self.transactions,
-            share=self.share, features=self.features, fetch_sessions=self.fetch_sessions,
+            partitions=self.partitions, coordinators=self, features=self.features, fetch_sessions=self.fetch_sessions,
             faults=self.faults, api_ranges=self.api_ranges, metrics=self.metrics,
             authorizer=self.authorizer,
             client=client, api_key=request.api_key, api_version=request.api_version,
             correlation_id=request.correlation_id, client_id=request.client_id,
-            scram=self.scram, group_configs=self.group_configs,
-            feature_control=self.feature_control,
+            scram=self.scram, feature_control=self.feature_control,
             quotas=self.quotas)
 
     def connection_closed(self, client: ClientInfo) -> None:
         """A client's connection ended: its share sessions go, and the records they held
         are released at once (as Kafka 4.1+)."""
         conn = client.connection_id
+        if self._coordinators is None:  # no share session without the share coordinator
+            return
         self.share.call_loaded(lambda s: s.close_connection(conn, self.now_ms()))
 
     @staticmethod
@@ -551,9 +647,9 @@ class Broker:
         tg.start_soon(self._producer_expiry_loop)
         if self.config.get_bool("log.cleaner.enable"):
             tg.start_soon(self._cleaner_loop)
-        tg.start_soon(self.groups.run, name="group-coordinator")
-        tg.start_soon(self.transactions.run, name="transaction-coordinator")
-        tg.start_soon(self.share.run, name="share-coordinator")
+        self._tg = tg
+        if self._coordinators is not None:  # built before start (tests, tools)
+            self._run_coordinators(tg)
 
     def close(self) -> None:
         """Close every log (never raises for an I/O error: see `LogManager.close_all`)."""

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from odradek.broker.cluster import Cluster
-from odradek.broker.coordinators.runtime import CoordinatorRuntime
 from odradek.broker.fault_rules import FaultRules
 from odradek.broker.feature_control import FeatureControl
 from odradek.broker.features import Features
 from odradek.broker.fetch_sessions import FetchSessionCache
-from odradek.broker.group_configs import GroupConfigs
 from odradek.broker.metrics import Metrics
 from odradek.broker.partitions import Partitions
 from odradek.broker.quotas import ClientQuotas
@@ -26,13 +24,34 @@ from odradek.broker.security.store import ScramStore
 from odradek.config import BrokerConfig
 from odradek.coordinator.acl.authorizer import Authorizer
 from odradek.coordinator.common import Clock
-from odradek.coordinator.group.coordinator import GroupCoordinator
-from odradek.coordinator.share.coordinator import ShareCoordinator
-from odradek.coordinator.txn.coordinator import TransactionCoordinator
 
-GroupRuntime = CoordinatorRuntime[GroupCoordinator]
-TxnRuntime = CoordinatorRuntime[TransactionCoordinator]
-ShareRuntime = CoordinatorRuntime[ShareCoordinator]
+if TYPE_CHECKING:  # the coordinators are imported after the listener is up (issue #12)
+    from odradek.broker.coordinators.runtime import CoordinatorRuntime
+    from odradek.broker.group_configs import GroupConfigs
+    from odradek.coordinator.group.coordinator import GroupCoordinator
+    from odradek.coordinator.share.coordinator import ShareCoordinator
+    from odradek.coordinator.txn.coordinator import TransactionCoordinator
+
+    GroupRuntime = CoordinatorRuntime[GroupCoordinator]
+    TxnRuntime = CoordinatorRuntime[TransactionCoordinator]
+    ShareRuntime = CoordinatorRuntime[ShareCoordinator]
+
+
+class Coordinators(Protocol):
+    """The coordinators and GROUP configs, built on first use (the broker builds them right
+    after its listeners are up, so ApiVersions and Metadata never wait for their imports)."""
+
+    @property
+    def groups(self) -> GroupRuntime: ...
+
+    @property
+    def transactions(self) -> TxnRuntime: ...
+
+    @property
+    def share(self) -> ShareRuntime: ...
+
+    @property
+    def group_configs(self) -> GroupConfigs: ...
 
 
 class Node(Protocol):
@@ -81,9 +100,7 @@ class RequestContext:
     clock: Clock
     cluster: Cluster
     partitions: Partitions
-    groups: GroupRuntime
-    transactions: TxnRuntime
-    share: ShareRuntime
+    coordinators: Coordinators
     features: Features
     fetch_sessions: FetchSessionCache
     faults: FaultRules
@@ -99,11 +116,26 @@ class RequestContext:
     client_id: str | None
     # SCRAM credentials (DescribeUserScramCredentials / AlterUserScramCredentials)
     scram: ScramStore | None = None
-    # GROUP config resources (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs)
-    group_configs: GroupConfigs | None = None
     # client quota configs and rates (DescribeClientQuotas / AlterClientQuotas, dispatch)
     quotas: ClientQuotas | None = None
     # The simulated cluster (`--brokers N`, docs/cluster.md); None with one broker
     replicas: SimulatedCluster | None = None
     # UpdateFeatures (feature_control.py); None in contexts built without a broker
     feature_control: FeatureControl | None = None
+
+    @property
+    def groups(self) -> GroupRuntime:
+        return self.coordinators.groups
+
+    @property
+    def transactions(self) -> TxnRuntime:
+        return self.coordinators.transactions
+
+    @property
+    def share(self) -> ShareRuntime:
+        return self.coordinators.share
+
+    @property
+    def group_configs(self) -> GroupConfigs:
+        """GROUP config resources (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs)."""
+        return self.coordinators.group_configs

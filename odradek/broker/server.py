@@ -733,6 +733,8 @@ async def _serve_all(server: Server, broker: Broker, bound: list[tuple[socket.so
                      cluster_id=broker.cluster.cluster_id, node_id=broker.node_id)
         if admin is not None:
             admin.ready = True
+        # After the listeners: the first ApiVersions/Metadata do not wait for their imports.
+        tg.start_soon(broker.start_coordinators, name="coordinators-start")
 
 
 def _bind_admin(config: BrokerConfig) -> socket.socket | None:

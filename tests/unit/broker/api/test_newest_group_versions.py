@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from admin_testutil import call, open_broker
 
-import odradek.broker.broker
+import odradek.coordinator.group.coordinator
 from odradek.broker.broker import Broker
 from odradek.wire import ApiKey, ErrorCode
 from odradek.wire._generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
@@ -30,7 +30,7 @@ Fetched = dict[uuid.UUID, dict[int, tuple[int, str | None, int]]]
 def _joins_answered_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing fires coordinator timers in these in-process calls, so a new group's join
     phase must not wait for its settle timer (tests/unit/coordinator covers that timer)."""
-    monkeypatch.setattr(odradek.broker.broker, "JOIN_SETTLE_MS", 0)
+    monkeypatch.setattr(odradek.coordinator.group.coordinator, "JOIN_SETTLE_MS", 0)
 
 
 @pytest.fixture
