@@ -197,6 +197,8 @@ class Broker:
         self.groups: GroupRuntime = self._group_runtime()
         self.share: ShareRuntime = self._share_runtime()
         self.transactions: TxnRuntime = self._transaction_runtime()
+        if self.sim is not None:
+            self.sim.on_leaders_changed.append(self._coordinator_leaders_changed)
         self.cleaner: LogCleaner | None = None  # built when the cleaner task starts
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots"))
@@ -334,6 +336,14 @@ class Broker:
         return CoordinatorRuntime("transaction", shard, topic, self.partitions, self.cluster,
                                   self, load_after=[self.groups.ready],
                                   on_written=self._transaction_written)
+
+    def _coordinator_leaders_changed(self, tps: Sequence[tuple[str, int]]) -> None:
+        """Coordinator failover (`--brokers N`): a moved internal partition is reloaded from
+        its new leader's replica (the share state coordinator is not moved yet)."""
+        for runtime in (self.groups, self.transactions):
+            for topic, partition in tps:
+                if topic == runtime.topic.name:
+                    runtime.move_partition(partition)
 
     def _transaction_written(self, write: Write) -> None:
         """A marker on `__consumer_offsets` commits or drops the producer's staged offsets."""

@@ -94,6 +94,8 @@ class SimulatedCluster:
         self.on_stop: Callable[[int], None] | None = None
         self.on_start: Callable[[int], None] | None = None
         self.partitions: ClusterPartitions | None = None
+        # Told of partitions whose leader changed (the coordinators reload theirs).
+        self.on_leaders_changed: list[Callable[[Sequence[TopicPartition]], None]] = []
 
     # -- what handlers ask -------------------------------------------------------------------
 
@@ -372,6 +374,8 @@ class SimulatedCluster:
         self._notify(elected)
 
     def _notify(self, tps: Sequence[TopicPartition]) -> None:
+        for listener in self.on_leaders_changed:
+            listener(tps)
         if self.partitions is not None:
             for tp in tps:
                 self.partitions.notify_appended(*tp)
