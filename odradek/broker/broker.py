@@ -218,6 +218,8 @@ class Broker:
         self._group_configs: GroupConfigs | None = None
         self._coordinators: tuple[GroupRuntime, ShareRuntime, TxnRuntime] | None = None
         self._tg: anyio.abc.TaskGroup | None = None  # set by `start`: runs the coordinators
+        if self.sim is not None:
+            self.sim.on_leaders_changed.append(self._coordinator_leaders_changed)
         self.cleaner: LogCleaner | None = None  # built when the cleaner task starts
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots"))
@@ -430,6 +432,18 @@ class Broker:
         return CoordinatorRuntime("transaction", shard, topic, self.partitions, self.cluster,
                                   self, load_after=[groups.ready],
                                   on_written=self._transaction_written)
+
+    def _coordinator_leaders_changed(self, tps: Sequence[tuple[str, int]]) -> None:
+        """Coordinator failover (`--brokers N`): a moved internal partition is reloaded from
+        its new leader's replica (the share state coordinator is not moved yet). Not built
+        yet: nothing to move, they load from the current leaders when built."""
+        if self._coordinators is None:
+            return
+        groups, _share, transactions = self._coordinators
+        for runtime in (groups, transactions):
+            for topic, partition in tps:
+                if topic == runtime.topic.name:
+                    runtime.move_partition(partition)
 
     def _transaction_written(self, write: Write) -> None:
         """A marker on `__consumer_offsets` commits or drops the producer's staged offsets."""

@@ -128,10 +128,31 @@ class CoordinatorRuntime(Generic[S]):
         finally:
             self._finish_load()  # whatever happened, requests must not wait forever
 
-    def _replay(self) -> Iterator[None]:
-        """Replay every partition of the internal topic, yielding between chunks."""
+    def move_partition(self, partition: int) -> bool:
+        """The leader of internal partition `partition` changed (`--brokers N`): drop its
+        state and replay the new leader's own replica of it (Kafka unloads on the old host and
+        loads from the new host's local log, so what the new leader lacks is gone). Nothing to
+        do before the first load, or for a shard without per-partition unload. Synchronous."""
+        unload = getattr(self.shard, "unload_partition", None)
+        if not self._loaded or unload is None:
+            return False
+        unload(partition)
+        self.shard.begin_load()
+        try:
+            for _ in self._replay((partition,)):
+                pass
+        finally:
+            self.shard.finish_load()
+        self.flush()
+        log.info("coordinator partition reloaded", coordinator=self.name,
+                 topic=self.topic.name, partition=partition)
+        return True
+
+    def _replay(self, only: Sequence[int] | None = None) -> Iterator[None]:
+        """Replay every partition of the internal topic (or `only` those), yielding between
+        chunks."""
         topic = self._topics.get(self.topic.name)
-        for partition in range(topic.partitions if topic else 0):
+        for partition in (only if only is not None else range(topic.partitions if topic else 0)):
             plog = self._partitions.log(self.topic.name, partition)
             if plog is None:
                 continue

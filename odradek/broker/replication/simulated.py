@@ -98,6 +98,8 @@ class SimulatedCluster:
         self.partitions: ClusterPartitions | None = None
         # kill / isolate / heal / slow and the session and lag timers (failures.py)
         self.failures = Failures(self)
+        # Told of partitions whose leader changed (the coordinators reload theirs).
+        self.on_leaders_changed: list[Callable[[Sequence[TopicPartition]], None]] = []
 
     # -- what handlers ask -------------------------------------------------------------------
 
@@ -420,6 +422,8 @@ class SimulatedCluster:
         return result
 
     def _notify(self, tps: Sequence[TopicPartition]) -> None:
+        for listener in self.on_leaders_changed:
+            listener(tps)
         if self.partitions is not None:
             for tp in tps:
                 self.partitions.notify_appended(*tp)

@@ -1385,6 +1385,25 @@ class GroupCoordinator(MigrationOps):
     def begin_load(self) -> None:
         self._loader = _Loader()
 
+    def unload_partition(self, partition: int) -> list[str]:
+        """Drop the groups of one `__consumer_offsets` partition (its leadership moved away,
+        as Kafka's scheduleUnloadOperation): waiting joins and syncs get NOT_COORDINATOR so
+        their members find the new coordinator. Returns the group ids dropped."""
+        gone = [gid for gid in self.groups if self.partition_for(gid) == partition]
+        for gid in gone:
+            for member in self.groups.pop(gid).members.values():
+                join, sync = member.join_waiter, member.sync_waiter
+                member.join_waiter = member.sync_waiter = None
+                if join is not None and not join.done:
+                    join.resolve(JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
+                if sync is not None and not sync.done:
+                    sync.resolve(SyncResult(ErrorCode.NOT_COORDINATOR))
+        for kind in (self.streams.groups, self.share.groups):
+            for gid in [g for g in kind if self.partition_for(g) == partition]:
+                del kind[gid]
+                gone.append(gid)
+        return gone
+
     # -- streams groups (KIP-1071; the logic is coordinator/streams) --------------------------
 
     def _schedule_streams(self) -> None:

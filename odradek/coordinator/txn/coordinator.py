@@ -201,6 +201,14 @@ class TransactionCoordinator:
 
     # -- load -----------------------------------------------------------------------------------
 
+    def unload_partition(self, partition: int) -> list[str]:
+        """Drop the transactional ids of one `__transaction_state` partition (its leadership
+        moved away, as Kafka's removeTransactionsForTxnTopicPartition). Returns them."""
+        gone = [tid for tid in self.txns if self.partition_for(tid) == partition]
+        for tid in gone:
+            del self.txns[tid]
+        return gone
+
     def begin_load(self) -> None:
         self._loaded_records = 0
 

@@ -308,3 +308,32 @@ def test_the_first_simulated_port_must_be_the_first_listeners(tmp_path: Path) ->
     with pytest.raises(ConfigError, match="must be the first listener's port"):
         NodeListeners(sim, first, lambda lst: [], lambda node: None)  # type: ignore[arg-type]
     broker.close()
+
+
+def test_a_moved_offsets_partition_is_reloaded_from_the_new_leaders_replica(
+        tmp_path: Path) -> None:
+    """Coordinator failover: stopping the leader of a group's __consumer_offsets partition
+    rebuilds that group from the new leader's replica, with its committed offsets."""
+    from odradek.coordinator.group.records import OFFSETS_TOPIC, OffsetAndMetadata
+
+    broker = open_cluster(tmp_path)
+    runtime = broker.groups
+    create(broker)
+
+    async def go() -> None:
+        assert runtime.ensure_topic()
+        await runtime.ready()
+        await runtime.wait(lambda g: g.commit_offsets(
+            "grp", "", None, -1, {("t", 0): OffsetAndMetadata(7)}))
+        before = runtime.shard.groups["grp"]
+        p = runtime.shard.partition_for("grp")
+        state = broker.sim.state(OFFSETS_TOPIC, p)  # type: ignore[union-attr]
+        assert state is not None and len(state.isr) == 3
+        old_leader = state.leader
+        broker.sim.stop(old_leader)  # type: ignore[union-attr]
+        assert state.leader != old_leader
+        after = runtime.shard.groups["grp"]
+        assert after is not before  # rebuilt by the reload
+        assert after.offsets[("t", 0)].value.offset == 7
+
+    anyio.run(go)
