@@ -16,8 +16,12 @@
   is SIGKILLed: every committed record is read once and the commits reach the last record.
 
 `--target kafka` runs them on a three-process Apache Kafka 4.4 KRaft cluster
-(compat_tests/kafka_cluster.py). Odradek's simulated cluster (`--brokers 3`) is not built
-yet, so `--target odradek` says so and exits 2. Prints one line per check; exit 1 if any fails.
+(compat_tests/kafka_cluster.py); `--target odradek` on Odradek's simulated cluster
+(`--brokers 3`, docs/cluster.md), with the same session (3 s), lag (5 s) and leader
+balancing (5 s) settings, where
+"kill" is the cluster's hard kill (fenced after the session timeout) through its admin
+endpoint. Node 1 (the controller) is never killed on either. Prints one line per check;
+exit 1 if any fails.
 """
 
 from __future__ import annotations
@@ -315,20 +319,64 @@ CHECKS: dict[str, Callable[[Cluster, int], str]] = {
 }
 
 
+class OdradekFailoverCluster:
+    """Odradek `--brokers 3` behind the `Cluster` protocol: kill, restart and liveness go
+    through the simulated cluster's admin endpoint (odradek.client.cluster.ClusterAdmin)."""
+
+    node_ids = [1, 2, 3]
+    name = "odradek"
+
+    def __init__(self, workdir: Path) -> None:
+        from compat_tests.brokers import free_port
+        from compat_tests.upstream.three_brokers import OdradekCluster
+
+        self._admin_port = free_port()
+        self._broker = OdradekCluster(workdir, {
+            "broker.session.timeout.ms": "3000", "replica.lag.time.max.ms": "5000",
+            "leader.imbalance.check.interval.seconds": "5",  # as KafkaCluster sets it
+            "admin.http.port": str(self._admin_port)})
+        self.version = self._broker.version
+
+    @property
+    def bootstrap(self) -> str:
+        return self._broker.bootstrap
+
+    def _cluster(self) -> Any:
+        from odradek.client.cluster import ClusterAdmin
+
+        return ClusterAdmin(f"http://127.0.0.1:{self._admin_port}")
+
+    def start(self) -> None:
+        self._broker.start()
+
+    def kill(self, node: int) -> None:
+        self._cluster().kill(node)
+
+    def restart(self, node: int, timeout: float = 120.0) -> None:
+        self._cluster().start(node)
+
+    def alive(self, node: int) -> bool:
+        brokers = self._cluster().describe()["brokers"]
+        return any(b["node_id"] == node and b["live"] and not b.get("killed") for b in brokers)
+
+    def __enter__(self) -> OdradekFailoverCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._broker.stop()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(prog="python -m compat_tests.failover_check")
     ap.add_argument("--target", choices=("kafka", "odradek"), default="kafka")
     ap.add_argument("--check", action="append", choices=sorted(CHECKS))
     args = ap.parse_args()
-    if args.target == "odradek":
-        print("odradek: the simulated cluster (--brokers 3, issue #15) is not built yet",
-              file=sys.stderr)
-        return 2
     from compat_tests.kafka_cluster import CONTROLLER_NODE, KafkaCluster
 
     workdir = Path(tempfile.mkdtemp(prefix="failover-"))
     failed = 0
-    with KafkaCluster(workdir) as cluster:
+    target = OdradekFailoverCluster(workdir) if args.target == "odradek" else KafkaCluster(workdir)
+    with target as cluster:
         t = time.monotonic()
         cluster.start()
         print(f"{cluster.name} {cluster.version}: 3 nodes up in {time.monotonic() - t:.1f}s "

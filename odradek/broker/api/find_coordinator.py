@@ -65,6 +65,11 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> ErrorCode:
         ok = ctx.groups.ensure_topic()
         return ErrorCode.NONE if ok else ErrorCode.COORDINATOR_NOT_AVAILABLE
     if key_type == KEY_TRANSACTION:
+        # With --brokers N the coordinator is the leader of the id's __transaction_state
+        # partition, so the topic is made now, as Kafka makes it on this lookup. One broker
+        # is the coordinator of every id either way: the topic is made at InitProducerId.
+        if ctx.replicas is not None and not ctx.transactions.ensure_topic():
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return ErrorCode.NONE
     if key_type == KEY_SHARE:
         if not _share_key_ok(key):

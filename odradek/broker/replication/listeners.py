@@ -76,6 +76,7 @@ class NodeListeners:
         for node in self._sim.ids:
             await tg.start(self._serve_node, node)
         tg.start_soon(self._sim.failures.run)  # session and replica lag timers
+        tg.start_soon(self._sim.balancer.run)  # auto.leader.rebalance.enable
 
     async def _serve_node(self, node: int, *,
                           task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED

@@ -32,6 +32,7 @@ from odradek.broker.replication.controller import (
 )
 from odradek.broker.replication.elections import Election, elect
 from odradek.broker.replication.failures import Failures
+from odradek.broker.replication.leader_balance import LeaderBalancer
 from odradek.broker.storage.errors import UnknownPartitionError
 from odradek.broker.storage.log import AppendInfo, PartitionLog
 from odradek.broker.storage.manager import LogManager
@@ -98,6 +99,8 @@ class SimulatedCluster:
         self.partitions: ClusterPartitions | None = None
         # kill / isolate / heal / slow and the session and lag timers (failures.py)
         self.failures = Failures(self)
+        # auto.leader.rebalance.enable: leaders moved back to preferred replicas
+        self.balancer = LeaderBalancer(self)
         # Told of partitions whose leader changed (the coordinators reload theirs).
         self.on_leaders_changed: list[Callable[[Sequence[TopicPartition]], None]] = []
 

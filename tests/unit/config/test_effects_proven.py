@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[3]
 API = "tests/unit/broker/api"
 REPLICATION = "tests/unit/broker/replication/test_simulated.py"
 FAILURES = "tests/unit/broker/replication/test_failures.py"
+BALANCE = "tests/unit/broker/replication/test_leader_balance.py"
 STORAGE = "tests/unit/broker/storage"
 GROUP = "tests/unit/coordinator/group"
 TXN = "tests/unit/coordinator/txn"
@@ -119,6 +120,12 @@ def _via_topic(broker_setting: str, *more: str) -> tuple[str, ...]:
 
 
 BROKER: dict[str, tuple[str, ...]] = {
+    "auto.leader.rebalance.enable": (
+        f"{BALANCE}::test_a_restarted_preferred_replica_leads_again_after_a_balancing_pass",
+        f"{BALANCE}::test_off_the_balancer_never_runs",
+    ),
+    "leader.imbalance.check.interval.seconds": (
+        f"{BALANCE}::test_the_balancer_runs_every_check_interval",),
     "broker.session.timeout.ms": (
         f"{FAILURES}::test_a_killed_leader_keeps_its_leadership_until_its_session_times_out",),
     "replica.lag.time.max.ms": (
