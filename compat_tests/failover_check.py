@@ -323,10 +323,10 @@ class OdradekFailoverCluster:
     """Odradek `--brokers 3` behind the `Cluster` protocol: kill, restart and liveness go
     through the simulated cluster's admin endpoint (odradek.client.cluster.ClusterAdmin)."""
 
-    node_ids = [1, 2, 3]
     name = "odradek"
 
     def __init__(self, workdir: Path) -> None:
+        self.node_ids = [1, 2, 3]
         from compat_tests.brokers import free_port
         from compat_tests.upstream.three_brokers import OdradekCluster
 
