@@ -9,21 +9,18 @@ read: Kafka's KRaft controller does not use it either.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import anyio
 import structlog
 
 from odradek.broker.replication.elections import PREFERRED
 
-if TYPE_CHECKING:
-    from odradek.broker.replication.simulated import SimulatedCluster
-
 log = structlog.get_logger("odradek.replication")
 
 
 class LeaderBalancer:
-    def __init__(self, sim: SimulatedCluster) -> None:
+    def __init__(self, sim: Any) -> None:  # the SimulatedCluster (which imports this module)
         self._sim = sim
         self.enabled = sim.config.get_bool("auto.leader.rebalance.enable")
         self.interval_s = sim.config.get_int("leader.imbalance.check.interval.seconds")
