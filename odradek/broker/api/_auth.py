@@ -6,6 +6,8 @@ hot handlers (Produce, Fetch) test it themselves before calling in.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from odradek.broker.context import RequestContext
 from odradek.coordinator.acl.authorizer import (
     CLUSTER_NAME,
@@ -44,6 +46,18 @@ def group_allowed(ctx: RequestContext, op: AclOperation, group: str) -> bool:
 
 def txn_allowed(ctx: RequestContext, op: AclOperation, transactional_id: str) -> bool:
     return allowed(ctx, op, ResourceType.TRANSACTIONAL_ID, transactional_id)
+
+
+def describable_topics(ctx: RequestContext) -> Callable[[set[str]], set[str]] | None:
+    """The topics of a set this request's principal may DESCRIBE, for the group coordinator to
+    filter a regex's topics with when it resolves them later (Kafka keeps the request
+    context); None when authorization is off."""
+    a = ctx.authorizer
+    if a is None:
+        return None
+    p, h = ctx.client.principal, host(ctx)
+    return lambda names: {t for t in names
+                          if a.authorize(p, h, AclOperation.DESCRIBE, ResourceType.TOPIC, t)}
 
 
 def idempotent_write_allowed(ctx: RequestContext) -> bool:

@@ -37,9 +37,9 @@
   and only classic members remain, the group is downgraded to a classic group and rebalances.
 - Authorization (when an authorizer is on): GROUP READ, else GROUP_AUTHORIZATION_FAILED;
   then TOPIC DESCRIBE on every subscribed topic name, else TOPIC_AUTHORIZATION_FAILED (no
-  message, member epoch 0), as Kafka 4.4's KafkaApis. A regex resolution keeps only the
-  topics the member whose heartbeat started it may DESCRIBE (Kafka 4.4, KAFKA-18813); the
-  result serves every member of the group with that regex, as Kafka's.
+  message, member epoch 0), as Kafka 4.4's KafkaApis. The topics a regex resolves to are
+  only those the member whose heartbeat triggered the resolution may DESCRIBE (Kafka's
+  TopicRegexResolver, with that member's request context).
 - Not implemented yet: the downgrade when a classic static member replaces the last
   consumer-protocol static member, rack-aware assignment, per-group configs (a group's own
   regex refresh interval), quotas.
@@ -47,7 +47,7 @@
 
 from __future__ import annotations
 
-from odradek.broker.api._auth import Op, group_allowed, topic_allowed
+from odradek.broker.api._auth import Op, describable_topics, group_allowed, topic_allowed
 from odradek.broker.api.join_group import client_host
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.consumer.coordinator import HeartbeatRequest
@@ -84,8 +84,7 @@ async def handle(ctx: RequestContext,
         client_id=ctx.client_id or "",
         client_host=client_host(ctx.client.address),
         api_version=v,
-        can_describe=(None if ctx.authorizer is None
-                      else lambda topic: topic_allowed(ctx, Op.DESCRIBE, topic)),
+        describable=describable_topics(ctx),
     )
     result = await ctx.groups.wait(lambda g: g.consumer_group_heartbeat(req))
     assignment = None

@@ -17,12 +17,15 @@
   `group.consumer.migration.policy` says): answered at once, generation = its member epoch,
   never the leader, no member list; INCONSISTENT_GROUP_PROTOCOL unless the protocol type is
   "consumer" and a protocol is shared with the group's other classic members.
-- Not implemented yet: ACLs, quotas (throttle_time_ms is 0).
+- Authorization (when an authorizer is on): GROUP READ, else GROUP_AUTHORIZATION_FAILED; a
+  classic member joining a consumer group may trigger the resolution of its regexes, which
+  then keeps the topics this member may DESCRIBE, as Kafka.
+- Not implemented yet: quotas (throttle_time_ms is 0).
 """
 
 from __future__ import annotations
 
-from odradek.broker.api._auth import Op, group_allowed
+from odradek.broker.api._auth import Op, describable_topics, group_allowed
 from odradek.broker.context import RequestContext
 from odradek.coordinator.group.coordinator import JoinRequest
 from odradek.wire import ErrorCode
@@ -55,6 +58,7 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
         require_known_member_id=v >= 4 and instance_id is None,
         support_skip_assignment=v >= 9,
         reason=request.reason if v >= 8 else None,
+        describable=describable_topics(ctx),
     )
     result = await ctx.groups.wait(lambda g: g.join_group(join))
     protocol_name = result.protocol_name

@@ -43,6 +43,7 @@ from odradek.coordinator.group.consumer.coordinator import (
     HeartbeatRequest,
     HeartbeatResult,
     NoTopics,
+    TopicFilter,
     TopicsView,
 )
 from odradek.coordinator.group.consumer.model import ConsumerGroup
@@ -166,6 +167,9 @@ class JoinRequest:
     require_known_member_id: bool = True  # JoinGroup v4+ for dynamic members
     support_skip_assignment: bool = False  # JoinGroup v9+
     reason: str | None = None
+    # The topics the member may DESCRIBE (consumer/coordinator.py TopicFilter): a classic
+    # member joining a consumer group may trigger its regexes' resolution.
+    describable: TopicFilter | None = None
 
 
 @dataclass(slots=True)
@@ -236,8 +240,6 @@ class GroupCoordinator(MigrationOps):
         self._log = log
         self.groups: dict[str, Group] = {}
         self._timers: Timers[TimerKey] = Timers()
-        self._heartbeat_filter = None
-        self._regex_filters = {}
         self.outbox = Outbox()
         self._loader: _Loader | None = None
         self._timers.set(("expire",), clock.now_ms() + config.offsets_retention_check_interval_ms)
@@ -338,7 +340,7 @@ class GroupCoordinator(MigrationOps):
                     group, group.consumer, req.member_id, req.group_instance_id,
                     req.protocol_type, req.protocols, req.session_timeout_ms,
                     req.rebalance_timeout_ms, req.client_id, req.client_host,
-                    req.require_known_member_id)
+                    req.require_known_member_id, req.describable)
             # An empty consumer group is deleted and the group starts over as a classic one.
             self._write_tombstones(group.group_id,
                                    self.consumer_group_tombstones(group.consumer))

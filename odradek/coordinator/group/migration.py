@@ -48,6 +48,7 @@ from odradek.coordinator.group.consumer.coordinator import (
     _WRITE_ERRORS,
     ConsumerGroupOps,
     HeartbeatResult,
+    TopicFilter,
     _Changes,
     _Fail,
 )
@@ -345,7 +346,9 @@ class MigrationOps(ConsumerGroupOps):
                                     instance_id: str | None, protocol_type: str,
                                     protocols: list[tuple[str, bytes]], session_timeout_ms: int,
                                     rebalance_timeout_ms: int, client_id: str, client_host: str,
-                                    require_known_member_id: bool) -> Pending[JoinResult]:
+                                    require_known_member_id: bool,
+                                    describable: TopicFilter | None = None
+                                    ) -> Pending[JoinResult]:
         """A JoinGroup to a non-empty consumer group (Kafka's classicGroupJoinToConsumerGroup);
         refused with INCONSISTENT_GROUP_PROTOCOL when the migration policy is `disabled`
         (Kafka 4.4's throwIfClassicMemberCannotJoinConsumerGroup)."""
@@ -356,7 +359,8 @@ class MigrationOps(ConsumerGroupOps):
         try:
             return self._classic_join(group, cg, member_id, instance_id, protocol_type,
                                       protocols, session_timeout_ms, rebalance_timeout_ms,
-                                      client_id, client_host, require_known_member_id)
+                                      client_id, client_host, require_known_member_id,
+                                      describable)
         except _Fail as fail:
             return Pending.resolved(JoinResult(fail.error, member_id))
 
@@ -364,7 +368,8 @@ class MigrationOps(ConsumerGroupOps):
                       instance_id: str | None, protocol_type: str,
                       protocols: list[tuple[str, bytes]], session_timeout_ms: int,
                       rebalance_timeout_ms: int, client_id: str, client_host: str,
-                      require_known_member_id: bool) -> Pending[JoinResult]:
+                      require_known_member_id: bool,
+                      describable: TopicFilter | None) -> Pending[JoinResult]:
         now = self.now()
         gid = group.group_id
         unknown = member_id == ""
@@ -414,7 +419,8 @@ class MigrationOps(ConsumerGroupOps):
             classic=ClassicMemberMetadata(session_timeout_ms, tuple(protocols)))
         try:
             current = self._update_member(cg, changes, member, updated,
-                                          self._to_ids(sub.owned_partitions), is_new, now)
+                                          self._to_ids(sub.owned_partitions), is_new, now,
+                                          describable)
         except _Fail:
             group.consumer = snapshot
             raise

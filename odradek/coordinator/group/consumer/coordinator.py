@@ -28,7 +28,11 @@ Each resolution is a ConsumerGroupRegularExpression record; the member's topics 
 plus its regex's topics; the regex is tombstoned when its last member goes. As Kafka's
 background task, the resolution runs after the heartbeat that asked for it (a timer due at
 once) and bumps the group epoch when it changed the topics, so the topics come with the
-member's next heartbeat.
+member's next heartbeat. With an authorizer, the resolution keeps only the topics the member
+whose heartbeat asked for it may DESCRIBE (the request's `describable`), for every regex of
+the group, as Kafka resolves them with that member's request context; while one is pending,
+other members' heartbeats do not ask again (so a group whose members have different
+principals gets the topics of whichever member triggered the last resolution, as on Kafka).
 
 Classic members (JoinGroup/SyncGroup clients) inside consumer groups and the conversions
 between the two kinds of group are in `group/migration.py` (hooks `_try_upgrade`,
@@ -145,6 +149,10 @@ class ConsumerConfig:
         return self.migration_policy in ("bidirectional", "downgrade")
 
 
+# Which of the given topics the requesting member may DESCRIBE (the broker's authorizer with the
+# member's principal and host, consulted when the regexes are resolved); None: no authorizer.
+TopicFilter = Callable[[set[str]], set[str]]
+
 # The least time between two resolutions of one group's regexes (Kafka's
 # REGEX_BATCH_REFRESH_MIN_INTERVAL_MS): a heartbeat within it never resolves them again.
 REGEX_REFRESH_MIN_INTERVAL_MS = 10_000
@@ -165,9 +173,7 @@ class HeartbeatRequest:
     client_id: str = ""
     client_host: str = ""
     api_version: int = 1
-    # May the member's principal DESCRIBE this topic? None: no authorizer. A regex refresh
-    # this heartbeat starts keeps only the topics it allows (Kafka 4.4, KAFKA-18813).
-    can_describe: Callable[[str], bool] | None = field(default=None, compare=False)
+    describable: TopicFilter | None = None
 
 
 @dataclass(slots=True)
@@ -262,10 +268,6 @@ class ConsumerGroupOps:
     topics_version: int = -1
     # A group's config with its own overrides (the GROUP config resource), set by the broker.
     consumer_overrides: Callable[[str], ConsumerConfig] | None = None
-    # The DESCRIBE check of the heartbeat being handled, and per group that of the heartbeat
-    # that started its pending regex resolution (GroupCoordinator sets both up).
-    _heartbeat_filter: Callable[[str], bool] | None
-    _regex_filters: dict[str, Callable[[str], bool] | None]
 
     def consumer_config_for(self, group_id: str) -> ConsumerConfig:
         """The broker's config, or the group's own when `consumer_overrides` is set."""
@@ -329,7 +331,6 @@ class ConsumerGroupOps:
     # -- ConsumerGroupHeartbeat -------------------------------------------------------------
 
     def consumer_group_heartbeat(self, req: HeartbeatRequest) -> Pending[HeartbeatResult]:
-        self._heartbeat_filter = req.can_describe  # read by _update_regexes, this call only
         try:
             self._validate_heartbeat(req)
             if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -346,8 +347,6 @@ class ConsumerGroupOps:
                           topic_partitions=(None if req.topic_partitions is None
                                             else len(req.topic_partitions)))
             return Pending.resolved(HeartbeatResult(fail.error, fail.message))
-        finally:
-            self._heartbeat_filter = None
 
     def _validate_heartbeat(self, req: HeartbeatRequest) -> None:
         def bad(message: str) -> _Fail:
@@ -531,7 +530,8 @@ class ConsumerGroupOps:
                                     if req.subscribed_topic_regex is not None
                                     else member.subscribed_topic_regex),
             client_id=req.client_id, client_host=req.client_host, classic=None)
-        current = self._update_member(cg, changes, member, updated, owned, is_new, now)
+        current = self._update_member(cg, changes, member, updated, owned, is_new, now,
+                                      req.describable)
         self._timers.set(("cg-session", gid, member_id), now + cfg.session_timeout_ms)
 
         full = joining or (req.rebalance_timeout_ms != -1
@@ -545,7 +545,7 @@ class ConsumerGroupOps:
 
     def _update_member(self, cg: ConsumerGroup, changes: _Changes, member: ConsumerGroupMember,
                        updated: ConsumerGroupMember, owned: Assignment | None, is_new: bool,
-                       now: int) -> ConsumerGroupMember:
+                       now: int, describable: TopicFilter | None = None) -> ConsumerGroupMember:
         """Steps 1-3 of a heartbeat (or of a classic member's JoinGroup): `updated` is the
         member with its request's subscription; returns it reconciled."""
         gid, member_id = cg.group_id, updated.member_id
@@ -555,7 +555,7 @@ class ConsumerGroupOps:
             changes.member(updated)
             if updated.subscribed_topic_names != member.subscribed_topic_names:
                 bump = True
-        if self._update_regexes(cg, changes, member, updated, now):
+        if self._update_regexes(cg, changes, member, updated, now, describable):
             bump = True
         new_hash = self._metadata_hash(cg.subscribed_topic_names())
         if new_hash != cg.metadata_hash:
@@ -596,7 +596,7 @@ class ConsumerGroupOps:
 
     def _update_regexes(self, cg: ConsumerGroup, changes: _Changes,
                         member: ConsumerGroupMember, updated: ConsumerGroupMember,
-                        now: int) -> bool:
+                        now: int, describable: TopicFilter | None = None) -> bool:
         """The group's resolved regexes after this member's heartbeat (Kafka's
         maybeUpdateRegularExpressions); True if the group epoch must move.
 
@@ -627,6 +627,9 @@ class ConsumerGroupOps:
             subscribed[new] = subscribed.get(new, 0) + 1
         if not subscribed:
             return bump
+        key = ("cg-regex", cg.group_id, "")
+        if key in self._timers:
+            return bump  # pending: it resolves with the context of the member that asked
         last = cg.last_regex_refresh_ms()
         if last >= 0 and now <= last + REGEX_REFRESH_MIN_INTERVAL_MS:
             return bump
@@ -638,14 +641,14 @@ class ConsumerGroupOps:
             # the group epoch when it changes the topics: this answer assigns only what is
             # already resolved, the next heartbeat brings the new topics (librdkafka's
             # 0045_resubscribe_with_regex expects its literal topic first, then the regex's).
-            self._timers.set(("cg-regex", cg.group_id, ""), now)
-            # the resolution filters by what the member that started it may DESCRIBE
-            self._regex_filters[cg.group_id] = self._heartbeat_filter
+            self._timers.set(key, now)
+            self._regex_describable[cg.group_id] = describable
         return bump
 
     def _resolve_regexes(self, gid: str) -> None:
         """The ("cg-regex", group) timer: resolve every regex of the group, write them and,
         if their topics changed, bump the group epoch (Kafka's background resolution)."""
+        describable = self._regex_describable.pop(gid, None)
         group = self.groups.get(gid)
         cg = None if group is None else group.consumer
         if group is None or cg is None:
@@ -657,11 +660,13 @@ class ConsumerGroupOps:
         snapshot = cg.copy()
         changes = _Changes(gid, cg)
         bump = False
-        can_describe = self._regex_filters.pop(gid, None)
-        names = self.topics.topic_names()
-        if can_describe is not None:
-            names = [n for n in names if can_describe(n)]
-        for regex, topics in sorted(resolve(subscribed, names).items()):
+        resolved = resolve(subscribed, self.topics.topic_names())
+        if describable is not None:
+            # Kafka's filterTopicDescribeAuthorizedTopics: each matched topic is checked once;
+            # a denied one leaves every regex.
+            allowed = describable(set().union(*resolved.values()))
+            resolved = {r: topics & allowed for r, topics in resolved.items()}
+        for regex, topics in sorted(resolved.items()):
             before = cg.resolved_regexes.get(regex)
             if before is None or before.topics != topics:
                 bump = True
@@ -774,6 +779,15 @@ class ConsumerGroupOps:
     def _cancel_rebalance_timer(self, gid: str, member_id: str) -> None:
         self._timers.cancel(("cg-rebalance", gid, member_id))
         self._rebalance_epochs.pop((gid, member_id), None)
+
+    @property
+    def _regex_describable(self) -> dict[str, TopicFilter | None]:
+        """The pending ("cg-regex", group) resolutions' topic filters, by group."""
+        filters: dict[str, TopicFilter | None] | None = getattr(self, "_cg_regex_filters", None)
+        if filters is None:
+            filters = {}
+            self._cg_regex_filters = filters
+        return filters
 
     @property
     def _rebalance_epochs(self) -> dict[tuple[str, str], int]:

@@ -5,6 +5,7 @@ leaving the assignment, ConsumerGroupRegularExpression records, their replay and
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from test_consumer_group import CHarness, Topics, owned, parts
 
@@ -218,3 +219,51 @@ def test_replay_rebuilds_resolved_regexes_and_refreshes_after_load() -> None:
     h.advance(0)
     assert h.cg().resolved_regexes["^orders-.*"].topics == {"orders-eu", "orders-us"}
     assert h.cg().group_epoch == 4
+
+
+def only(*allowed: str) -> Callable[[set[str]], set[str]]:
+    """A `describable` filter: the member may DESCRIBE these topics only."""
+    return lambda names: names & set(allowed)
+
+
+def test_regex_keeps_only_the_topics_the_member_may_describe() -> None:
+    h = harness(**{"orders-us": (US, 1)})
+    seen: list[set[str]] = []
+
+    def describable(names: set[str]) -> set[str]:
+        seen.append(set(names))
+        return names & {"orders-eu"}
+
+    r = h.hb(subscribed_topic_names=None, subscribed_topic_regex="^orders-.*",
+             describable=describable)
+    assert seen == []  # consulted when the regex is resolved, not at the heartbeat
+    h.advance(0)
+    assert seen == [{"orders-eu", "orders-us"}]  # each matched topic once
+    r = h.hb(member_epoch=1, topic_partitions=[])
+    assert parts(r) == {(EU, 0), (EU, 1)}
+    assert regex_records(h) == [("g", "^orders-.*", ["orders-eu"])]
+
+
+def test_shared_regex_resolves_with_the_member_that_triggered_it() -> None:
+    """As Kafka: one resolution for every regex of the group, with the context of the member
+    whose heartbeat scheduled it; a heartbeat while it is pending does not replace it."""
+    h = harness(**{"orders-us": (US, 1)})
+    h.hb(subscribed_topic_names=None, subscribed_topic_regex="^orders-.*",
+         describable=only("orders-eu"))
+    h.hb(member_id="m2", subscribed_topic_names=None, subscribed_topic_regex="^orders-.*",
+         describable=only("orders-eu", "orders-us"))
+    h.advance(0)
+    assert h.cg().resolved_regexes["^orders-.*"].topics == {"orders-eu"}  # m1's principal
+    h.topics.topics["orders-ap"] = (uuid.UUID(int=0xAB), 1)
+    h.coord.topics_created()
+    h.clock.t += 10_001
+    h.hb(member_id="m2", member_epoch=h.cg().members["m2"].member_epoch,
+         topic_partitions=[], describable=only("orders-eu", "orders-us"))
+    h.advance(0)  # m2 asked this time: its principal decides for the whole group
+    assert h.cg().resolved_regexes["^orders-.*"].topics == {"orders-eu", "orders-us"}
+
+
+def test_no_filter_without_an_authorizer() -> None:
+    h = harness(**{"orders-us": (US, 1)})
+    join_regex(h)
+    assert h.cg().resolved_regexes["^orders-.*"].topics == {"orders-eu", "orders-us"}
