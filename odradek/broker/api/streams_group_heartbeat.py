@@ -25,24 +25,29 @@ with `group.protocol=streams`).
 - Not implemented yet: static membership (instance ids are stored, not used), warm-up
   tasks and task-lag (TaskOffsets/TaskEndOffsets are ignored), rack/client-tag aware
   standbys, v1 TopologyDescriptionRequired (always false: the topology description of
-  StreamsGroupTopologyDescriptionUpdate is not served); the CREATE check (CLUSTER or
-  TOPIC) Kafka makes before creating the missing internal topics.
+  StreamsGroupTopologyDescriptionUpdate is not served).
 - Authorization (when an authorizer is on), as Kafka 4.4: GROUP READ, else
   GROUP_AUTHORIZATION_FAILED; then TOPIC DESCRIBE on every topic the topology names
-  (source, repartition sink and source, changelog), else TOPIC_AUTHORIZATION_FAILED.
+  (source, repartition sink and source, changelog), else TOPIC_AUTHORIZATION_FAILED. A
+  missing internal topic is created only with CLUSTER CREATE or TOPIC CREATE on it; the
+  others are not created and MISSING_INTERNAL_TOPICS says "Unauthorized to CREATE on topics
+  a,b." (appended to its detail after "; "), as Kafka 4.4 (KAFKA-19412). Not matched yet:
+  for a topology that is both invalid and names a topic the member may not describe,
+  Kafka answers STREAMS_INVALID_TOPOLOGY, here TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 import structlog
 
-from odradek.broker.api._auth import Op, group_allowed, topic_allowed
+from odradek.broker.api._auth import Op, cluster_allowed, group_allowed, topic_allowed
 from odradek.broker.api.join_group import client_host
 from odradek.broker.cluster import ClusterError
 from odradek.broker.context import RequestContext
 from odradek.coordinator.streams.assignor import TaskMap
 from odradek.coordinator.streams.coordinator import HeartbeatRequest, HeartbeatResult
 from odradek.coordinator.streams.topology import (
+    MISSING_INTERNAL_TOPICS,
     CopartitionGroup,
     Subtopology,
     TopicInfo,
@@ -84,10 +89,17 @@ def _topology(t: Req.Topology | None) -> Topology | None:
         for s in t.subtopologies or ()))
 
 
-def _create_internal(ctx: RequestContext, result: HeartbeatResult, group_id: str) -> None:
-    """Create the internal topics the coordinator asked for (it never touches the cluster)."""
+def _create_internal(ctx: RequestContext, result: HeartbeatResult, group_id: str) -> list[str]:
+    """Create the internal topics the coordinator asked for (it never touches the cluster);
+    the names the principal may not CREATE (neither CLUSTER nor TOPIC CREATE) are left out
+    and returned, as Kafka 4.4's KafkaApis does (KAFKA-19412)."""
+    may_create_all = ctx.authorizer is None or cluster_allowed(ctx, Op.CREATE)
+    unauthorized: list[str] = []
     for t in result.create_topics:
         if t.name in ctx.cluster.topics or t.partitions <= 0:
+            continue
+        if not may_create_all and not topic_allowed(ctx, Op.CREATE, t.name):
+            unauthorized.append(t.name)
             continue
         try:
             ctx.cluster.create_topic(t.name, t.partitions, dict(t.configs))
@@ -97,6 +109,24 @@ def _create_internal(ctx: RequestContext, result: HeartbeatResult, group_id: str
             continue
         log.info("streams internal topic created", group=group_id, topic=t.name,
                  partitions=t.partitions)
+    if unauthorized:
+        log.info("streams internal topics not created: no CREATE", group=group_id,
+                 topics=unauthorized)
+    return unauthorized
+
+
+def _statuses(result: HeartbeatResult, unauthorized: list[str]) -> list[Resp.Status]:
+    """The coordinator's statuses; internal topics left uncreated for want of CREATE are
+    added to MISSING_INTERNAL_TOPICS' detail (or make that status), as Kafka 4.4's."""
+    out = [Resp.Status(status_code=s.code, status_detail=s.detail) for s in result.statuses]
+    if unauthorized:
+        note = f"Unauthorized to CREATE on topics {','.join(unauthorized)}."
+        missing = next((s for s in out if s.status_code == MISSING_INTERNAL_TOPICS), None)
+        if missing is not None:
+            missing.status_detail = f"{missing.status_detail}; {note}"
+        else:
+            out.append(Resp.Status(status_code=MISSING_INTERNAL_TOPICS, status_detail=note))
+    return out
 
 
 def _resp_tasks(m: TaskMap) -> list[Resp.TaskIds]:
@@ -139,8 +169,7 @@ async def handle(ctx: RequestContext,
     if result.error:
         log.info("streams group heartbeat refused", group=req.group_id, member=req.member_id,
                  error=result.error.name, message=result.message)
-    if result.create_topics:
-        _create_internal(ctx, result, req.group_id)
+    unauthorized = _create_internal(ctx, result, req.group_id) if result.create_topics else []
     tasks = result.tasks
     by_endpoint = None
     if result.partitions_by_endpoint is not None:
@@ -156,9 +185,7 @@ async def handle(ctx: RequestContext,
         member_epoch=result.member_epoch, heartbeat_interval_ms=result.heartbeat_interval_ms,
         acceptable_recovery_lag_legacy=10_000, acceptable_recovery_lag=10_000,
         task_offset_interval_ms=60_000,
-        status=(None if result.error else [Resp.Status(status_code=s.code,
-                                                       status_detail=s.detail)
-                                           for s in result.statuses]),
+        status=None if result.error else _statuses(result, unauthorized),
         active_tasks=None if tasks is None else _resp_tasks(tasks.active),
         standby_tasks=None if tasks is None else _resp_tasks(tasks.standby),
         warmup_tasks=None if tasks is None else _resp_tasks(tasks.warmup),

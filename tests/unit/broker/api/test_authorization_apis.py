@@ -450,3 +450,27 @@ def test_metadata_cluster_operations_need_cluster_describe(broker: Broker) -> No
     assert ops(ALICE) == 0  # CLUSTER_ACTION alone: nothing reported (Kafka)
     grant(broker, C, "kafka-cluster", Op.DESCRIBE)
     assert ops(ALICE) == (1 << Op.CLUSTER_ACTION) | (1 << Op.DESCRIBE)
+
+
+def test_streams_internal_topics_need_create(broker: Broker) -> None:
+    """A missing internal topic is created only with CLUSTER or TOPIC CREATE (Kafka 4.4,
+    KAFKA-19412); the others stay missing and MISSING_INTERNAL_TOPICS says so."""
+    broker.cluster.create_topic("input", 1, {})
+    S = StreamsGroupHeartbeatRequest
+    topology = S.Topology(epoch=1, subtopologies=[S.Subtopology(
+        subtopology_id="0", source_topics=["input"], state_changelog_topics=[
+            S.TopicInfo(name="app-a-changelog", partitions=0, replication_factor=-1),
+            S.TopicInfo(name="app-b-changelog", partitions=0, replication_factor=-1)])])
+    for name in ("input", "app-a-changelog", "app-b-changelog"):
+        grant(broker, T, name, Op.DESCRIBE)
+    grant(broker, G, "app", Op.READ)
+    grant(broker, T, "app-a-changelog", Op.CREATE)
+    r = call(broker, ApiKey.STREAMS_GROUP_HEARTBEAT, 0, S(
+        group_id="app", member_id="m1", member_epoch=0, rebalance_timeout_ms=30_000,
+        topology=topology, process_id="p1", active_tasks=[], standby_tasks=[],
+        warmup_tasks=[]), principal=ALICE)
+    assert r.error_code == ErrorCode.NONE
+    assert broker.cluster.get("app-a-changelog") is not None
+    assert broker.cluster.get("app-b-changelog") is None
+    [missing] = [s for s in r.status if s.status_code == 3]
+    assert missing.status_detail.endswith("; Unauthorized to CREATE on topics app-b-changelog.")
