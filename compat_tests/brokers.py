@@ -140,6 +140,7 @@ class OdradekBroker(Broker):
                         self.port = int(m.group(1) or m.group(2))
                         found.set()
             log.close()
+            self.proc.stderr.close()  # at EOF: the broker exited (no ResourceWarning later)
             found.set()
 
         threading.Thread(target=reader, daemon=True).start()

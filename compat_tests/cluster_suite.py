@@ -55,8 +55,13 @@ class OdradekCluster:
     def __init__(self, workdir: Path) -> None:
         data = workdir / "odradek-data"
         data.mkdir(parents=True, exist_ok=True)
-        self.server = OdradekBroker(data, workdir / "broker-odradek.log",
-                                    {"simulated.brokers": "3", "admin.http.port": "0"})
+        # The session, lag and leader-balancing settings of compat_tests/kafka_cluster.py's
+        # Kafka cluster: a killed broker is fenced after 3 s, its leaderships come back 5 s
+        # after it returns.
+        self.server = OdradekBroker(data, workdir / "broker-odradek.log", {
+            "simulated.brokers": "3", "admin.http.port": "0",
+            "broker.session.timeout.ms": "3000", "replica.lag.time.max.ms": "5000",
+            "leader.imbalance.check.interval.seconds": "5"})
         self.version = self.server.version
         self.node_ids = [1, 2, 3]
         self.down: set[int] = set()

@@ -277,8 +277,12 @@ class Broker:
         answering meanwhile), then build and run them, unless a request needed them first."""
         import anyio.to_thread
 
-        await anyio.to_thread.run_sync(import_coordinator_modules)
-        self._built_coordinators()
+        try:
+            await anyio.to_thread.run_sync(import_coordinator_modules)
+            self._built_coordinators()
+        except (OSError, ImportError) as e:  # e.g. EMFILE: clients hold every descriptor
+            log.error("coordinators not started; the first request that needs one builds it",
+                      error=str(e))
 
     def _internal_topic(self, name: str, partitions_setting: str, segment_setting: str,
                         compression: str) -> InternalTopic:

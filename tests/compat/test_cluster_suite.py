@@ -27,13 +27,9 @@ ENABLED = os.environ.get("ODRADEK_COMPAT_CLUSTER") == "1"
 
 pytestmark = pytest.mark.skipif(not ENABLED, reason="opt-in: ODRADEK_COMPAT_CLUSTER=1 (minutes)")
 
-# (client, scenario) -> why the row fails on Odradek today.
-XFAIL: dict[tuple[str, str], str] = {
-    (c, "failover-group-coordinator"): (
-        "one coordinator runtime serves every broker and FindCoordinator always names node 1, "
-        "which the runner never kills (group coordinator failover: helper coordfail)")
-    for c, d in DRIVERS.items() if "failover-group-coordinator" in d.cluster_scenarios
-}
+# (client, scenario) -> why the row fails on Odradek today (none since coordinator failover:
+# every row passed in the full run of 2026-12-02).
+XFAIL: dict[tuple[str, str], str] = {}
 
 _ROWS = [(c, s) for c, d in DRIVERS.items() for s in d.cluster_scenarios]
 
