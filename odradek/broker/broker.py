@@ -635,7 +635,9 @@ class Broker:
         return RequestContext(
             config=self.config, node=self if sim is None else sim.node(client.broker),
             clock=self, cluster=self.cluster, replicas=sim,
-            partitions=self.partitions, coordinators=self, features=self.features, fetch_sessions=self.fetch_sessions,
+            partitions=self.partitions, coordinators=self,
+            features=self.feature_control.features,  # per request: no property call
+            fetch_sessions=self.fetch_sessions,
             faults=self.faults, api_ranges=self.api_ranges, metrics=self.metrics,
             authorizer=self.authorizer,
             client=client, api_key=request.api_key, api_version=request.api_version,

@@ -1,22 +1,30 @@
 """auto.leader.rebalance.enable: a returned preferred replica gets its leadership back at
-the next balancing pass, unless it is out of the ISR, killed or isolated; off, nothing moves."""
+the next balancing pass, unless it is down or out of the ISR; off, nothing moves."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 from test_simulated import create, open_cluster
 
+from odradek.broker.broker import Broker
 
-def test_a_restarted_preferred_replica_leads_again_after_a_balancing_pass(tmp_path: Path) -> None:
-    broker = open_cluster(tmp_path)
+
+def one_partition(broker: Broker) -> tuple[Any, Any, int]:
+    """Topic "t" (RF 3): the simulated cluster, its partition's state, its preferred replica."""
     sim = broker.sim
     assert sim is not None
     create(broker)
     state = sim.state("t", 0)
     assert state is not None
-    preferred = state.replicas[0]
+    return sim, state, state.replicas[0]
+
+
+def test_a_restarted_preferred_replica_leads_again_after_a_balancing_pass(tmp_path: Path) -> None:
+    broker = open_cluster(tmp_path)
+    sim, state, preferred = one_partition(broker)
     assert state.leader == preferred
     sim.stop(preferred)
     assert state.leader != preferred
@@ -52,12 +60,7 @@ def test_off_the_balancer_never_runs(tmp_path: Path) -> None:
 
 def test_the_balancer_runs_every_check_interval(tmp_path: Path) -> None:
     broker = open_cluster(tmp_path, **{"leader.imbalance.check.interval.seconds": "1"})
-    sim = broker.sim
-    assert sim is not None
-    create(broker)
-    state = sim.state("t", 0)
-    assert state is not None
-    preferred = state.replicas[0]
+    sim, state, preferred = one_partition(broker)
     sim.stop(preferred)
     sim.start(preferred)
     assert state.leader != preferred
